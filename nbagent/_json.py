@@ -1,0 +1,83 @@
+"""Deep-frozen plain JSON values: validated once, detached from the caller, safe to share."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A ``dict`` that refuses mutation; JSON-encodes and compares like a plain dict."""
+
+    __slots__ = ()
+
+    def _refuse(self, *_: object, **__: object) -> None:
+        raise TypeError("nbagent message data is frozen; build a new message instead")
+
+    __setitem__ = __delitem__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
+
+
+def freeze(value: Any, where: str = "value") -> Any:
+    """Return a deep-frozen copy of plain JSON ``value``; raise ``TypeError`` naming the bad path.
+
+    Plain JSON means str, int, finite float, bool, None, lists/tuples, and dicts with str keys.
+    Lists become tuples and dicts become :class:`FrozenDict`.
+    """
+    cls = type(value)
+    if cls is str or cls is int or cls is bool or value is None:
+        return value
+    if cls is float:
+        if not math.isfinite(value):
+            raise TypeError(f"{where} is {value!r}: only finite numbers are plain JSON")
+        return value
+    if cls is FrozenDict:
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise TypeError(f"{where} has key {key!r} of type {type(key).__name__}; keys must be str")
+            out[key] = freeze(item, f"{where}[{key!r}]")
+        return FrozenDict(out)
+    if cls is tuple or cls is list:
+        return tuple([freeze(item, f"{where}[{i}]") for i, item in enumerate(value)])
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return freeze(float(value), where)
+    raise TypeError(
+        f"{where} is a {cls.__name__}; message content and sources must be plain JSON "
+        "(str, int, finite float, bool, None, lists, dicts with str keys)"
+    )
+
+
+def thaw(value: Any) -> Any:
+    """Return a plain, mutable copy (dicts and lists) of a frozen JSON value."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+dumps = _encoder.encode
+loads = json.loads

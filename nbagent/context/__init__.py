@@ -1,0 +1,1 @@
+"""Context producers: values turned into sourced UserMessages for inject()."""

@@ -1,0 +1,176 @@
+"""Identified, frozen message values: what the model sees, what the log stores, what the inbox holds."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from nbagent._json import FrozenDict, freeze
+
+Block = Mapping[str, Any]
+"""A content block: ``{"type": "text" | "image" | "tool-call" | "tool-result" | "reasoning", ...}``."""
+
+Source = Mapping[str, Any]
+"""Who produced a message: ``{"kind": ..., <producer fields>}``; consumers tolerate unknown kinds."""
+
+USER_SOURCE: FrozenDict = FrozenDict({"kind": "user"})
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def freeze_content(content: Any) -> tuple[FrozenDict, ...]:
+    """Validate and deep-freeze message content: a sequence of blocks, each a dict with a ``type``."""
+    if isinstance(content, str):
+        content = [text_block(content)]
+    if isinstance(content, Mapping) or not isinstance(content, Iterable):
+        raise TypeError(f"message content must be a list of blocks, got {type(content).__name__}")
+    blocks = freeze(list(content), "content")
+    for i, block in enumerate(blocks):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise TypeError(f"content[{i}] must be a block dict with a str 'type', got {block!r}")
+    return blocks
+
+
+def freeze_source(source: Any) -> FrozenDict:
+    """Validate and deep-freeze a message source: a dict with a str ``kind``."""
+    if source is None:
+        return USER_SOURCE
+    frozen = freeze(source, "source")
+    if not isinstance(frozen, dict) or not isinstance(frozen.get("kind"), str):
+        raise TypeError(f"source must be a dict with a str 'kind', got {source!r}")
+    return frozen
+
+
+class Message(BaseModel):
+    """A frozen message of the model-visible history."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    id: str
+    """Stable identity: kept by a rewrite, fresh for an addition."""
+    role: Literal["user", "assistant"]
+    """``user`` for prompts, injected context and tool results; ``assistant`` for model answers."""
+    content: tuple[Any, ...]
+    """Blocks sent to the model verbatim (deep-frozen plain JSON)."""
+    source: Any
+    """The producer (deep-frozen plain JSON with a ``kind``)."""
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _freeze_content(cls, value: Any) -> tuple[FrozenDict, ...]:
+        return freeze_content(value)
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _freeze_source(cls, value: Any) -> FrozenDict:
+        return freeze_source(value)
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not value:
+            raise ValueError("message id must be a non-empty string")
+        return value
+
+    def to_json(self) -> FrozenDict:
+        """The message as stored in events (plain JSON, frozen)."""
+        return FrozenDict(id=self.id, role=self.role, content=self.content, source=self.source)
+
+    @property
+    def kind(self) -> str:
+        """The source kind (``"user"`` means a typed prompt)."""
+        return str(self.source.get("kind", ""))
+
+    @property
+    def plain_text(self) -> str:
+        """The concatenated text of the message's text blocks."""
+        return message_text(self)
+
+    @property
+    def first_line(self) -> str:
+        """The first non-empty line of the text, or a short description of the first block."""
+        for line in message_text(self).splitlines():
+            if line.strip():
+                return line.strip()
+        if self.content:
+            return f"[{self.content[0].get('type')}]"
+        return ""
+
+
+class UserMessage(Message):
+    """A user-role message: a typed prompt, injected context, or a tool result."""
+
+    role: Literal["user"] = "user"
+    id: str = ""
+
+    def __init__(self, **data: Any) -> None:
+        if not data.get("id"):
+            data["id"] = _new_id()
+        data.setdefault("source", None)
+        super().__init__(**data)
+
+    @classmethod
+    def text(cls, text: str, source: Source | None = None, *, id: str | None = None) -> UserMessage:  # type: ignore[override]
+        """A one-text-block message; the source defaults to the user."""
+        if not isinstance(text, str):
+            raise TypeError(f"UserMessage.text needs a str, got {type(text).__name__}")
+        return cls(id=id or _new_id(), content=[text_block(text)], source=source)
+
+
+class AssistantMessage(Message):
+    """A model answer; its source is ``{"kind": "model", "provider", "model"}``."""
+
+    role: Literal["assistant"] = "assistant"
+
+    @property
+    def tool_calls(self) -> tuple[FrozenDict, ...]:
+        """The answer's ``tool-call`` blocks, in the model's order."""
+        return tuple(b for b in self.content if b.get("type") == "tool-call")
+
+
+def message_text(message: Message) -> str:
+    """The concatenated text blocks of any message."""
+    return "".join(b.get("text", "") for b in message.content if b.get("type") == "text")
+
+
+def text_block(text: str) -> FrozenDict:
+    return FrozenDict(type="text", text=text)
+
+
+def coerce_user_message(value: UserMessage | str) -> UserMessage:
+    """Accept a ``UserMessage`` or a ``str`` (a user-sourced text message)."""
+    if isinstance(value, UserMessage):
+        return value
+    if isinstance(value, str):
+        return UserMessage.text(value)
+    raise TypeError(f"expected a UserMessage or str, got {type(value).__name__}")
+
+
+def message_from_json(data: Mapping[str, Any]) -> Message:
+    """Rebuild a frozen message from its stored JSON (trusted: came from our own log)."""
+    role = data.get("role")
+    cls: type[Message] = AssistantMessage if role == "assistant" else UserMessage
+    return cls.model_construct(
+        id=data["id"],
+        role=role,
+        content=freeze(data["content"], "content"),
+        source=freeze(data["source"], "source"),
+    )
+
+
+def tool_result_message(
+    call_id: str, content: Iterable[Block], *, is_error: bool = False, id: str | None = None
+) -> UserMessage:
+    """A user-role message holding exactly one ``tool-result`` block."""
+    block = {
+        "type": "tool-result",
+        "tool_call_id": call_id,
+        "content": list(content),
+        "is_error": is_error,
+    }
+    return UserMessage(id=id or _new_id(), content=[block], source={"kind": "tool", "call_id": call_id})

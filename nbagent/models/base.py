@@ -1,0 +1,148 @@
+"""The model seam: what the loop sends (``ModelRequest``), what a model streams back (chunks)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from nbagent._json import FrozenDict
+from nbagent.messages import Message
+
+FinishKind = Literal["stop", "tool-calls", "max-tokens", "error"]
+
+FailureCode = Literal[
+    "RATE_LIMIT",
+    "SERVER",
+    "TIMEOUT",
+    "TRANSPORT",
+    "AUTH",
+    "BAD_REQUEST",
+    "CONTEXT_OVERFLOW",
+    "UNKNOWN",
+]
+"""Failure codes of a model request; the built-in retry policy retries the first four."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a model request failed."""
+
+    message: str
+    code: str = "UNKNOWN"
+    status: int | None = None
+    retry_after_ms: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"message": self.message, "code": self.code}
+        if self.status is not None:
+            out["status"] = self.status
+        if self.retry_after_ms is not None:
+            out["retry_after_ms"] = self.retry_after_ms
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of visible answer text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of reasoning text."""
+
+    text: str
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """One complete tool call; ``arguments`` is the raw JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str
+    type: Literal["tool-call"] = "tool-call"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage reported by the provider."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    type: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The last chunk of every stream."""
+
+    kind: FinishKind
+    failure: Failure | None = None
+    type: Literal["finish"] = "finish"
+
+
+Chunk = TextDelta | ReasoningDelta | ToolCallChunk | Usage | Finish
+
+
+def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
+    """The stored form of a chunk (``assistant/chunk.data.chunk``)."""
+    if isinstance(chunk, TextDelta | ReasoningDelta):
+        return {"type": chunk.type, "text": chunk.text}
+    if isinstance(chunk, ToolCallChunk):
+        return {"type": "tool-call", "id": chunk.id, "name": chunk.name, "arguments": chunk.arguments}
+    if isinstance(chunk, Usage):
+        return {"type": "usage", "input_tokens": chunk.input_tokens, "output_tokens": chunk.output_tokens}
+    if isinstance(chunk, Finish):
+        out: dict[str, Any] = {"type": "finish", "kind": chunk.kind}
+        if chunk.failure is not None:
+            out["failure"] = chunk.failure.to_json()
+        return out
+    raise TypeError(f"a model yielded {type(chunk).__name__}; expected a chunk from nbagent.models")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request: the derived history, the tools' JSON schemas, and the system prompt."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[FrozenDict, ...] = ()
+    system: str | None = None
+    turn: int = 0
+    step: int = 0
+    attempt: int = 1
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class CancelSignalLike(Protocol):
+    @property
+    def cancelled(self) -> bool: ...
+
+    async def wait(self) -> None: ...
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model: ``stream(request, signal)`` is an async generator of chunks ending in ``Finish``."""
+
+    name: str
+
+    def stream(self, request: ModelRequest, signal: CancelSignalLike) -> AsyncIterator[Chunk]: ...
+
+
+class ModelError(Exception):
+    """Raised by a model (or its adapter) to fail a request with a known failure."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def model_provider(model: Model) -> str:
+    """The provider half of a model's name (``"openai:gpt-4.1"`` → ``"openai"``)."""
+    name = getattr(model, "name", "model")
+    return getattr(model, "provider", None) or (name.split(":", 1)[0] if ":" in name else name)

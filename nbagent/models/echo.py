@@ -1,0 +1,59 @@
+"""``EchoModel``: the offline default, answering with an exact account of what it received."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from nbagent.messages import Message
+from nbagent.models.base import (
+    CancelSignalLike,
+    Chunk,
+    Finish,
+    ModelRequest,
+    TextDelta,
+    Usage,
+)
+
+
+def _describe(message: Message) -> str:
+    kind = message.source.get("kind", "?")
+    first = message.first_line
+    if len(first) > 100:
+        first = first[:99] + "…"
+    if message.content and message.content[0].get("type") == "tool-result":
+        block = message.content[0]
+        inner = next((b.get("text", "") for b in block.get("content", ()) if b.get("type") == "text"), "")
+        first = f"result of {block.get('tool_call_id')}: {inner.splitlines()[0] if inner else ''}"
+    elif message.role == "assistant":
+        calls = [b for b in message.content if b.get("type") == "tool-call"]
+        if (calls and not first.strip("[]").strip()) or first == "[tool-call]":
+            first = "calls " + ", ".join(str(c.get("name")) for c in calls)
+    return f"{message.role} · {kind} · {first}"
+
+
+def echo_text(request: ModelRequest) -> str:
+    """The echo answer for ``request``: one numbered line per message, in order."""
+    n = len(request.messages)
+    lines = [f"echo: I received {n} message{'s' if n != 1 else ''}."]
+    lines += [f"{i}. {_describe(m)}" for i, m in enumerate(request.messages, 1)]
+    return "\n".join(lines)
+
+
+class EchoModel:
+    """Answers every request with the list of messages it received (role · source kind · first line).
+
+    It needs no network and is the debugging lens for turn order.
+    """
+
+    name = "echo"
+    provider = "echo"
+
+    async def stream(self, request: ModelRequest, signal: CancelSignalLike) -> AsyncIterator[Chunk]:
+        text = echo_text(request)
+        for line in text.splitlines(keepends=True):
+            if signal.cancelled:
+                return
+            yield TextDelta(line)
+        chars = sum(len(str(m.content)) for m in request.messages)
+        yield Usage(input_tokens=max(1, chars // 4), output_tokens=max(1, len(text) // 4))
+        yield Finish("stop")

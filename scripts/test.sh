@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install what the tests need, then run the whole suite (lint, unit, kernel and browser tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+python3 -m pip install -q -e ".[test]"
+python3 -m ruff check .
+python3 -m ruff format --check .
+python3 -m pytest -q "$@"
