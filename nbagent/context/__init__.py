@@ -1,1 +1,36 @@
-"""Context producers: values turned into sourced UserMessages for inject()."""
+"""Context producers: values turned into sourced UserMessages for inject().
+
+Each producer frames its own text and escapes the data inside the frame (SPEC §2.3):
+
+- ``dataframe(df, ...)``: the SPEC §9.3 summary of a pandas/polars DataFrame or Series, source kind
+  ``dataframe``, kept within a token budget by dropping detail in the fixed ``DEGRADATION_ORDER``:
+  ``samples`` (per-column sample values), ``head`` (the head rows), ``top-values``, ``middle-stats``
+  (full statistics kept only for the first 3 and last 2 columns), ``stats`` (every column reduced to
+  dtype and null share), ``middle-columns`` (columns other than the first 10 and last 5 reduced to a
+  list of names), ``column-names`` (those names replaced by a count), ``cut`` (the text cut at a line
+  and closed). The steps applied are recorded in ``source["truncated"]``.
+- ``variable(obj, name)``: a bounded preview of any other object, source kind ``variable``.
+- ``error(ename, evalue, traceback)``: an ANSI-stripped traceback keeping its tail, source kind ``error``.
+- ``cell_text(text)``: literal context text, verbatim, source kind ``cell``.
+
+``estimate_tokens`` is the estimate every budget here is measured with. pandas, polars and narwhals
+are imported only when a frame is summarized.
+"""
+
+from nbagent.context._render import DEGRADATION_ORDER
+from nbagent.context._text import estimate_tokens
+from nbagent.context.cells import cell_text
+from nbagent.context.frames import dataframe, is_dataframe
+from nbagent.context.preview import variable
+from nbagent.context.tracebacks import error, strip_ansi
+
+__all__ = [
+    "DEGRADATION_ORDER",
+    "cell_text",
+    "dataframe",
+    "error",
+    "estimate_tokens",
+    "is_dataframe",
+    "strip_ansi",
+    "variable",
+]

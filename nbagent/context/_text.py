@@ -1,0 +1,105 @@
+"""Text helpers shared by the context producers: token estimates, escaping inside frames, clipping."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import numbers
+import re
+from typing import Any
+
+ELLIPSIS = "…"
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_CONTROL_NAMES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative token estimate: four ASCII characters per token, one token per other character.
+
+    Real tokenizers average about four characters per token for English and code; scripts outside
+    ASCII (CJK, emoji) cost roughly a token per character or more, so they count one each.
+    """
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    return math.ceil((len(text) - non_ascii) / 4) + non_ascii
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _CONTROL_NAMES.get(ch, f"\\u{ord(ch):04x}")
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters written as visible escapes."""
+    return _CONTROL.sub(_escape_control, text)
+
+
+def escape(text: str) -> str:
+    """Escape data for the body of a frame: one line, and no ``<``, ``>`` or ``&`` left to forge markup."""
+    return one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def escape_attr(text: str) -> str:
+    """Escape data for a double-quoted attribute value of a frame's opening tag."""
+    return escape(text).replace('"', "&quot;")
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, marking the cut with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def is_null(value: Any) -> bool:
+    """True for None, NaN, pandas' ``NA`` and ``NaT`` (checked without importing pandas)."""
+    if value is None:
+        return True
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return True
+    try:
+        return bool(value != value)
+    except Exception:
+        return False
+
+
+def format_number(value: Any) -> str:
+    """Integers in full, other reals to six significant digits; anything else through ``str``."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.6g}"
+    return str(value)
+
+
+def format_value(value: Any, *, quote_strings: bool = False) -> str:
+    """A compact, deterministic, unescaped rendering of one cell value."""
+    if is_null(value):
+        return "null"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False) if quote_strings else value
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):
+        return "true" if value else "false"
+    if isinstance(value, numbers.Number):
+        return format_number(value)
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time | _dt.timedelta):
+        return str(value)
+    if isinstance(value, bytes):
+        return repr(value)
+    return str(value)
+
+
+def format_bytes(size: float) -> str:
+    """A byte count in binary units (``12.3 MiB``)."""
+    if size < 1024:
+        return f"{size:.0f} B"
+    units = ("KiB", "MiB", "GiB", "TiB")
+    step = 0
+    size /= 1024
+    while size >= 1024 and step < len(units) - 1:
+        size /= 1024
+        step += 1
+    return f"{size:.1f} {units[step]}"

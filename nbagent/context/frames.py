@@ -1,0 +1,56 @@
+"""The DataFrame summary of SPEC §9.3: a pandas or polars frame as a framed, budgeted snapshot message."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from nbagent.context._facts import collect, library_of
+from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, render_within
+from nbagent.messages import UserMessage
+
+
+def is_dataframe(obj: Any) -> bool:
+    """True for pandas and polars DataFrames and Series (and their subclasses), without importing either.
+
+    A Series counts: ``dataframe()`` summarizes it as a one-column frame.
+    """
+    return library_of(obj) is not None
+
+
+def dataframe(
+    df: Any,
+    *,
+    name: str | None = None,
+    rows: int = 5,
+    schema_only: bool = False,
+    budget_tokens: int = 1500,
+    cell: Mapping[str, Any] | None = None,
+    captured_at: datetime | None = None,
+) -> UserMessage:
+    """Summarize a pandas or polars DataFrame (or Series) as a ``dataframe`` snapshot message.
+
+    The text is framed as ``<dataframe …>…</dataframe>`` with every name and value escaped, and is
+    kept within ``budget_tokens`` (as counted by ``estimate_tokens``) by dropping detail in the fixed
+    ``DEGRADATION_ORDER``; the steps taken are listed in ``source["truncated"]``.
+    """
+    if budget_tokens < MIN_BUDGET_TOKENS:
+        raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
+    if rows < 0:
+        raise ValueError(f"rows={rows} must be zero (no head rows) or more")
+    facts = collect(df, rows=rows, schema_only=schema_only)
+    meta = Meta(name=name, captured_at=captured_at or datetime.now(timezone.utc), cell=cell)
+    text, truncated = render_within(facts, meta, budget_tokens)
+    source: dict[str, Any] = {
+        "kind": "dataframe",
+        "name": name,
+        "library": facts.library,
+        "shape": [facts.n_rows, facts.n_cols],
+        "columns": [c.name for c in facts.columns],
+        "truncated": truncated,
+        "form": "snapshot",
+    }
+    if cell is not None:
+        source["cell"] = dict(cell)
+    return UserMessage.text(text, source=source)

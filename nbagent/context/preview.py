@@ -1,0 +1,93 @@
+"""A bounded preview of any Python object: type, length or shape, and a repr cut to a token budget."""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Sized
+from typing import Any
+
+from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens
+from nbagent.messages import UserMessage
+
+MIN_BUDGET_TOKENS = 32
+"""The smallest budget a preview is guaranteed to fit."""
+
+_repr = reprlib.Repr()
+_repr.maxlevel = 4
+_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxfrozenset = _repr.maxdeque = 50
+_repr.maxdict = 30
+_repr.maxstring = 400
+_repr.maxlong = 200
+_repr.maxother = 2000
+
+
+def qualified_type(obj: Any) -> str:
+    """``module.Class`` for the object's type (``builtins`` spelled out)."""
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def variable(obj: Any, name: str, *, budget_tokens: int = 500) -> UserMessage:
+    """A ``variable`` message previewing ``obj``: its type, its length or shape, and a bounded repr.
+
+    The repr is produced by a size-limited ``reprlib`` (so a huge list is never rendered in full),
+    escaped, and cut to fit ``budget_tokens``. Prefer ``dataframe()`` for pandas and polars frames
+    (``is_dataframe`` tells them apart).
+    """
+    if budget_tokens < MIN_BUDGET_TOKENS:
+        raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
+    type_text = qualified_type(obj)
+    size = _size(obj)
+    for chars in (120, 40, 8):
+        attrs = [("name", clip(name, chars)), ("type", clip(type_text, chars))]
+        if size is not None:
+            attrs.append(size)
+        opening = "<variable " + " ".join(f'{k}="{escape_attr(v)}"' for k, v in attrs) + ">"
+        if estimate_tokens(opening) <= budget_tokens // 2:
+            break
+    closing = "</variable>"
+    body = _bounded_repr(obj)
+    room = budget_tokens - estimate_tokens(opening + "\n\n" + closing)
+    text = f"{opening}\n{_fit(body, room)}\n{closing}"
+    return UserMessage.text(text, source={"kind": "variable", "name": name, "type": type_text})
+
+
+def _size(obj: Any) -> tuple[str, str] | None:
+    """``("shape", "3 x 4")`` or ``("len", "12")`` when the object states it cheaply, else None."""
+    try:
+        shape = getattr(obj, "shape", None)
+        if isinstance(shape, tuple) and all(isinstance(d, int) or hasattr(d, "__index__") for d in shape):
+            return "shape", " x ".join(str(int(d)) for d in shape)
+        if isinstance(obj, Sized):
+            return "len", str(len(obj))
+    except Exception:
+        pass
+    return None
+
+
+def _bounded_repr(obj: Any) -> str:
+    try:
+        return _repr.repr(obj)
+    except Exception as exc:
+        return f"repr unavailable ({type(exc).__name__}: {exc})"
+
+
+def _fit(body: str, room_tokens: int) -> str:
+    """The escaped repr, its lines kept in order and the overflow cut with an ellipsis."""
+    text = "\n".join(escape(line) for line in body.splitlines() or [""])
+    if estimate_tokens(text) <= room_tokens:
+        return text
+    marker = f"{ELLIPSIS} (cut to fit the token budget)"
+    keep = max(room_tokens - estimate_tokens(marker) - 1, 0)
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix within the budget
+        mid = (low + high + 1) // 2
+        if estimate_tokens(text[:mid]) <= keep:
+            low = mid
+        else:
+            high = mid - 1
+    prefix = text[:low]
+    entity = prefix.rfind("&")
+    if entity != -1 and ";" not in prefix[entity:]:
+        prefix = prefix[:entity]  # never leave half an escape such as "&l"
+    return prefix + "\n" + marker
