@@ -1,20 +1,55 @@
 """nbagent: an LLM agent session living in a Jupyter kernel, logged to SQLite."""
 
+from nbagent.agent import Agent, LiveNotice
 from nbagent.errors import (
     NbagentError,
     ReentrantDeliveryError,
     SessionClosedError,
+    SessionCorruptError,
+    SessionFileError,
     SessionLockedError,
+    SessionNotFoundError,
+    SessionWriteError,
 )
+from nbagent.events import Event
+from nbagent.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
 from nbagent.messages import AssistantMessage, Message, UserMessage
+from nbagent.retry import RetryPolicy
+from nbagent.runs import Run
+from nbagent.session import list_sessions, open_session, resume_session
+from nbagent.store import SessionRow
+from nbagent.tools import Tool, ToolResult, tool
 
 __all__ = [
+    "Agent",
     "AssistantMessage",
+    "Enter",
+    "Event",
+    "LiveNotice",
     "Message",
     "NbagentError",
+    "PreStep",
     "ReentrantDeliveryError",
+    "Reject",
+    "RequestFailure",
+    "Retry",
+    "RetryPolicy",
+    "Run",
     "SessionClosedError",
+    "SessionCorruptError",
+    "SessionFileError",
     "SessionLockedError",
+    "SessionNotFoundError",
+    "SessionRow",
+    "SessionStart",
+    "SessionWriteError",
+    "Tool",
+    "ToolResult",
+    "TurnStopping",
     "UserMessage",
+    "list_sessions",
+    "open_session",
+    "resume_session",
+    "tool",
 ]
 __version__ = "0.1.0"

@@ -221,7 +221,7 @@ def _top_values(values: Any) -> tuple[tuple[str, int], ...]:
         rows = counts.head(4 * TOP_VALUES).rows()
     except Exception:
         rows = sorted(counts.rows(), key=lambda r: (-int(r[1]), format_value(r[0])))
-    top = [(clip(format_value(v, quote_strings=True), TOP_CHARS), int(c)) for v, c in rows if int(c) > 0]
+    top = [(_quoted(v, TOP_CHARS), int(c)) for v, c in rows if int(c) > 0]
     return tuple(top[:TOP_VALUES])
 
 
@@ -229,12 +229,19 @@ def _samples(leading: list[Any]) -> tuple[str, ...]:
     """Up to ``SAMPLES`` distinct leading values, each cut to about ``SAMPLE_CHARS`` characters."""
     seen: list[str] = []
     for value in leading:
-        text = clip(format_value(value, quote_strings=True), SAMPLE_CHARS)
+        text = _quoted(value, SAMPLE_CHARS)
         if text not in seen:
             seen.append(text)
             if len(seen) == SAMPLES:
                 break
     return tuple(seen)
+
+
+def _quoted(value: Any, limit: int) -> str:
+    """A value for a list: strings cut to ``limit`` and then quoted, anything else cut to ``limit``."""
+    if isinstance(value, str):
+        return format_value(clip(value, limit), quote_strings=True)
+    return clip(format_value(value), limit)
 
 
 def _head(
@@ -295,15 +302,17 @@ def _memory(native: Any, library: str, positions: Any) -> str | None:
             return format_bytes(native.estimated_size())
         if positions is None:
             return format_bytes(int(native.memory_usage(index=True, deep=True).sum()))
-        shallow = native.memory_usage(index=True, deep=False)
-        boxed = [
-            i for i, d in enumerate(native.dtypes.tolist()) if d.kind == "O" or str(d) in ("str", "string")
-        ]
+        # Python-object columns (object, python-backed str) are costly to measure even shallowly.
+        dtypes = native.dtypes.tolist()
+        boxed = [i for i, d in enumerate(dtypes) if str(d) in ("object", "str", "string")]
+        plain = sorted(set(range(len(dtypes))) - set(boxed))
+        total = int(native.index.memory_usage(deep=False))
+        total += sum(int(native.iloc[:, i].memory_usage(index=False)) for i in plain)
         if not boxed:
-            return format_bytes(int(shallow.sum()))
-        deep = native.iloc[positions, boxed].memory_usage(index=False, deep=True)
-        estimate = int(shallow.sum() - shallow.iloc[[i + 1 for i in boxed]].sum())
-        estimate += int(deep.sum() * len(native) / len(positions))
-        return "≈ " + format_bytes(estimate) + " (Python objects estimated from the sample)"
+            return format_bytes(total)
+        probe = positions[:: max(len(positions) // 10_000, 1)]
+        deep = native.iloc[probe, boxed].memory_usage(index=False, deep=True)
+        total += int(deep.sum() * len(native) / len(probe))
+        return "≈ " + format_bytes(total) + " (Python objects estimated from the sample)"
     except Exception as exc:
         return f"unavailable ({type(exc).__name__})"

@@ -19,7 +19,6 @@ DEGRADATION_ORDER: tuple[str, ...] = (
     "middle-stats",
     "stats",
     "middle-columns",
-    "column-names",
     "cut",
 )
 """The fixed order in which detail is dropped to meet the token budget (see ``nbagent.context``)."""
@@ -125,33 +124,50 @@ def _statistics_note(facts: FrameFacts) -> str:
 
 
 def _column_lines(facts: FrameFacts, dropped: list[str]) -> list[str]:
+    """One line per column with statistics; runs of columns without them share a line per dtype."""
     columns = facts.columns
     n = len(columns)
     edges = set(range(WIDE_FIRST)) | set(range(n - WIDE_LAST, n))
     with_stats = [i for i, c in enumerate(columns) if c.has_stats or c.error]
     keep_stats = set(with_stats[:KEEP_FIRST] + with_stats[len(with_stats) - KEEP_LAST :])
     lines: list[str] = []
-    middle: list[str] = []
+    run: list[ColumnFacts] = []  # consecutive columns shown by name and dtype only
+    hidden: dict[str, int] = {}  # dtype -> count of middle columns collapsed to a tally
     for i, col in enumerate(columns):
-        if i not in edges and ("middle-columns" in dropped or "column-names" in dropped):
-            middle.append(_name(col.name))
+        if "middle-columns" in dropped and i not in edges:
+            hidden[col.dtype] = hidden.get(col.dtype, 0) + 1
             continue
-        if middle:
-            lines.append(_middle_line(middle, dropped))
-            middle = []
+        if hidden:
+            lines.append(_tally_line(hidden))
+            hidden = {}
+        if not (col.has_stats or col.error):
+            if run and run[-1].dtype != col.dtype:
+                lines.append(_run_line(run))
+                run = []
+            run.append(col)
+            continue
+        if run:
+            lines.append(_run_line(run))
+            run = []
         if "stats" in dropped or ("middle-stats" in dropped and i not in keep_stats):
             lines.append(_brief_line(col, facts.n_rows))
         else:
             lines.append(_full_line(col, facts.n_rows, dropped))
-    if middle:
-        lines.append(_middle_line(middle, dropped))
+    if run:
+        lines.append(_run_line(run))
+    if hidden:
+        lines.append(_tally_line(hidden))
     return lines
 
 
-def _middle_line(names: list[str], dropped: list[str]) -> str:
-    if "column-names" in dropped:
-        return f"- {ELLIPSIS} {len(names):,} more columns"
-    return f"- {ELLIPSIS} {len(names):,} more columns (names only): " + ", ".join(names)
+def _run_line(run: list[ColumnFacts]) -> str:
+    return "- " + ", ".join(_name(c.name) for c in run) + f": {escape(run[0].dtype)}"
+
+
+def _tally_line(hidden: dict[str, int]) -> str:
+    total = sum(hidden.values())
+    counts = ", ".join(f"{escape(dtype)} ×{count:,}" for dtype, count in hidden.items())
+    return f"- {ELLIPSIS} {total:,} more columns: {counts}"
 
 
 def _brief_line(col: ColumnFacts, n_rows: int) -> str:

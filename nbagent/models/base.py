@@ -115,6 +115,8 @@ class ModelRequest:
     turn: int = 0
     step: int = 0
     attempt: int = 1
+    log_length: int = 0
+    """How many events were durable when the request was dispatched (for invariant checks)."""
     metadata: dict[str, Any] = field(default_factory=dict)
 
 

@@ -13,6 +13,11 @@ ProviderFactory = Callable[[str], Model]
 _PROVIDERS: dict[str, str | ProviderFactory] = {
     # prefix -> "module:function" (imported on first use) or a factory; the function takes the
     # part after the colon. Provider modules register themselves here.
+    "openai": "nbagent.models.openai_compat:openai_model",
+    "ollama": "nbagent.models.openai_compat:ollama_model",
+    "deepseek": "nbagent.models.openai_compat:deepseek_model",
+    "openai-compatible": "nbagent.models.openai_compat:openai_compatible_model",
+    "anthropic": "nbagent.models.anthropic:anthropic_model",
 }
 
 

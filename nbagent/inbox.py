@@ -1,0 +1,200 @@
+"""The inbox: two queues of pending messages, a pure projection of ``agent/inbox/spliced`` events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from nbagent._json import FrozenDict
+from nbagent.errors import SessionCorruptError
+from nbagent.events import NEXT_STEP, NEXT_TURN
+from nbagent.messages import UserMessage, message_from_json
+
+if TYPE_CHECKING:
+    from nbagent.agent import Agent
+
+Target = Literal["next-turn", "next-step"]
+TARGETS: tuple[Target, Target] = (NEXT_TURN, NEXT_STEP)
+
+
+class InboxState(NamedTuple):
+    """Both queues at one point of the log."""
+
+    next_turn: tuple[UserMessage, ...] = ()
+    next_step: tuple[UserMessage, ...] = ()
+
+    def queue(self, target: str) -> tuple[UserMessage, ...]:
+        return self.next_turn if target == NEXT_TURN else self.next_step
+
+    def with_queue(self, target: str, items: tuple[UserMessage, ...]) -> InboxState:
+        return self._replace(**{"next_turn" if target == NEXT_TURN else "next_step": items})
+
+    @property
+    def pending(self) -> int:
+        return len(self.next_turn) + len(self.next_step)
+
+    def find(self, message_id: str) -> tuple[Target, int] | None:
+        """Where ``message_id`` is pending (``next-turn`` searched first)."""
+        for target in TARGETS:
+            for i, m in enumerate(self.queue(target)):
+                if m.id == message_id:
+                    return target, i
+        return None
+
+
+class Splice(NamedTuple):
+    """A planned inbox mutation: the event data, what it removed, and the state after it."""
+
+    data: FrozenDict
+    removed: tuple[UserMessage, ...]
+    inserted: tuple[UserMessage, ...]
+    after: InboxState
+
+
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise ValueError(f"inbox target must be 'next-turn' or 'next-step', got {target!r}")
+
+
+def normalize(length: int, start: int, delete_count: int | None) -> tuple[int, int]:
+    """``Array.prototype.splice`` coordinates: negative ``start`` counts from the end, both clamped."""
+    start = int(start)
+    start = max(length + start, 0) if start < 0 else min(start, length)
+    count = length - start if delete_count is None else int(delete_count)
+    return start, min(max(count, 0), length - start)
+
+
+def plan_splice(
+    state: InboxState,
+    target: str,
+    start: int,
+    delete_count: int | None,
+    inserted: Iterable[UserMessage],
+    *,
+    claim: bool = False,
+) -> Splice | None:
+    """Validate a mutation against ``state``; ``None`` when it neither removes nor inserts.
+
+    Raises ``ValueError`` for a message id that would be pending twice after the mutation.
+    """
+    _check_target(target)
+    queue = state.queue(target)
+    start, count = normalize(len(queue), start, delete_count)
+    inserted = tuple(inserted)
+    if not count and not inserted:
+        return None
+    removed = queue[start : start + count]
+    after = state.with_queue(target, queue[:start] + inserted + queue[start + count :])
+    if inserted:
+        ids = [m.id for m in after.next_turn] + [m.id for m in after.next_step]
+        if len(ids) != len(set(ids)):
+            dup = next(m.id for m in inserted if ids.count(m.id) > 1)
+            raise ValueError(f"message {dup} is already pending; a message id can be pending only once")
+    data: dict[str, Any] = {"target": target, "start": start}
+    if count:
+        data["removed_count"] = count
+    data["inserted"] = tuple(m.to_json() for m in inserted)
+    if count and not claim:
+        data["outcome"] = "canceled"
+    return Splice(FrozenDict(data), removed, inserted, after)
+
+
+def replay_splice(state: InboxState, data: Mapping[str, Any], seq: int) -> InboxState:
+    """Apply a stored splice; an impossible one is corruption naming ``seq``."""
+    try:
+        target = data["target"]
+        _check_target(target)
+        queue = state.queue(target)
+        start = data["start"]
+        count = data.get("removed_count", 0)
+        if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
+            raise ValueError(f"start {start} / removed {count} outside a queue of {len(queue)}")
+        inserted = tuple(message_from_json(m) for m in data.get("inserted", ()))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SessionCorruptError(f"invalid persisted inbox splice at session seq {seq}: {exc}") from None
+    return state.with_queue(target, queue[:start] + inserted + queue[start + count :])  # type: ignore[operator]
+
+
+class Inbox:
+    """``agent.inbox``: the pending queues (committed state) and the mutation operations."""
+
+    __slots__ = ("_agent",)
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    @property
+    def next_turn(self) -> tuple[UserMessage, ...]:
+        return self._agent._journal.inbox.next_turn
+
+    @property
+    def next_step(self) -> tuple[UserMessage, ...]:
+        return self._agent._journal.inbox.next_step
+
+    @property
+    def has_pending(self) -> bool:
+        return self._agent._journal.inbox.pending > 0
+
+    def append(self, target: Target, message: UserMessage | str) -> UserMessage:
+        """Insert at the end of ``target``; returns the recorded message."""
+        return self._one(target, lambda q: len(q), 0, message)
+
+    def prepend(self, target: Target, message: UserMessage | str) -> UserMessage:
+        """Insert at the front of ``target``; returns the recorded message."""
+        return self._one(target, lambda q: 0, 0, message)
+
+    def _one(
+        self,
+        target: Target,
+        where: Callable[[tuple[UserMessage, ...]], int],
+        count: int,
+        m: UserMessage | str,
+    ) -> UserMessage:
+        msg = self._agent._accept(m)
+        self._agent._mutate(lambda s: [plan_splice(s, target, where(s.queue(target)), count, (msg,))])
+        return msg
+
+    def replace(self, message_id: str, message: UserMessage | str) -> bool:
+        """Replace the pending message ``message_id`` in place; ``False`` if it is not pending."""
+        msg = self._agent._accept(message)
+
+        def plan(s: InboxState) -> list[Splice | None]:
+            found = s.find(message_id)
+            return [] if found is None else [plan_splice(s, found[0], found[1], 1, (msg,))]
+
+        return self._agent._mutate(plan) > 0
+
+    def remove(self, message_id: str) -> bool:
+        """Cancel the pending message ``message_id``; ``False`` if it is not pending."""
+
+        def plan(s: InboxState) -> list[Splice | None]:
+            found = s.find(message_id)
+            return [] if found is None else [plan_splice(s, found[0], found[1], 1, ())]
+
+        return self._agent._mutate(plan) > 0
+
+    def clear(self) -> int:
+        """Cancel everything pending, ``next-step`` first; returns how many messages were removed."""
+        return self._agent._clear()
+
+    def splice(
+        self,
+        target: Target,
+        start: int,
+        delete_count: int | None = None,
+        inserted: Iterable[UserMessage] = (),
+    ) -> tuple[UserMessage, ...]:
+        """List-splice ``target``; returns the removed messages."""
+        msgs = tuple(self._agent._accept(m) for m in inserted)
+        removed: list[UserMessage] = []
+
+        def plan(s: InboxState) -> list[Splice | None]:
+            sp = plan_splice(s, target, start, delete_count, msgs)
+            removed[:] = sp.removed if sp else ()
+            return [sp]
+
+        self._agent._mutate(plan)
+        return tuple(removed)
+
+    def __repr__(self) -> str:
+        return f"Inbox(next_turn={len(self.next_turn)}, next_step={len(self.next_step)})"

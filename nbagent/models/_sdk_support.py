@@ -1,0 +1,147 @@
+"""Helpers shared by the provider models: cancellation racing, settings from the environment, images.
+
+Nothing here imports a provider SDK; the provider modules import theirs lazily, on first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import mimetypes
+import os
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from nbagent._json import thaw
+from nbagent.models.base import CancelSignalLike
+
+T = TypeVar("T")
+
+DEFAULT_CONNECT_TIMEOUT = 15.0
+DEFAULT_READ_TIMEOUT = 300.0
+"""Seconds between bytes of a streamed answer before the request fails with ``TIMEOUT``."""
+
+
+class SignalCancelled(Exception):
+    """The turn's signal fired while the model was waiting on the network."""
+
+
+class SignalWatch:
+    """Races network awaits against ``signal.wait()`` so a cancel ends a stalled read at once.
+
+    The loop also cancels the task consuming the model's stream; this covers a caller that only
+    sets the signal. The raced await runs in a child task that is cancelled (and awaited, so the
+    SDK's ``finally`` closes the HTTP response) when the signal wins.
+    """
+
+    def __init__(self, signal: CancelSignalLike | None) -> None:
+        self._signal = signal
+        self._waiter: asyncio.Future[Any] | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self._signal is not None and self._signal.cancelled)
+
+    async def run(self, aw: Awaitable[T]) -> T:
+        """Await ``aw``; raise :class:`SignalCancelled` if the signal fires first."""
+        if self._signal is None:
+            return await aw
+        if self._signal.cancelled:
+            if asyncio.iscoroutine(aw):
+                aw.close()
+            raise SignalCancelled
+        if self._waiter is None:
+            self._waiter = asyncio.ensure_future(self._signal.wait())
+        task = asyncio.ensure_future(aw)
+        try:
+            await asyncio.wait({task, self._waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            await _cancel_and_settle(task)
+            raise
+        if task.done():
+            return task.result()
+        await _cancel_and_settle(task)
+        raise SignalCancelled
+
+    async def iterate(self, stream: Any) -> AsyncIterator[Any]:
+        """Items of an async iterator until it ends or the signal fires."""
+        while True:
+            try:
+                item = await self.run(stream.__anext__())
+            except (StopAsyncIteration, SignalCancelled):
+                return
+            yield item
+
+    def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
+            self._waiter = None
+
+
+async def _cancel_and_settle(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    await asyncio.wait({task})
+    if not task.cancelled():
+        task.exception()  # retrieved: an error racing the cancel is not worth a warning
+
+
+def env(name: str) -> str | None:
+    """An environment variable, with blank values treated as unset."""
+    value = os.environ.get(name)
+    return value.strip() if value and value.strip() else None
+
+
+def tool_schemas(tools: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
+    """Plain ``{"name", "description", "parameters"}`` dicts from the request's frozen schemas."""
+    out = []
+    for tool in tools:
+        plain = thaw(tool)
+        if "function" in plain and isinstance(plain["function"], dict):  # already OpenAI-shaped
+            plain = plain["function"]
+        params = plain.get("parameters") or plain.get("input_schema") or {"type": "object", "properties": {}}
+        out.append(
+            {"name": plain["name"], "description": plain.get("description") or "", "parameters": params}
+        )
+    return out
+
+
+def image_data(block: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(mime, base64_data)`` of an image block given inline (``data``) or by ``path``; ``None`` if unreadable."""
+    mime = block.get("mime") or block.get("mime_type")
+    data = block.get("data")
+    if isinstance(data, str) and data:
+        if data.startswith("data:") and ";base64," in data:
+            head, data = data.split(";base64,", 1)
+            mime = mime or head[5:]
+        return (str(mime or "image/png"), data)
+    path = block.get("path")
+    if isinstance(path, str) and path:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError:
+            return None
+        mime = mime or mimetypes.guess_type(path)[0] or "image/png"
+        return (str(mime), base64.b64encode(raw).decode("ascii"))
+    return None
+
+
+def text_of(blocks: Any) -> str:
+    """Concatenated ``text`` blocks; other blocks become a short placeholder such as ``[image]``."""
+    if isinstance(blocks, str):
+        return blocks
+    parts = []
+    for block in blocks or ():
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        else:
+            parts.append(f"[{block.get('type', 'block')}]")
+    return "".join(parts)
+
+
+def loop_key() -> int:
+    """Identity of the running event loop: an SDK client's connection pool belongs to one loop."""
+    try:
+        return id(asyncio.get_running_loop())
+    except RuntimeError:
+        return 0

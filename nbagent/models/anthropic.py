@@ -1,0 +1,146 @@
+"""Anthropic Messages API models through the official ``anthropic`` SDK.
+
+``anthropic:MODEL`` (for example ``"anthropic:claude-sonnet-4-5"``) reads ``ANTHROPIC_API_KEY``
+when a request is made and ``ANTHROPIC_BASE_URL`` (default: the SDK's https://api.anthropic.com)
+when the model is created; constructor arguments override both. Keys never reach the session file:
+the log stores only ``model.name``. The SDK's retries are off (``max_retries=0``); the loop retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+from nbagent.models._anthropic_wire import AnthropicStreamState, anthropic_tools, to_anthropic_messages
+from nbagent.models._http_failures import failure_from_exception, missing_key_failure
+from nbagent.models._sdk_support import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    SignalCancelled,
+    SignalWatch,
+    env,
+    loop_key,
+    tool_schemas,
+)
+from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
+
+DEFAULT_MAX_TOKENS = 8192
+KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+
+
+class AnthropicModel:
+    """A Claude model streamed with ``AsyncAnthropic``.
+
+    ``max_tokens`` is required by the API (default 8192). ``thinking_budget`` turns on extended
+    thinking, streamed as reasoning; nbagent does not keep thinking signatures, so thinking
+    together with tool use in one turn is refused by the API (leave it off when using tools).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking_budget: int | None = None,
+        timeout: float | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
+        self.model = model
+        self.provider = "anthropic"
+        self.name = f"anthropic:{model}"
+        self.base_url = base_url or env(BASE_URL_ENV)
+        self._api_key = api_key
+        self.max_tokens = max_tokens
+        self.thinking_budget = thinking_budget
+        self.timeout = timeout
+        self.extra_body = dict(extra_body or {})
+        self._clients: dict[tuple[int, str], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.name!r}, base_url={self.base_url!r})"
+
+    async def stream(self, request: ModelRequest, signal: CancelSignalLike) -> AsyncIterator[Chunk]:
+        key = self._api_key or env(KEY_ENV)
+        if key is None:
+            yield Finish("error", missing_key_failure(self.name, KEY_ENV))
+            return
+        watch = SignalWatch(signal)
+        try:
+            async with aclosing(self._stream(request, key, watch)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        finally:
+            watch.close()
+
+    async def _stream(self, request: ModelRequest, key: str, watch: SignalWatch) -> AsyncIterator[Chunk]:
+        client = self._client(key)
+        try:
+            sdk_stream = await watch.run(client.messages.create(**self.request_body(request)))
+        except SignalCancelled:
+            return
+        except Exception as exc:
+            yield Finish("error", failure_from_exception(exc, provider=self.name))
+            return
+        state = AnthropicStreamState()
+        async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
+            try:
+                async for event in events:
+                    for chunk in state.feed(event):
+                        yield chunk
+            except Exception as exc:
+                yield Finish("error", failure_from_exception(exc, provider=self.name))
+                return
+        if watch.cancelled:
+            return
+        for chunk in state.end():
+            yield chunk
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` for ``request``."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": to_anthropic_messages(request.messages),
+            "stream": True,
+        }
+        if request.system:
+            body["system"] = request.system
+        if request.tools:
+            body["tools"] = anthropic_tools(tool_schemas(request.tools))
+        if self.thinking_budget:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        if self.extra_body:
+            body["extra_body"] = dict(self.extra_body)
+        return body
+
+    def _client(self, key: str) -> Any:
+        cache_key = (loop_key(), key)
+        client = self._clients.get(cache_key)
+        if client is None:
+            import anthropic
+
+            timeout = anthropic.Timeout(
+                self.timeout if self.timeout is not None else DEFAULT_READ_TIMEOUT,
+                connect=min(DEFAULT_CONNECT_TIMEOUT, self.timeout or DEFAULT_CONNECT_TIMEOUT),
+            )
+            self._clients.clear()  # a client's connection pool belongs to one event loop
+            client = anthropic.AsyncAnthropic(
+                api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout
+            )
+            self._clients[cache_key] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (optional; they also close with the process)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
+
+
+def anthropic_model(spec: str) -> AnthropicModel:
+    """``anthropic:MODEL``."""
+    return AnthropicModel(spec)

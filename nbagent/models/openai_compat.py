@@ -1,0 +1,236 @@
+"""OpenAI chat-completions models through the official ``openai`` SDK: OpenAI, Ollama, DeepSeek, vLLM…
+
+Model strings (``nbagent.open_session(path, model=...)``, ``%agent model ...``):
+
+============================  ==========================================  ==========================
+string                        base URL                                    API key
+============================  ==========================================  ==========================
+``openai:MODEL``              ``OPENAI_BASE_URL`` or api.openai.com/v1    ``OPENAI_API_KEY``
+``ollama:MODEL``              ``OLLAMA_HOST`` (+``/v1``) or               ``OLLAMA_API_KEY`` (optional)
+                              http://localhost:11434/v1
+``deepseek:MODEL``            ``DEEPSEEK_BASE_URL`` or                    ``DEEPSEEK_API_KEY``
+                              https://api.deepseek.com
+``openai-compatible:MODEL``   ``NBAGENT_BASE_URL``, or                    ``NBAGENT_API_KEY`` (optional)
+``openai-compatible:MODEL@URL``  the URL after the last ``@``
+============================  ==========================================  ==========================
+
+Constructor arguments override the environment. Base URLs are read when the model is created, keys
+when a request is made (so a key exported later still works); neither is ever logged: the session
+stores only ``model.name`` (for example ``"openai:gpt-4.1"``). The SDK's own retries are off
+(``max_retries=0``): the agent loop owns retries (SPEC §5.5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from nbagent.errors import NbagentError
+from nbagent.models._http_failures import failure_from_exception, missing_key_failure
+from nbagent.models._openai_wire import OpenAIStreamState, openai_tools, to_openai_messages
+from nbagent.models._sdk_support import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    SignalCancelled,
+    SignalWatch,
+    env,
+    loop_key,
+    tool_schemas,
+)
+from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Where a provider prefix finds its endpoint and key, and its wire quirks."""
+
+    key_env: str
+    base_url_env: str
+    default_base_url: str | None
+    key_required: bool = True
+    reasoning_field: str | None = None
+    flatten_text: bool = False
+    max_tokens_param: str = "max_tokens"
+
+
+PRESETS: dict[str, Preset] = {
+    "openai": Preset("OPENAI_API_KEY", "OPENAI_BASE_URL", None, max_tokens_param="max_completion_tokens"),
+    "ollama": Preset("OLLAMA_API_KEY", "OLLAMA_HOST", "http://localhost:11434/v1", key_required=False),
+    "deepseek": Preset(
+        "DEEPSEEK_API_KEY",
+        "DEEPSEEK_BASE_URL",
+        "https://api.deepseek.com",
+        reasoning_field="reasoning_content",
+        flatten_text=True,
+    ),
+    "openai-compatible": Preset("NBAGENT_API_KEY", "NBAGENT_BASE_URL", None, key_required=False),
+}
+
+
+class OpenAICompatModel:
+    """A chat-completions model streamed with ``AsyncOpenAI`` (SDK retries off; the loop retries).
+
+    ``name`` is the full model string (``"ollama:qwen3"``), ``provider`` its prefix and ``model``
+    the provider's model id. ``extra_body`` is merged into every request (e.g. ``{"think": True}``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        provider: str = "openai",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        include_usage: bool = True,
+        preset: Preset | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.preset = preset or PRESETS.get(provider) or PRESETS["openai-compatible"]
+        self.model = model
+        self.provider = provider
+        self.name = name or f"{provider}:{model}"
+        self.base_url = (
+            base_url or _normalize(provider, env(self.preset.base_url_env)) or self.preset.default_base_url
+        )
+        if self.base_url is None and provider != "openai":
+            raise NbagentError(
+                f"model {self.name!r} needs a base URL: set {self.preset.base_url_env} "
+                f"(for example http://localhost:8000/v1), write '{provider}:{model}@http://host:port/v1', "
+                "or pass base_url=..."
+            )
+        self._api_key = api_key
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.extra_body = dict(extra_body or {})
+        self.include_usage = include_usage
+        self._clients: dict[tuple[int, str], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatModel({self.name!r}, base_url={self.base_url!r})"
+
+    async def stream(self, request: ModelRequest, signal: CancelSignalLike) -> AsyncIterator[Chunk]:
+        key = self._api_key or env(self.preset.key_env)
+        if key is None and self.preset.key_required:
+            yield Finish("error", missing_key_failure(self.name, self.preset.key_env))
+            return
+        watch = SignalWatch(signal)
+        try:
+            async with aclosing(self._stream(request, key or "not-needed", watch)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        finally:
+            watch.close()
+
+    async def _stream(self, request: ModelRequest, key: str, watch: SignalWatch) -> AsyncIterator[Chunk]:
+        client = self._client(key)
+        try:
+            sdk_stream = await watch.run(client.chat.completions.create(**self.request_body(request)))
+        except SignalCancelled:
+            return
+        except Exception as exc:
+            yield Finish("error", failure_from_exception(exc, provider=self.name))
+            return
+        state = OpenAIStreamState()
+        async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
+            try:
+                async for event in events:
+                    for chunk in state.feed(event):
+                        yield chunk
+            except Exception as exc:
+                yield Finish("error", failure_from_exception(exc, provider=self.name))
+                return
+        if watch.cancelled:
+            return
+        for chunk in state.end():
+            yield chunk
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request``."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(
+                request.messages,
+                request.system,
+                reasoning_field=self.preset.reasoning_field,
+                flatten_text=self.preset.flatten_text,
+            ),
+            "stream": True,
+        }
+        if self.include_usage:
+            body["stream_options"] = {"include_usage": True}
+        if request.tools:
+            body["tools"] = openai_tools(tool_schemas(request.tools))
+        if self.max_tokens is not None:
+            body[self.preset.max_tokens_param] = self.max_tokens
+        if self.extra_body:
+            body["extra_body"] = dict(self.extra_body)
+        return body
+
+    def _client(self, key: str) -> Any:
+        cache_key = (loop_key(), key)
+        client = self._clients.get(cache_key)
+        if client is None:
+            import openai
+
+            timeout = openai.Timeout(
+                self.timeout if self.timeout is not None else DEFAULT_READ_TIMEOUT,
+                connect=min(DEFAULT_CONNECT_TIMEOUT, self.timeout or DEFAULT_CONNECT_TIMEOUT),
+            )
+            self._clients.clear()  # a client's connection pool belongs to one event loop
+            client = openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout)
+            self._clients[cache_key] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (optional; they also close with the process)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
+
+
+def _normalize(provider: str, url: str | None) -> str | None:
+    """``OLLAMA_HOST`` is usually ``host:port`` without scheme or ``/v1``; make it a base URL."""
+    if url is None or provider != "ollama":
+        return url
+    if "://" not in url:
+        url = f"http://{url}"
+    parts = urlsplit(url)
+    if parts.path in ("", "/"):
+        url = url.rstrip("/") + "/v1"
+    return url
+
+
+def _split_url(spec: str) -> tuple[str, str | None]:
+    model, sep, url = spec.rpartition("@")
+    if sep and url.startswith(("http://", "https://")) and model:
+        return model, url
+    return spec, None
+
+
+def openai_model(spec: str) -> OpenAICompatModel:
+    """``openai:MODEL``."""
+    return OpenAICompatModel(spec, provider="openai")
+
+
+def ollama_model(spec: str) -> OpenAICompatModel:
+    """``ollama:MODEL`` (a local Ollama's OpenAI-compatible endpoint)."""
+    return OpenAICompatModel(spec, provider="ollama")
+
+
+def deepseek_model(spec: str) -> OpenAICompatModel:
+    """``deepseek:MODEL``."""
+    return OpenAICompatModel(spec, provider="deepseek")
+
+
+def openai_compatible_model(spec: str) -> OpenAICompatModel:
+    """``openai-compatible:MODEL`` (with ``NBAGENT_BASE_URL``) or ``openai-compatible:MODEL@URL``."""
+    model, url = _split_url(spec)
+    return OpenAICompatModel(
+        model, provider="openai-compatible", base_url=url, name=f"openai-compatible:{spec}"
+    )
