@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import importlib
 import mimetypes
 import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from nbagent._json import thaw
@@ -84,6 +87,15 @@ async def _cancel_and_settle(task: asyncio.Future[Any]) -> None:
     await asyncio.wait({task})
     if not task.cancelled():
         task.exception()  # retrieved: an error racing the cancel is not worth a warning
+
+
+async def import_sdk(name: str) -> ModuleType:
+    """Import a provider SDK off the event loop: ``anthropic`` takes seconds to import, and the
+    kernel's loop (widgets, other cells' output) should not freeze for it on the first request."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    return await asyncio.to_thread(importlib.import_module, name)
 
 
 def env(name: str) -> str | None:

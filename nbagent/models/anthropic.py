@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from types import ModuleType
 from typing import Any
 
 from nbagent.models._anthropic_wire import AnthropicStreamState, anthropic_tools, to_anthropic_messages
@@ -20,6 +21,7 @@ from nbagent.models._sdk_support import (
     SignalCancelled,
     SignalWatch,
     env,
+    import_sdk,
     loop_key,
     tool_schemas,
 )
@@ -77,8 +79,8 @@ class AnthropicModel:
             watch.close()
 
     async def _stream(self, request: ModelRequest, key: str, watch: SignalWatch) -> AsyncIterator[Chunk]:
-        client = self._client(key)
         try:
+            client = self._client(key, await watch.run(import_sdk("anthropic")))
             sdk_stream = await watch.run(client.messages.create(**self.request_body(request)))
         except SignalCancelled:
             return
@@ -117,20 +119,16 @@ class AnthropicModel:
             body["extra_body"] = dict(self.extra_body)
         return body
 
-    def _client(self, key: str) -> Any:
+    def _client(self, key: str, sdk: ModuleType) -> Any:
         cache_key = (loop_key(), key)
         client = self._clients.get(cache_key)
         if client is None:
-            import anthropic
-
-            timeout = anthropic.Timeout(
+            timeout = sdk.Timeout(
                 self.timeout if self.timeout is not None else DEFAULT_READ_TIMEOUT,
                 connect=min(DEFAULT_CONNECT_TIMEOUT, self.timeout or DEFAULT_CONNECT_TIMEOUT),
             )
             self._clients.clear()  # a client's connection pool belongs to one event loop
-            client = anthropic.AsyncAnthropic(
-                api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout
-            )
+            client = sdk.AsyncAnthropic(api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout)
             self._clients[cache_key] = client
         return client
 
