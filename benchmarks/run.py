@@ -1,0 +1,615 @@
+"""Core runtime benchmarks (issue #2, item 6): ``python benchmarks/run.py [--quick]``.
+
+Prints one table of medians (and p99s) with the baseline measured in the same run, the ratio, the
+target and whether it is met. Exits 1 when a target is missed, unless ``--no-assert``.
+See ``benchmarks/README.md`` for what each figure measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _util
+from _util import Row, median, pct
+
+perf = time.perf_counter
+
+
+@dataclass
+class Config:
+    name: str
+    inject_sizes: list[int]
+    inject_reps: int
+    threads: int
+    per_thread: int
+    tp_rounds: int
+    bare_per_round: int
+    loop_sizes: list[int]
+    loop_turns_mem: int
+    loop_turns_file: int
+    resume_sizes: list[int]
+    ready_reps: int
+    mat_reps: int
+    cold_reps: int
+    notes: list[str] = field(default_factory=list)
+
+
+FULL = Config(
+    name="full",
+    inject_sizes=[0, 10_000, 100_000],
+    inject_reps=400,
+    threads=16,
+    per_thread=8,
+    tp_rounds=12,
+    bare_per_round=24,
+    loop_sizes=[0, 1_000, 10_000],
+    loop_turns_mem=300,
+    loop_turns_file=16,
+    resume_sizes=[10_000, 100_000],
+    ready_reps=15,
+    mat_reps=5,
+    cold_reps=10,
+)
+QUICK = Config(
+    name="quick",
+    inject_sizes=[0, 10_000, 100_000],
+    inject_reps=100,
+    threads=16,
+    per_thread=8,
+    tp_rounds=4,
+    bare_per_round=16,
+    loop_sizes=[0, 1_000, 10_000],
+    loop_turns_mem=100,
+    loop_turns_file=4,
+    resume_sizes=[10_000, 100_000],
+    ready_reps=5,
+    mat_reps=2,
+    cold_reps=3,
+)
+TINY = Config(
+    name="tiny",
+    inject_sizes=[0, 300],
+    inject_reps=6,
+    threads=4,
+    per_thread=2,
+    tp_rounds=1,
+    bare_per_round=4,
+    loop_sizes=[0, 100],
+    loop_turns_mem=4,
+    loop_turns_file=1,
+    resume_sizes=[300],
+    ready_reps=1,
+    mat_reps=1,
+    cold_reps=1,
+)
+
+INJECT_TEXT = (
+    "Context: df_sales was reloaded from sales_q3.parquet (4 columns, 1,204 rows); "
+    "the 'growth' column is now a float in [0, 1]."
+)
+CLEAR_EVERY = 32
+"""Untimed ``inbox.clear()`` after this many injects keeps the pending queue realistic (short)."""
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def label(n: int) -> str:
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
+
+
+class Bench:
+    def __init__(self, cfg: Config, workdir: Path) -> None:
+        import nbagent
+        import nbagent.store
+
+        self.nbagent = nbagent
+        self.cfg = cfg
+        self.dir = workdir
+        self.sync = nbagent.store.SYNCHRONOUS
+        self.rows: list[Row] = []
+        self.bases: dict[int, tuple[Path, str, int]] = {}
+        self.info: list[str] = []
+
+    # -- fixtures ---------------------------------------------------------------------------------
+
+    def base(self, n: int) -> tuple[Path, str, int]:
+        """A session file with ``n`` prior events (built once per size)."""
+        if n not in self.bases:
+            path = self.dir / f"base-{n}.db"
+            t0 = perf()
+            sid, count = _util.write_history(str(path), n)
+            say(f"  built a {count}-event history in {perf() - t0:.1f} s")
+            self.bases[n] = (path, sid, count)
+        return self.bases[n]
+
+    def copy(self, n: int, tag: str) -> tuple[Path, str, int]:
+        path, sid, count = self.base(n)
+        dest = self.dir / f"{tag}-{n}-{uuid.uuid4().hex[:6]}.db"
+        shutil.copyfile(path, dest)
+        os.chmod(dest, 0o600)
+        return dest, sid, count
+
+    def tool(self) -> Any:
+        def lookup(key: str) -> str:
+            """Look up a key in the notebook's namespace."""
+            return _util.TOOL_OUTPUT
+
+        return self.nbagent.tool(lookup)
+
+    def scripted(self, turns: int = 0) -> Any:
+        from nbagent.models import ScriptedModel
+
+        model = ScriptedModel()
+        self.add_turns(model, turns)
+        return model
+
+    @staticmethod
+    def add_turns(model: Any, turns: int) -> None:
+        from nbagent.models import Response, ToolCall
+
+        for _ in range(turns):
+            model.add(Response(tool_calls=[ToolCall("lookup", {"key": "df_sales"})]), Response(_util.ANSWER))
+
+    async def session(
+        self, n: int, tag: str, *, model: Any = None, tools: Any = ()
+    ) -> tuple[Any, Path | None]:
+        """An agent on a file holding ``n`` prior events (resumed), or a fresh one for ``n == 0``."""
+        nb = self.nbagent
+        model = model or self.scripted()
+        if n == 0:
+            path = self.dir / f"{tag}-0-{uuid.uuid4().hex[:6]}.db"
+            return nb.open_session(path, model=model, tools=tools), path
+        path, sid, _ = self.copy(n, tag)
+        return nb.resume_session(path, sid, model=model, tools=tools), path
+
+    def bare_conn(self, path: Path) -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+        conn.execute(f"PRAGMA synchronous = {self.sync}")
+        return conn
+
+    # -- 1. inject latency ------------------------------------------------------------------------
+
+    async def inject_at(self, n: int) -> tuple[list[float], list[float], int]:
+        """Interleaved samples of ``agent.inject`` and of a bare commit of the same row, same file."""
+        agent, path = await self.session(n, "inject")
+        assert path is not None
+        conn = self.bare_conn(path)
+        bare_sid = "bare-" + uuid.uuid4().hex
+        agent.inject(INJECT_TEXT)  # warm-up, and the splice whose JSON the bare row copies
+        splice = agent._events.since(agent._journal.committed - 1)[0]
+        assert splice.type == "agent/inbox/spliced"
+        data = self.nbagent._json.dumps(splice.data)
+        seq = 0
+
+        def bare() -> float:
+            nonlocal seq
+            t0 = perf()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                (bare_sid, seq, int(time.time() * 1000), "agent/inbox/spliced", data, 1),
+            )
+            conn.execute("COMMIT")
+            seq += 1
+            return perf() - t0
+
+        def inject() -> float:
+            t0 = perf()
+            agent.inject(INJECT_TEXT)
+            return perf() - t0
+
+        for _ in range(3):
+            bare()
+            inject()
+        agent.inbox.clear()
+        nb_t: list[float] = []
+        bare_t: list[float] = []
+        gc.collect()
+        for i in range(self.cfg.inject_reps):
+            if i % 2:
+                nb_t.append(inject())
+                bare_t.append(bare())
+            else:
+                bare_t.append(bare())
+                nb_t.append(inject())
+            if (i + 1) % CLEAR_EVERY == 0:
+                agent.inbox.clear()
+        await agent.close()
+        conn.close()
+        return nb_t, bare_t, len(data)
+
+    async def inject_latency(self) -> None:
+        p50s: dict[int, float] = {}
+        for n in self.cfg.inject_sizes:
+            say(f"[1] inject latency at {n} prior events")
+            nb_t, bare_t, size = await self.inject_at(n)
+            p50, bp50 = median(nb_t), median(bare_t)
+            p99, bp99 = pct(nb_t, 0.99), pct(bare_t, 0.99)
+            p50s[n] = p50
+            self.rows.append(
+                Row(f"inject p50 @{label(n)} events", p50, "s", bp50, "<= 1.25x bare", p50 <= 1.25 * bp50)
+            )
+            self.rows.append(
+                Row(f"inject p99 @{label(n)} events", p99, "s", bp99, "<= 1.5x bare", p99 <= 1.5 * bp99)
+            )
+            self.info.append(f"inject @{label(n)}: splice row {size} B of JSON, {len(nb_t)} samples each")
+        lo, hi = min(p50s), max(p50s)
+        if lo != hi:
+            ok = p50s[hi] <= 1.25 * p50s[lo]
+            self.rows.append(
+                Row(
+                    f"inject p50 @{label(hi)} vs @{label(lo)}", p50s[hi], "s", p50s[lo], "flat (<= 1.25x)", ok
+                )
+            )
+
+    # -- 2. concurrent throughput -----------------------------------------------------------------
+
+    async def throughput(self) -> None:
+        cfg = self.cfg
+        say(f"[2] throughput: {cfg.threads} threads x {cfg.per_thread} injects, {cfg.tp_rounds} rounds")
+        agent, path = await self.session(0, "tp")
+        assert path is not None
+        agent.inject("warm-up")
+        agent.inbox.clear()
+        file = agent._journal.file
+        real_write = file.write
+        writes = [0]
+
+        def counting_write(*a: Any, **k: Any) -> None:
+            writes[0] += 1
+            real_write(*a, **k)
+
+        file.write = counting_write  # instance attribute: counts transactions, nothing else changes
+        conn = self.bare_conn(path)
+        bare_sid = "bare-" + uuid.uuid4().hex
+        agent.inject(INJECT_TEXT)
+        data = self.nbagent._json.dumps(agent._events.since(agent._journal.committed - 1)[0].data)
+        agent.inbox.clear()
+        writes[0] = 0
+        seq = 0
+
+        def bare_round() -> float:
+            nonlocal seq
+            t0 = perf()
+            for _ in range(cfg.bare_per_round):
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(
+                    "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                    (bare_sid, seq, int(time.time() * 1000), "agent/inbox/spliced", data, 1),
+                )
+                conn.execute("COMMIT")
+                seq += 1
+            return perf() - t0
+
+        errors: list[BaseException] = []
+
+        def nb_round() -> float:
+            barrier = threading.Barrier(cfg.threads + 1)
+
+            def work() -> None:
+                barrier.wait()
+                try:
+                    for _ in range(cfg.per_thread):
+                        agent.inject(INJECT_TEXT)
+                except BaseException as exc:  # pragma: no cover - reported below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=work) for _ in range(cfg.threads)]
+            for t in threads:
+                t.start()
+            barrier.wait()
+            t0 = perf()
+            for t in threads:
+                t.join()
+            return perf() - t0
+
+        nb_time = bare_time = 0.0
+        for _ in range(cfg.tp_rounds):
+            bare_time += bare_round()
+            # The agent's loop idles, awaiting the round: the threads commit without it.
+            nb_time += await asyncio.to_thread(nb_round)
+            agent.inbox.clear()
+        if errors:
+            raise errors[0]
+        injects = cfg.tp_rounds * cfg.threads * cfg.per_thread
+        nb_writes = writes[0] - cfg.tp_rounds  # minus the clears
+        await agent.close()
+        conn.close()
+        nb_tp = injects / nb_time
+        bare_tp = cfg.tp_rounds * cfg.bare_per_round / bare_time
+        self.rows.append(
+            Row(
+                f"inject throughput, {cfg.threads} threads",
+                nb_tp,
+                "/s",
+                bare_tp,
+                ">= 4x 1-thread bare",
+                nb_tp >= 4 * bare_tp,
+            )
+        )
+        self.info.append(
+            f"group commit: {injects} injects in {nb_writes} transactions "
+            f"({injects / max(nb_writes, 1):.1f} per commit)"
+        )
+
+    # -- 3. loop overhead per step ----------------------------------------------------------------
+
+    async def _turns(self, agent: Any, model: Any, turns: int) -> None:
+        self.add_turns(model, turns)
+        for _ in range(turns):
+            agent.followup(_util.PROMPT)
+            await agent.when_idle()
+
+    async def loop_step(self, n: int, store: str) -> float:
+        """Median per-step time (turn time / 2) over blocks of turns, after ``n`` prior events."""
+        import nbagent.store
+
+        cfg = self.cfg
+        model = self.scripted()
+        tools = [self.tool()]
+        saved = nbagent.store.SYNCHRONOUS
+        if store == "memory":
+            agent = self.nbagent.open_session(None, model=model, tools=tools)
+            while len(agent._events) < n:  # build the prior history by running real turns
+                await self._turns(agent, model, 20)
+            turns, block = cfg.loop_turns_mem, max(1, cfg.loop_turns_mem // 10)
+        else:
+            nbagent.store.SYNCHRONOUS = store.split(":")[1]
+            try:
+                agent, _ = await self.session(n, "loop", model=model, tools=tools)
+            finally:
+                nbagent.store.SYNCHRONOUS = saved
+            turns = cfg.loop_turns_file if store.endswith(saved) else cfg.loop_turns_mem // 2
+            block = max(1, turns // 4)
+        await self._turns(agent, model, 2)  # warm-up: loads a resumed prefix, writes the resume header
+        per_step: list[float] = []
+        gc.collect()
+        for _ in range(max(1, turns // block)):
+            t0 = perf()
+            await self._turns(agent, model, block)
+            per_step.append((perf() - t0) / (2 * block))
+        assert agent.status == "idle"
+        await agent.close()
+        return median(per_step)
+
+    async def loop_overhead(self) -> None:
+        cfg = self.cfg
+        stores = ["memory", f"file:{self.sync}"]
+        if self.sync != "NORMAL":
+            stores.append("file:NORMAL")
+        for store in stores:
+            figures: dict[int, float] = {}
+            for n in cfg.loop_sizes:
+                say(f"[3] loop step, {store}, {n} prior events")
+                figures[n] = await self.loop_step(n, store)
+                name = "memory" if store == "memory" else f"file, synchronous={store.split(':')[1]}"
+                self.rows.append(
+                    Row(
+                        f"loop step ({name}) @{label(n)}",
+                        figures[n],
+                        "s",
+                        None,
+                        "<= 0.4 ms",
+                        figures[n] <= 4e-4,
+                    )
+                )
+            lo, hi = min(figures), max(figures)
+            self.rows.append(
+                Row(
+                    f"loop step ({store}) @{label(hi)} vs @{label(lo)}",
+                    figures[hi],
+                    "s",
+                    figures[lo],
+                    "<= 1.5x",
+                    figures[hi] <= 1.5 * figures[lo],
+                )
+            )
+
+    # -- 4. resume ----------------------------------------------------------------------------------
+
+    def bare_read(self, path: Path, sid: str) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            loads = json.loads
+            return [
+                (s, t, ty, loads(d))
+                for s, t, ty, d in conn.execute(
+                    "SELECT seq, time, type, data FROM events WHERE session_id = ? ORDER BY seq", (sid,)
+                )
+            ]
+        finally:
+            conn.close()
+
+    @staticmethod
+    def materialize(agent: Any, count: int) -> float:
+        t0 = perf()
+        events = agent.events
+        history = agent._history.snapshot()
+        dt = perf() - t0
+        assert len(events) == count and history
+        return dt
+
+    def bare_materialize(self, path: Path, sid: str, count: int) -> float:
+        t0 = perf()
+        rows = self.bare_read(path, sid)
+        dt = perf() - t0
+        assert len(rows) == count
+        return dt
+
+    async def resume(self) -> None:
+        cfg = self.cfg
+        nb = self.nbagent
+        tools = [self.tool()]
+        for n in cfg.resume_sizes:
+            say(f"[4] resume at {n} events")
+            path, sid, count = self.copy(n, "resume")
+            ready: list[float] = []
+            for _ in range(cfg.ready_reps):
+                gc.collect()
+                t0 = perf()
+                agent = nb.resume_session(path, sid, model=self.scripted(), tools=tools)
+                ready.append(perf() - t0)
+                await agent.close()
+            mat: list[float] = []
+            bare: list[float] = []
+            for i in range(cfg.mat_reps):
+                agent = nb.resume_session(path, sid, model=self.scripted(), tools=tools)
+                for first in ("nb", "bare") if i % 2 else ("bare", "nb"):
+                    gc.collect()
+                    if first == "nb":
+                        mat.append(self.materialize(agent, count))
+                    else:
+                        bare.append(self.bare_materialize(path, sid, count))
+                await agent.close()
+                del agent
+            # Peak memory, one traced run each (tracemalloc slows Python down; times come from above).
+            gc.collect()
+            agent = nb.resume_session(path, sid, model=self.scripted(), tools=tools)
+            tracemalloc.start()
+            base = tracemalloc.get_traced_memory()[0]
+            kept = (agent.events, agent._history.snapshot())
+            nb_peak = tracemalloc.get_traced_memory()[1] - base
+            tracemalloc.stop()
+            del kept
+            await agent.close()
+            del agent
+            gc.collect()
+            tracemalloc.start()
+            base = tracemalloc.get_traced_memory()[0]
+            kept2 = self.bare_read(path, sid)
+            bare_peak = tracemalloc.get_traced_memory()[1] - base
+            tracemalloc.stop()
+            del kept2
+            gc.collect()
+            at = f"@{label(n)} events"
+            target_ready = n >= 100_000
+            self.rows.append(
+                Row(
+                    f"resume ready {at}",
+                    median(ready),
+                    "s",
+                    None,
+                    "<= 50 ms" if target_ready else "",
+                    median(ready) <= 0.05 if target_ready else None,
+                )
+            )
+            self.rows.append(
+                Row(
+                    f"resume materialize all {at}",
+                    median(mat),
+                    "s",
+                    median(bare),
+                    "<= 1.2x bare read",
+                    median(mat) <= 1.2 * median(bare),
+                )
+            )
+            self.rows.append(Row(f"resume materialize peak mem {at}", nb_peak, "MB", bare_peak))
+
+    # -- 5. cold start ------------------------------------------------------------------------------
+
+    def cold_start(self) -> None:
+        cfg = self.cfg
+        say(f"[5] cold start, {cfg.cold_reps} runs each")
+        path = self.dir / "cold.db"
+        open_script = (
+            "import asyncio, nbagent\n"
+            "async def main():\n"
+            f"    agent = nbagent.open_session({str(path)!r})\n"
+            "    await agent.close()\n"
+            "asyncio.run(main())\n"
+        )
+        scripts = {"pass": "pass", "import": "import nbagent", "open": open_script}
+        subprocess.run([sys.executable, "-c", open_script], check=True)  # create the file (untimed)
+        times: dict[str, list[float]] = {k: [] for k in scripts}
+        for _ in range(cfg.cold_reps):
+            for key, script in scripts.items():
+                t0 = perf()
+                subprocess.run([sys.executable, "-c", script], check=True)
+                times[key].append(perf() - t0)
+        bare = median(times["pass"])
+        self.rows.append(Row("cold start: python -c pass", bare, "s"))
+        self.rows.append(Row("cold start: import nbagent", median(times["import"]), "s", bare))
+        value = median(times["open"])
+        self.rows.append(Row("cold start: import + open_session", value, "s", bare, "<= 0.3 s", value <= 0.3))
+
+
+async def amain(bench: Bench, only: set[str]) -> None:
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("inject", bench.inject_latency),
+        ("throughput", bench.throughput),
+        ("loop", bench.loop_overhead),
+        ("resume", bench.resume),
+    ]
+    for name, fn in steps:
+        if not only or name in only:
+            await fn()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (well under a minute)")
+    parser.add_argument("--tiny", action="store_true", help="a few repetitions of tiny sizes (smoke test)")
+    parser.add_argument("--no-assert", action="store_true", help="exit 0 even if a target is missed")
+    parser.add_argument("--synchronous", choices=["FULL", "NORMAL", "OFF"], help="sets NBAGENT_SYNCHRONOUS")
+    parser.add_argument("--dir", help="where to put the session files (default: a temporary directory)")
+    parser.add_argument("--only", action="append", default=[], help="inject|throughput|loop|resume|cold")
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    args = parser.parse_args(argv)
+    if args.synchronous:
+        os.environ["NBAGENT_SYNCHRONOUS"] = args.synchronous
+    cfg = TINY if args.tiny else QUICK if args.quick else FULL
+    workdir = Path(tempfile.mkdtemp(prefix="nbagent-bench-", dir=args.dir))
+    started = perf()
+    try:
+        bench = Bench(cfg, workdir)
+        only = set(args.only)
+        asyncio.run(amain(bench, only))
+        if not only or "cold" in only:
+            bench.cold_start()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    rows = bench.rows
+    print(
+        f"nbagent core benchmarks ({cfg.name}); synchronous={bench.sync} for nbagent and the bare baselines; "
+        f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; SQLite {sqlite3.sqlite_version}; "
+        f"files in {workdir.parent}; {perf() - started:.0f} s"
+    )
+    print(_util.table(rows))
+    for line in bench.info:
+        print("  " + line)
+    missed = [r.metric for r in rows if r.ok is False]
+    print(f"targets met: {sum(r.ok is True for r in rows)}/{sum(r.ok is not None for r in rows)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=1))
+    if missed and not args.no_assert:
+        print("missed: " + "; ".join(missed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
