@@ -262,12 +262,13 @@ def _head(
     if index is not None:
         header.insert(0, index[0])
         head = [(label, *r) for label, r in zip(index[1], head, strict=False)]
-    return tuple(header), tuple(tuple(_cell(v) for v in r) for r in head)
+    pandas = library == "pandas"
+    return tuple(header), tuple(tuple(_cell(v, pandas) for v in r) for r in head)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, nan_is_null: bool) -> str:
     try:
-        return clip(format_value(value), CELL_CHARS)
+        return clip(format_value(value, nan_is_null=nan_is_null), CELL_CHARS)
     except Exception:
         return "unavailable"
 

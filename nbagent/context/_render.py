@@ -181,6 +181,8 @@ def _full_line(col: ColumnFacts, n_rows: int, dropped: list[str]) -> str:
     parts = [f"- {_name(col.name)}: {escape(col.dtype)}"]
     if col.error is not None:
         parts.append(f"unavailable ({escape(col.error)})")
+    elif col.has_stats and n_rows == 0:
+        parts.append("no rows")
     elif col.has_stats and col.non_null == 0:
         parts.append(f"all null ({n_rows:,})")
     elif col.has_stats:

@@ -36,13 +36,16 @@ def one_line(text: str) -> str:
 
 
 def escape(text: str) -> str:
-    """Escape data for the body of a frame: one line, and no ``<``, ``>`` or ``&`` left to forge markup."""
-    return one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape data for the body of a frame: one line, ``&`` and ``<`` escaped so no tag can be forged.
+
+    ``>`` stays readable (``---->`` arrows, ``->`` hints): without a ``<`` it cannot open or close a tag.
+    """
+    return one_line(text).replace("&", "&amp;").replace("<", "&lt;")
 
 
 def escape_attr(text: str) -> str:
     """Escape data for a double-quoted attribute value of a frame's opening tag."""
-    return escape(text).replace('"', "&quot;")
+    return escape(text).replace(">", "&gt;").replace('"', "&quot;")
 
 
 def clip(text: str, limit: int) -> str:
@@ -53,15 +56,8 @@ def clip(text: str, limit: int) -> str:
 
 
 def is_null(value: Any) -> bool:
-    """True for None, NaN, pandas' ``NA`` and ``NaT`` (checked without importing pandas)."""
-    if value is None:
-        return True
-    if type(value).__name__ in ("NAType", "NaTType"):
-        return True
-    try:
-        return bool(value != value)
-    except Exception:
-        return False
+    """True for None, pandas' ``NA`` and ``NaT`` (checked without importing pandas); NaN is a number."""
+    return value is None or type(value).__name__ in ("NAType", "NaTType")
 
 
 def format_number(value: Any) -> str:
@@ -75,9 +71,12 @@ def format_number(value: Any) -> str:
     return str(value)
 
 
-def format_value(value: Any, *, quote_strings: bool = False) -> str:
-    """A compact, deterministic, unescaped rendering of one cell value."""
-    if is_null(value):
+def format_value(value: Any, *, quote_strings: bool = False, nan_is_null: bool = False) -> str:
+    """A compact, deterministic, unescaped rendering of one cell value.
+
+    ``nan_is_null`` renders a float NaN as ``null``: pandas uses NaN as its missing marker, polars not.
+    """
+    if is_null(value) or (nan_is_null and isinstance(value, float) and value != value):
         return "null"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False) if quote_strings else value

@@ -74,7 +74,7 @@ def _bounded_repr(obj: Any) -> str:
 
 def _fit(body: str, room_tokens: int) -> str:
     """The escaped repr, its lines kept in order and the overflow cut with an ellipsis."""
-    text = "\n".join(escape(line) for line in body.splitlines() or [""])
+    text = "\n".join(escape(line) for line in body.splitlines() or [""])  # reprs may span lines
     if estimate_tokens(text) <= room_tokens:
         return text
     marker = f"{ELLIPSIS} (cut to fit the token budget)"
