@@ -153,7 +153,9 @@ def test_cancel_mid_tools_awaits_started_calls_and_balances_unstarted_ones(db):
             raise AssertionError("must not start after the cancel")
 
         calls = [ToolCall("slow", id="c1"), ToolCall("fast", id="c2")]
-        agent = nbagent.open_session(db, model=ScriptedModel([Response(tool_calls=calls)]), tools=[slow, fast])
+        agent = nbagent.open_session(
+            db, model=ScriptedModel([Response(tool_calls=calls)]), tools=[slow, fast]
+        )
         agent.followup("go")
         await started.wait()
         agent.inject(cell("before cancel"))
@@ -261,7 +263,9 @@ def test_close_from_inside_a_turn_raises(db):
                 errors.append(str(exc))
             return "ok"
 
-        agent = nbagent.open_session(db, model=ScriptedModel([Response(tool_calls=[ToolCall("closer")]), "x"]), tools=[closer])
+        agent = nbagent.open_session(
+            db, model=ScriptedModel([Response(tool_calls=[ToolCall("closer")]), "x"]), tools=[closer]
+        )
         box.append(agent)
         await agent.run("go")
         assert errors and "cancel" in errors[0]

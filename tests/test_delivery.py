@@ -84,7 +84,15 @@ def test_steer_while_idle_starts_a_turn_with_the_steering(db):
         agent.steer("go")
         assert trace(agent.events) == ["INS ns 0 ['go']", "TS 1", "CLM ns 1"]
         await agent.when_idle()
-        assert trace(agent.events)[3:] == ["SS 1.1", "UM go", "RH initial", "CH", "AM 1.1 'ok'", "SE 1.1", "TE 1 completed"]
+        assert trace(agent.events)[3:] == [
+            "SS 1.1",
+            "UM go",
+            "RH initial",
+            "CH",
+            "AM 1.1 'ok'",
+            "SE 1.1",
+            "TE 1 completed",
+        ]
         await agent.close()
 
     run(main())
@@ -278,7 +286,11 @@ def test_delivery_returns_a_detached_frozen_copy(db):
         payload["text"] = "v2"
         payload["extra"].append(2)
         assert m.content[0]["text"] == "v1"
-        assert agent.events[-1].data["inserted"][0]["content"][0] == {"type": "text", "text": "v1", "extra": (1,)}
+        assert agent.events[-1].data["inserted"][0]["content"][0] == {
+            "type": "text",
+            "text": "v1",
+            "extra": (1,),
+        }
         await agent.close()
 
     run(main())

@@ -22,11 +22,15 @@ def test_pre_step_additions_follow_waterfall_return_order(db):
 
         async def outer(step, next):
             down = await next()
-            return Enter([*down.messages, UserMessage.text("outer-add", source={"kind": "plugin", "plugin": "o"})])
+            return Enter(
+                [*down.messages, UserMessage.text("outer-add", source={"kind": "plugin", "plugin": "o"})]
+            )
 
         async def inner(step, next):
             down = await next()
-            return Enter([UserMessage.text("inner-first", source={"kind": "plugin", "plugin": "i"}), *down.messages])
+            return Enter(
+                [UserMessage.text("inner-first", source={"kind": "plugin", "plugin": "i"}), *down.messages]
+            )
 
         async def outermost(step, next):
             return await next()
@@ -36,7 +40,11 @@ def test_pre_step_additions_follow_waterfall_return_order(db):
         agent.hooks.pre_step.add(outermost, prepend=True)
         agent.followup("prompt")
         await agent.when_idle()
-        assert [x for x in trace(agent.events) if x.startswith("UM")] == ["UM inner-first", "UM prompt", "UM outer-add"]
+        assert [x for x in trace(agent.events) if x.startswith("UM")] == [
+            "UM inner-first",
+            "UM prompt",
+            "UM outer-add",
+        ]
         check_invariants(agent.events, inbox=agent.inbox, requests=model.requests)
         await agent.close()
 
@@ -49,7 +57,12 @@ def test_a_pre_step_rewrite_keeps_the_message_id(db):
 
         async def upper(step, next):
             down = await next()
-            return Enter([m.model_copy(update={"content": ({"type": "text", "text": m.plain_text.upper()},)}) for m in down.messages])
+            return Enter(
+                [
+                    m.model_copy(update={"content": ({"type": "text", "text": m.plain_text.upper()},)})
+                    for m in down.messages
+                ]
+            )
 
         agent.hooks.pre_step.add(upper)
         sent = agent.followup("shout")
@@ -175,7 +188,11 @@ def test_turn_stopping_listener_may_steer_to_continue_the_turn(db):
 def test_built_in_policy_retries_in_the_same_step(db):
     async def main():
         model = ScriptedModel(
-            [Response("partial", failure=Failure("busy", "RATE_LIMIT", 429, retry_after_ms=5)), Response(failure="SERVER"), "ok"]
+            [
+                Response("partial", failure=Failure("busy", "RATE_LIMIT", 429, retry_after_ms=5)),
+                Response(failure="SERVER"),
+                "ok",
+            ]
         )
         agent = nbagent.open_session(db, model=model, retry=FAST)
         r = await agent.run("q")
@@ -207,7 +224,10 @@ def test_retries_give_up_after_two_and_the_turn_errors_with_the_failure(db):
         model = ScriptedModel([Response(failure=Failure("down", "SERVER", 503))] * 3)
         agent = nbagent.open_session(db, model=model, retry=FAST)
         r = await agent.run("q")
-        assert r.end["reason"] == {"kind": "error", "error": {"message": "down", "code": "SERVER", "status": 503}}
+        assert r.end["reason"] == {
+            "kind": "error",
+            "error": {"message": "down", "code": "SERVER", "status": 503},
+        }
         assert len(model.requests) == 3
         auth = ScriptedModel([Response(failure="AUTH")])
         agent.set_model(auth)
@@ -260,7 +280,9 @@ def test_session_start_listeners_run_after_open(db):
 
         async def startup(start):
             seen.append(start.source)
-            start.agent.inject(UserMessage.text("startup context", source={"kind": "plugin", "plugin": "boot"}))
+            start.agent.inject(
+                UserMessage.text("startup context", source={"kind": "plugin", "plugin": "boot"})
+            )
 
         agent.hooks.session_start.add(startup)
         await asyncio.sleep(0.01)

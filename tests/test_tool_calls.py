@@ -25,7 +25,9 @@ def test_inject_during_a_tool_batch_lands_after_the_complete_results(db):
         def second() -> str:
             return "r2"
 
-        model = ScriptedModel([Response(tool_calls=[ToolCall("first", id="c1"), ToolCall("second", id="c2")]), "end"])
+        model = ScriptedModel(
+            [Response(tool_calls=[ToolCall("first", id="c1"), ToolCall("second", id="c2")]), "end"]
+        )
         agent = nbagent.open_session(db, model=model, tools=[first, second])
         box.append(agent)
         agent.followup("go")
@@ -49,7 +51,13 @@ def test_inject_during_a_tool_batch_lands_after_the_complete_results(db):
             "TE 1 completed",
         ]
         roles = [(m.role, m.kind) for m in model.requests[1].messages]
-        assert roles == [("user", "user"), ("assistant", "model"), ("user", "tool"), ("user", "tool"), ("user", "cell")]
+        assert roles == [
+            ("user", "user"),
+            ("assistant", "model"),
+            ("user", "tool"),
+            ("user", "tool"),
+            ("user", "cell"),
+        ]
         check_invariants(agent.events, inbox=agent.inbox, requests=model.requests)
         await agent.close()
 
@@ -65,7 +73,15 @@ def test_two_tools_additional_contexts_are_fifo_with_their_own_sources(db):
             return ToolResult(f"value of {key}", additional_contexts=[extra])
 
         model = ScriptedModel(
-            [Response(tool_calls=[ToolCall("lookup", {"key": "a"}, id="c1"), ToolCall("lookup", {"key": "b"}, id="c2")]), "ok"]
+            [
+                Response(
+                    tool_calls=[
+                        ToolCall("lookup", {"key": "a"}, id="c1"),
+                        ToolCall("lookup", {"key": "b"}, id="c2"),
+                    ]
+                ),
+                "ok",
+            ]
         )
         agent = nbagent.open_session(db, model=model, tools=[lookup])
         agent.followup("go")
@@ -86,7 +102,10 @@ def test_two_tools_additional_contexts_are_fifo_with_their_own_sources(db):
         ]
         assert lines[start + 10] == "UM ctx-b"
         last = model.requests[1].messages
-        assert [m.source for m in last[-2:]] == [{"kind": "plugin", "plugin": "p-a"}, {"kind": "plugin", "plugin": "p-b"}]
+        assert [m.source for m in last[-2:]] == [
+            {"kind": "plugin", "plugin": "p-a"},
+            {"kind": "plugin", "plugin": "p-b"},
+        ]
         check_invariants(agent.events, inbox=agent.inbox, requests=model.requests)
         await agent.close()
 
@@ -103,7 +122,10 @@ def test_parallel_safe_calls_run_together_and_commit_in_model_order(db):
             order.append(name)
             return name
 
-        calls = [ToolCall("slow", {"name": "A", "delay": 0.05}, id="a"), ToolCall("slow", {"name": "B", "delay": 0.0}, id="b")]
+        calls = [
+            ToolCall("slow", {"name": "A", "delay": 0.05}, id="a"),
+            ToolCall("slow", {"name": "B", "delay": 0.0}, id="b"),
+        ]
         model = ScriptedModel([Response(tool_calls=calls), "done"])
         agent = nbagent.open_session(db, model=model, tools=[slow])
         await agent.run("go")
