@@ -1,6 +1,7 @@
 import copy
 
 import pytest
+from pydantic import ValidationError
 
 from nbagent import UserMessage
 from nbagent.messages import message_from_json
@@ -27,7 +28,7 @@ def test_frozen_content_refuses_mutation():
     m = UserMessage.text("x")
     with pytest.raises(TypeError):
         m.content[0]["text"] = "y"  # type: ignore[index]
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         m.id = "other"  # type: ignore[misc]
     assert copy.deepcopy(m) == m
 
