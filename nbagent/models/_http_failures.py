@@ -99,6 +99,7 @@ def failure_from_exception(exc: BaseException, *, provider: str) -> Failure:
         return Failure(f"{provider}: request timed out ({detail})", code="TIMEOUT")
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and "APIStatusError" in names:
+        detail = _status_detail(exc)
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
         text = f"{detail} {_body_text(getattr(exc, 'body', None))}"
@@ -153,6 +154,15 @@ def _detail(exc: BaseException) -> str:
     if cause is not None and str(cause) and str(cause) not in text:
         text += f" ({type(cause).__name__}: {cause})"
     return text
+
+
+def _status_detail(exc: BaseException) -> str:
+    """The provider's own error message; the SDK's wrapper text and causes are noise here."""
+    err = _error_object(getattr(exc, "body", None))
+    message = err.get("message") if err is not None else None
+    if isinstance(message, str) and message.strip():
+        return message.strip()
+    return str(getattr(exc, "api_message", None) or getattr(exc, "message", None) or exc).strip()
 
 
 def _error_object(body: Any) -> Mapping[str, Any] | None:
