@@ -44,21 +44,33 @@ class Meta:
 
 
 def render_within(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[str, list[str]]:
-    """The summary text and the degradation steps it took to fit ``budget_tokens``, in order."""
+    """The summary text and the degradation steps it took to fit ``budget_tokens``, in order.
+
+    Steps are applied in ``DEGRADATION_ORDER`` until the text fits. Then, latest first, each earlier
+    step is undone again if the text still fits without it (dropping the middle column names can make
+    the edge columns' statistics affordable again), so every recorded step was needed.
+    """
     dropped: list[str] = []
     text = render(facts, meta, dropped)
-    for step in DEGRADATION_ORDER:
+    for step in DEGRADATION_ORDER[:-1]:
         if estimate_tokens(text) <= budget_tokens:
-            break
-        if step == "cut":
-            text = _cut(text, facts, meta, budget_tokens)
-            dropped.append(step)
             break
         candidate = render(facts, meta, [*dropped, step])
         if candidate != text:
             dropped.append(step)
             text = candidate
-    return text, dropped
+    else:
+        if estimate_tokens(text) > budget_tokens:
+            return _cut(text, facts, meta, budget_tokens), [*dropped, "cut"]
+    while True:  # each undo also shortens the "omitted" note, so retry the others after one succeeds
+        for step in reversed(dropped):
+            kept = [s for s in dropped if s != step]
+            candidate = render(facts, meta, kept)
+            if estimate_tokens(candidate) <= budget_tokens:
+                dropped, text = kept, candidate
+                break
+        else:
+            return text, dropped
 
 
 def render(facts: FrameFacts, meta: Meta, dropped: list[str]) -> str:
