@@ -7,7 +7,9 @@ Each producer frames its own text and escapes the data inside the frame (SPEC §
   ``samples`` (per-column sample values), ``head`` (the head rows), ``top-values``, ``middle-stats``
   (full statistics kept only for the first 3 and last 2 columns), ``stats`` (every column reduced to
   dtype and null share), ``middle-columns`` (columns other than the first 10 and last 5 reduced to a
-  count per dtype), ``cut`` (the text cut at a line and closed). The steps applied are recorded in ``source["truncated"]``.
+  count per dtype), ``cut`` (the text cut at a line and closed). Steps are applied in that order
+  until the text fits; then any earlier step the later ones made unnecessary is undone, so
+  ``source["truncated"]`` lists, in that order, exactly the steps the summary needed.
 - ``variable(obj, name)``: a bounded preview of any other object, source kind ``variable``.
 - ``error(ename, evalue, traceback)``: an ANSI-stripped traceback keeping its tail, source kind ``error``.
 - ``cell_text(text)``: literal context text, verbatim, source kind ``cell``.
