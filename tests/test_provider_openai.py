@@ -452,7 +452,7 @@ def test_signal_cancelled_while_waiting_for_headers_returns_promptly(server):
 def test_model_strings_resolve_with_full_names_and_providers(monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", "gpu-box:11434")
     cases = {
-        "openai:gpt-4.1": ("openai", "gpt-4.1", None),
+        "openai:gpt-4.1": ("openai", "gpt-4.1", "https://api.openai.com/v1"),
         "ollama:qwen3": ("ollama", "qwen3", "http://gpu-box:11434/v1"),
         "deepseek:deepseek-chat": ("deepseek", "deepseek-chat", "https://api.deepseek.com"),
         "openai-compatible:llama@http://127.0.0.1:8000/v1": (

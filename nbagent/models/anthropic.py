@@ -1,7 +1,7 @@
 """Anthropic Messages API models through the official ``anthropic`` SDK.
 
 ``anthropic:MODEL`` (for example ``"anthropic:claude-sonnet-4-5"``) reads ``ANTHROPIC_API_KEY``
-when a request is made and ``ANTHROPIC_BASE_URL`` (default: the SDK's https://api.anthropic.com)
+when a request is made and ``ANTHROPIC_BASE_URL`` (default https://api.anthropic.com)
 when the model is created; constructor arguments override both. Keys never reach the session file:
 the log stores only ``model.name``. The SDK's retries are off (``max_retries=0``); the loop retries.
 """
@@ -30,6 +30,7 @@ from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
 DEFAULT_MAX_TOKENS = 8192
 KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 class AnthropicModel:
@@ -54,7 +55,7 @@ class AnthropicModel:
         self.model = model
         self.provider = "anthropic"
         self.name = f"anthropic:{model}"
-        self.base_url = base_url or env(BASE_URL_ENV)
+        self.base_url = base_url or env(BASE_URL_ENV) or DEFAULT_BASE_URL
         self._api_key = api_key
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget

@@ -1,23 +1,20 @@
 """OpenAI chat-completions models through the official ``openai`` SDK: OpenAI, Ollama, DeepSeek, vLLM…
 
-Model strings (``nbagent.open_session(path, model=...)``, ``%agent model ...``):
+Model strings (``nbagent.open_session(path, model=...)``, ``%agent model ...``), each with where
+its base URL and key come from:
 
-============================  ==========================================  ==========================
-string                        base URL                                    API key
-============================  ==========================================  ==========================
-``openai:MODEL``              ``OPENAI_BASE_URL`` or api.openai.com/v1    ``OPENAI_API_KEY``
-``ollama:MODEL``              ``OLLAMA_HOST`` (+``/v1``) or               ``OLLAMA_API_KEY`` (optional)
-                              http://localhost:11434/v1
-``deepseek:MODEL``            ``DEEPSEEK_BASE_URL`` or                    ``DEEPSEEK_API_KEY``
-                              https://api.deepseek.com
-``openai-compatible:MODEL``   ``NBAGENT_BASE_URL``, or                    ``NBAGENT_API_KEY`` (optional)
-``openai-compatible:MODEL@URL``  the URL after the last ``@``
-============================  ==========================================  ==========================
+- ``openai:MODEL``: ``OPENAI_BASE_URL`` or https://api.openai.com/v1; ``OPENAI_API_KEY``.
+- ``ollama:MODEL``: ``OLLAMA_HOST`` (``host:port`` is fine; ``http://`` and ``/v1`` are added) or
+  http://localhost:11434/v1; no key needed (``OLLAMA_API_KEY`` if a proxy wants one).
+- ``deepseek:MODEL``: ``DEEPSEEK_BASE_URL`` or https://api.deepseek.com; ``DEEPSEEK_API_KEY``.
+- ``openai-compatible:MODEL`` (vLLM, LM Studio, llama.cpp, gateways): ``NBAGENT_BASE_URL``, or
+  ``openai-compatible:MODEL@http://host:port/v1`` (the URL after the last ``@``); ``NBAGENT_API_KEY``
+  if the server wants one.
 
 Constructor arguments override the environment. Base URLs are read when the model is created, keys
-when a request is made (so a key exported later still works); neither is ever logged: the session
-stores only ``model.name`` (for example ``"openai:gpt-4.1"``). The SDK's own retries are off
-(``max_retries=0``): the agent loop owns retries (SPEC §5.5).
+when a request is made (so a key exported later still works). Keys are never logged: the session
+stores only ``model.name``, the model string (``"openai:gpt-4.1"``; with the ``@URL`` form, the URL
+too). The SDK's own retries are off (``max_retries=0``): the agent loop owns retries (SPEC §5.5).
 """
 
 from __future__ import annotations
@@ -59,7 +56,12 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    "openai": Preset("OPENAI_API_KEY", "OPENAI_BASE_URL", None, max_tokens_param="max_completion_tokens"),
+    "openai": Preset(
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "https://api.openai.com/v1",
+        max_tokens_param="max_completion_tokens",
+    ),
     "ollama": Preset("OLLAMA_API_KEY", "OLLAMA_HOST", "http://localhost:11434/v1", key_required=False),
     "deepseek": Preset(
         "DEEPSEEK_API_KEY",
@@ -100,7 +102,7 @@ class OpenAICompatModel:
         self.base_url = (
             base_url or _normalize(provider, env(self.preset.base_url_env)) or self.preset.default_base_url
         )
-        if self.base_url is None and provider != "openai":
+        if self.base_url is None:
             raise NbagentError(
                 f"model {self.name!r} needs a base URL: set {self.preset.base_url_env} "
                 f"(for example http://localhost:8000/v1), write '{provider}:{model}@http://host:port/v1', "
