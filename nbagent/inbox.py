@@ -162,7 +162,7 @@ class Inbox:
             found = s.find(message_id)
             return [] if found is None else [plan_splice(s, found[0], found[1], 1, (msg,))]
 
-        return self._agent._mutate(plan) > 0
+        return len(self._agent._mutate(plan)) > 0
 
     def remove(self, message_id: str) -> bool:
         """Cancel the pending message ``message_id``; ``False`` if it is not pending."""
@@ -171,7 +171,7 @@ class Inbox:
             found = s.find(message_id)
             return [] if found is None else [plan_splice(s, found[0], found[1], 1, ())]
 
-        return self._agent._mutate(plan) > 0
+        return len(self._agent._mutate(plan)) > 0
 
     def clear(self) -> int:
         """Cancel everything pending, ``next-step`` first; returns how many messages were removed."""

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent import _json
-from nbagent._json import FrozenDict
 from nbagent.errors import SessionWriteError
 from nbagent.events import INBOX_SPLICED, Event
 from nbagent.inbox import InboxState
@@ -36,6 +35,7 @@ class Ticket:
     events: list[Event]
     attachments: list[Any]
     notices: list[Notice]
+    encoded: list[str] = field(default_factory=list)
     done: bool = False
     error: BaseException | None = None
 
@@ -116,8 +116,6 @@ class Journal:
         seq = self._next_seq
         events = []
         for type_, data, _ in plan.drafts:
-            if type(data) is dict:
-                data = FrozenDict(data)
             events.append(Event(seq, now, type_, data))
             seq += 1
         self._next_seq = seq
@@ -159,14 +157,20 @@ class Journal:
         sid = self.session_id
         rows = []
         for ticket in batch:
-            for ev, attached in zip(ticket.events, ticket.attachments):
+            ticket.encoded = [_json.dumps(ev.data) for ev in ticket.events]
+            for ev, attached, encoded in zip(ticket.events, ticket.attachments, ticket.encoded):
                 pending = attached.pending if ev.type == INBOX_SPLICED else None
-                rows.append((sid, ev.seq, ev.time, ev.type, _json.dumps(ev.data), pending))
+                rows.append((sid, ev.seq, ev.time, ev.type, encoded, pending))
         return rows
 
     def _commit(self, batch: list[Ticket]) -> None:
         notices: list[Notice] = []
         for ticket in batch:
+            # Committed events carry their data exactly as stored (plain JSON), like loaded ones.
+            loads = _json.loads
+            ticket.events = [
+                Event(ev.seq, ev.time, ev.type, loads(encoded)) for ev, encoded in zip(ticket.events, ticket.encoded)
+            ]
             for ev, attached in zip(ticket.events, ticket.attachments):
                 if ev.type == INBOX_SPLICED:
                     self.inbox = attached

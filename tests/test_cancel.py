@@ -94,7 +94,7 @@ def test_cancel_mid_stream_keeps_the_visible_prefix_and_aborts(db, keep_inbox):
             assert not agent.inbox.has_pending
         assert model.closed
         am = next(e.data for e in agent.events if e.type == "assistant/message")
-        assert am["interrupted"] is True and am["message"]["content"] == ({"type": "text", "text": "Hel"},)
+        assert am["interrupted"] is True and am["message"]["content"] == [{"type": "text", "text": "Hel"}]
         check_invariants(agent.events, inbox=agent.inbox)
         await agent.close()
 

@@ -289,7 +289,7 @@ def test_delivery_returns_a_detached_frozen_copy(db):
         assert agent.events[-1].data["inserted"][0]["content"][0] == {
             "type": "text",
             "text": "v1",
-            "extra": (1,),
+            "extra": [1],
         }
         await agent.close()
 
