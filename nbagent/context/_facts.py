@@ -17,6 +17,9 @@ SAMPLE_SEED = 0
 """The seed of that sample: the same frame always yields the same summary."""
 WIDE_COLUMNS = 30
 """Frames with more columns than this get full statistics for their edge columns only."""
+MEASURED_COLUMNS = 1_000
+"""pandas frames with more columns than this get their memory extrapolated per dtype."""
+_PROBE_COLUMNS = 20
 WIDE_FIRST, WIDE_LAST = 10, 5
 """How many leading and trailing columns of a wide frame get full statistics."""
 TOP_VALUES = 5
@@ -297,23 +300,41 @@ def _pandas_head_index(native: Any, rows: int) -> tuple[str, list[Any]] | None:
 
 
 def _memory(native: Any, library: str, positions: Any) -> str | None:
-    """Memory use: exact when cheap; Python-object columns of long pandas frames estimated from the sample."""
+    """Memory use: exact when cheap, else estimated (and marked ``≈``) from sampled rows or columns."""
     try:
         if library == "polars":
             return format_bytes(native.estimated_size())
-        if positions is None:
-            return format_bytes(int(native.memory_usage(index=True, deep=True).sum()))
-        # Python-object columns (object, python-backed str) are costly to measure even shallowly.
-        dtypes = native.dtypes.tolist()
-        boxed = [i for i, d in enumerate(dtypes) if str(d) in ("object", "str", "string")]
-        plain = sorted(set(range(len(dtypes))) - set(boxed))
-        total = int(native.index.memory_usage(deep=False))
-        total += sum(int(native.iloc[:, i].memory_usage(index=False)) for i in plain)
-        if not boxed:
-            return format_bytes(total)
+        total = int(native.index.memory_usage(deep=positions is None))
+        estimated = positions is not None
+        if native.shape[1] <= MEASURED_COLUMNS:
+            size, boxed = _pandas_bytes(native, positions)
+            total += size
+            estimated = estimated and boxed
+        else:  # pandas measures column by column: extrapolate from a few columns of each dtype
+            groups: dict[str, list[int]] = {}
+            for i, dtype in enumerate(native.dtypes.tolist()):
+                groups.setdefault(str(dtype), []).append(i)
+            for ids in groups.values():
+                probe = ids[:_PROBE_COLUMNS]
+                size, _ = _pandas_bytes(native.iloc[:, probe], positions)
+                total += int(size * len(ids) / len(probe))
+            estimated = estimated or any(len(ids) > _PROBE_COLUMNS for ids in groups.values())
+        return ("≈ " if estimated else "") + format_bytes(total)
+    except Exception as exc:
+        return f"unavailable ({type(exc).__name__})"
+
+
+def _pandas_bytes(native: Any, positions: Any) -> tuple[int, bool]:
+    """Bytes of a pandas frame's columns, and whether Python objects were estimated from sampled rows."""
+    if positions is None:
+        return int(native.memory_usage(index=False, deep=True).sum()), False
+    # Python-object columns (object, python-backed str) are costly to measure even shallowly.
+    dtypes = native.dtypes.tolist()
+    boxed = [i for i, d in enumerate(dtypes) if str(d) in ("object", "str", "string")]
+    plain = sorted(set(range(len(dtypes))) - set(boxed))
+    total = sum(int(native.iloc[:, i].memory_usage(index=False)) for i in plain)
+    if boxed:
         probe = positions[:: max(len(positions) // 10_000, 1)]
         deep = native.iloc[probe, boxed].memory_usage(index=False, deep=True)
         total += int(deep.sum() * len(native) / len(probe))
-        return "≈ " + format_bytes(total) + " (Python objects estimated from the sample)"
-    except Exception as exc:
-        return f"unavailable ({type(exc).__name__})"
+    return total, bool(boxed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -208,6 +209,7 @@ def _full_line(col: ColumnFacts, n_rows: int, dropped: list[str]) -> str:
     return " · ".join(parts)
 
 
+@functools.lru_cache(maxsize=65_536)
 def _name(name: str) -> str:
     """A column name as data: bare when plain, JSON-quoted otherwise, always escaped."""
     shown = clip(name, NAME_CHARS)

@@ -21,6 +21,8 @@ def estimate_tokens(text: str) -> int:
     Real tokenizers average about four characters per token for English and code; scripts outside
     ASCII (CJK, emoji) cost roughly a token per character or more, so they count one each.
     """
+    if text.isascii():
+        return math.ceil(len(text) / 4)
     non_ascii = sum(1 for ch in text if ord(ch) > 127)
     return math.ceil((len(text) - non_ascii) / 4) + non_ascii
 
