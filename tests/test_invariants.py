@@ -114,7 +114,7 @@ def test_a_claim_outside_a_turn_and_an_unclaimed_user_message_are_caught():
 
 
 def test_an_inbox_or_a_request_that_differs_from_the_log_is_caught():
-    events, inbox, requests = good_log()
+    events, _, requests = good_log()
 
     class Other:
         next_turn = ()
