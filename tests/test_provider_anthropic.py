@@ -251,6 +251,47 @@ def test_thinking_budget_is_sent(server):
     assert server.bodies[0]["max_tokens"] == 4096
 
 
+def test_signed_thinking_goes_back_with_tool_results_and_thinking_turns_off_without_it(server):
+    events = [
+        an_message_start(),
+        an_block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        an_delta(0, {"type": "thinking_delta", "thinking": "Use add."}),
+        an_delta(0, {"type": "signature_delta", "signature": "SIG=="}),
+        an_block_stop(0),
+        an_block_start(1, {"type": "tool_use", "id": "toolu_9", "name": "add", "input": {}}),
+        an_delta(1, {"type": "input_json_delta", "partial_json": '{"a": 1}'}),
+        an_block_stop(1),
+        *an_message_end("tool_use"),
+    ]
+    server.reply(Stream(events), Stream(an_text_stream("1")), Stream(an_text_stream("1")))
+    model = model_for(server, thinking_budget=1024)
+    prompt = UserMessage.text("add")
+    ask(model, ModelRequest(messages=(prompt,)))
+    answer = AssistantMessage(
+        id="a1",
+        content=[
+            {"type": "reasoning", "text": "Use add."},
+            {"type": "tool-call", "id": "toolu_9", "name": "add", "arguments": '{"a": 1}'},
+        ],
+        source=MODEL_SOURCE,
+    )
+    follow = ModelRequest(
+        messages=(prompt, answer, tool_result_message("toolu_9", [{"type": "text", "text": "1"}]))
+    )
+    ask(model, follow)
+    assert server.bodies[1]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert server.bodies[1]["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Use add.", "signature": "SIG=="},
+            {"type": "tool_use", "id": "toolu_9", "name": "add", "input": {"a": 1}},
+        ],
+    }
+    ask(model_for(server, thinking_budget=1024), follow)  # a fresh model (e.g. after resume)
+    assert "thinking" not in server.bodies[2]
+    assert server.bodies[2]["messages"][1]["content"][0]["type"] == "tool_use"
+
+
 # -- failures ------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ Nothing else is merged; the order within each group is the history's order.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,11 +37,23 @@ _STOP: dict[str, FinishKind] = {
 }
 
 
-def to_anthropic_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """The ``messages`` array of a Messages API request (roles alternate; see the module doc)."""
+def to_anthropic_messages(
+    messages: Iterable[Message], signed_thinking: Mapping[str, list[dict[str, Any]]] | None = None
+) -> list[dict[str, Any]]:
+    """The ``messages`` array of a Messages API request (roles alternate; see the module doc).
+
+    ``signed_thinking`` maps an answer's first tool-call id to the thinking blocks (with their
+    signatures) that preceded its calls; those are sent back as extended thinking with tools needs.
+    """
     out: list[dict[str, Any]] = []
     for message in messages:
-        blocks = _assistant_blocks(message) if message.role == "assistant" else _user_blocks(message)
+        if message.role == "assistant":
+            blocks = _assistant_blocks(message)
+            first_call = first_tool_call_id(message)
+            if signed_thinking and first_call in signed_thinking:
+                blocks = [dict(b) for b in signed_thinking[first_call]] + blocks
+        else:
+            blocks = _user_blocks(message)
         if not blocks:
             continue
         if out and out[-1]["role"] == message.role:
@@ -55,6 +67,10 @@ def to_anthropic_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def first_tool_call_id(message: Message) -> str | None:
+    return next((str(b.get("id")) for b in message.content if b.get("type") == "tool-call"), None)
+
+
 def anthropic_tools(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {"name": s["name"], "description": s["description"], "input_schema": s["parameters"]} for s in schemas
@@ -62,8 +78,8 @@ def anthropic_tools(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
-    # Reasoning stays home: thinking blocks can only be sent back with the provider's signature,
-    # which nbagent's reasoning blocks do not carry.
+    # nbagent's reasoning blocks stay home: the API takes thinking back only with its signature,
+    # which the model keeps in memory (``signed_thinking``) for the answers it streamed itself.
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         kind = block.get("type")
@@ -129,6 +145,9 @@ class _Block:
     id: str = ""
     name: str = ""
     json_parts: list[str] = field(default_factory=list)
+    thinking_parts: list[str] = field(default_factory=list)
+    signature: str = ""
+    data: str = ""
 
 
 @dataclass
@@ -140,6 +159,9 @@ class AnthropicStreamState:
     output_tokens: int = 0
     stop_reason: str | None = None
     stopped: bool = False
+    thinking: list[dict[str, Any]] = field(default_factory=list)
+    """Completed thinking blocks in wire form, signatures included, to send back with tool use."""
+    tool_ids: list[str] = field(default_factory=list)
 
     def feed(self, event: Any) -> list[Chunk]:
         kind = getattr(event, "type", None)
@@ -148,8 +170,14 @@ class AnthropicStreamState:
         elif kind == "content_block_start":
             block = event.content_block
             self.blocks[event.index] = _Block(
-                kind=block.type, id=getattr(block, "id", "") or "", name=getattr(block, "name", "") or ""
+                kind=block.type,
+                id=getattr(block, "id", "") or "",
+                name=getattr(block, "name", "") or "",
+                signature=getattr(block, "signature", "") or "",
+                data=getattr(block, "data", "") or "",
             )
+            if block.type == "thinking" and getattr(block, "thinking", None):
+                self.blocks[event.index].thinking_parts.append(block.thinking)
             text = getattr(block, "text", None) or getattr(block, "thinking", None)
             if text:
                 return [TextDelta(text) if block.type == "text" else ReasoningDelta(text)]
@@ -158,7 +186,13 @@ class AnthropicStreamState:
         elif kind == "content_block_stop":
             block = self.blocks.get(event.index)
             if block is not None and block.kind == "tool_use":
+                self.tool_ids.append(block.id)
                 return [ToolCallChunk(block.id, block.name, "".join(block.json_parts) or "{}")]
+            if block is not None and block.kind == "thinking" and block.signature:
+                thinking = "".join(block.thinking_parts)
+                self.thinking.append({"type": "thinking", "thinking": thinking, "signature": block.signature})
+            elif block is not None and block.kind == "redacted_thinking":
+                self.thinking.append({"type": "redacted_thinking", "data": block.data})
         elif kind == "message_delta":
             self.stop_reason = getattr(event.delta, "stop_reason", None) or self.stop_reason
             self._usage(getattr(event, "usage", None))
@@ -179,7 +213,10 @@ class AnthropicStreamState:
         if kind == "text_delta" and delta.text:
             return [TextDelta(delta.text)]
         if kind == "thinking_delta" and delta.thinking:
+            self.blocks.setdefault(index, _Block(kind="thinking")).thinking_parts.append(delta.thinking)
             return [ReasoningDelta(delta.thinking)]
+        if kind == "signature_delta":
+            self.blocks.setdefault(index, _Block(kind="thinking")).signature += delta.signature or ""
         if kind == "input_json_delta":
             block = self.blocks.setdefault(index, _Block(kind="tool_use"))
             block.json_parts.append(delta.partial_json or "")

@@ -13,7 +13,12 @@ from contextlib import aclosing
 from types import ModuleType
 from typing import Any
 
-from nbagent.models._anthropic_wire import AnthropicStreamState, anthropic_tools, to_anthropic_messages
+from nbagent.models._anthropic_wire import (
+    AnthropicStreamState,
+    anthropic_tools,
+    first_tool_call_id,
+    to_anthropic_messages,
+)
 from nbagent.models._http_failures import failure_from_exception, missing_key_failure
 from nbagent.models._sdk_support import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -28,6 +33,8 @@ from nbagent.models._sdk_support import (
 from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
 
 DEFAULT_MAX_TOKENS = 8192
+_THINKING_MEMORY = 256
+"""How many answers' signed thinking blocks a model keeps for sending back with tool results."""
 KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -37,8 +44,9 @@ class AnthropicModel:
     """A Claude model streamed with ``AsyncAnthropic``.
 
     ``max_tokens`` is required by the API (default 8192). ``thinking_budget`` turns on extended
-    thinking, streamed as reasoning; nbagent does not keep thinking signatures, so thinking
-    together with tool use in one turn is refused by the API (leave it off when using tools).
+    thinking, streamed as reasoning. Tool use with thinking needs the signed thinking blocks sent
+    back; the model keeps them in memory for the answers it streamed, and when it has none (after
+    a resume, or for another model's answer) it sends that tool-result request without thinking.
     """
 
     def __init__(
@@ -62,6 +70,7 @@ class AnthropicModel:
         self.timeout = timeout
         self.extra_body = dict(extra_body or {})
         self._clients: dict[tuple[int, str], Any] = {}
+        self._signed_thinking: dict[str, list[dict[str, Any]]] = {}
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.name!r}, base_url={self.base_url!r})"
@@ -99,26 +108,39 @@ class AnthropicModel:
                 return
         if watch.cancelled:
             return
+        if state.thinking and state.tool_ids and state.stopped:
+            self._remember_thinking(state.tool_ids[0], state.thinking)
         for chunk in state.end():
             yield chunk
+
+    def _remember_thinking(self, first_call_id: str, blocks: list[dict[str, Any]]) -> None:
+        self._signed_thinking[first_call_id] = blocks
+        while len(self._signed_thinking) > _THINKING_MEMORY:
+            self._signed_thinking.pop(next(iter(self._signed_thinking)))
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "messages": to_anthropic_messages(request.messages),
+            "messages": to_anthropic_messages(request.messages, self._signed_thinking),
             "stream": True,
         }
         if request.system:
             body["system"] = request.system
         if request.tools:
             body["tools"] = anthropic_tools(tool_schemas(request.tools))
-        if self.thinking_budget:
+        if self.thinking_budget and self._can_think(request):
             body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         if self.extra_body:
             body["extra_body"] = dict(self.extra_body)
         return body
+
+    def _can_think(self, request: ModelRequest) -> bool:
+        """Thinking may stay on unless the last answer called tools and its signed thinking is unknown."""
+        last = next((m for m in reversed(request.messages) if m.role == "assistant"), None)
+        first_call = None if last is None else first_tool_call_id(last)
+        return first_call is None or first_call in self._signed_thinking
 
     def _client(self, key: str, sdk: ModuleType) -> Any:
         cache_key = (loop_key(), key)
