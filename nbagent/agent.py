@@ -7,7 +7,7 @@ import contextvars
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,9 @@ class Agent:
         self.retry_policy = retry or RetryPolicy()
         self.hooks = Hooks()
         self.inbox = Inbox(self)
+        self.approver: Callable[[Tool, Any], Awaitable[str]] | None = None
+        """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
+        ``"rejected"`` or ``"unavailable"``. With none set, such calls are ``unavailable``."""
         self.status = "idle"
         self._events = EventList(next_seq, events_loader)
         self._history = History(history_loader if next_seq else None)

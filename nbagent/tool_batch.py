@@ -156,7 +156,7 @@ async def _approve(
     approval_id = f"approval-{call.id}"
     base = {"id": approval_id, "tool": tool.name, "call_id": call.id}
     agent._write([(APPROVAL_ASKED, {**base, "turn": turn, "step": step}, None)])
-    approver = getattr(agent, "approver", None)
+    approver = agent.approver
     outcome = "unavailable"
     if approver is not None:
         ask = asyncio.get_running_loop().create_task(approver(tool, call))
