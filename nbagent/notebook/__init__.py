@@ -1,0 +1,64 @@
+"""The notebook surface: magics, where the session file lives, the live turn display, transcripts.
+
+``%load_ext nbagent`` calls :func:`load_ipython_extension`; nothing heavier than IPython's magic
+machinery is imported until a magic runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nbagent.agent import Agent
+
+__all__ = ["current_agent", "load_ipython_extension", "unload_ipython_extension"]
+
+
+def current_agent() -> Agent:
+    """The agent the magics of this kernel use, opened or resumed as the first magic would.
+
+    For what the magics do not cover: ``current_agent().set_model(ScriptedModel([...]))``, adding
+    tools with ``current_agent().tools[t.name] = t``, hooks, or ``await current_agent().run(...)``.
+    """
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = _instance(shell) if shell is not None else None
+    if magics is None:
+        raise RuntimeError("run `%load_ext nbagent` first")
+    agent = magics.session.ensure()
+    assert agent is not None
+    return agent
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the ``%inject``, ``%followup``, ``%steer`` and ``%agent`` magics."""
+    from nbagent.notebook.magics import AgentMagics
+    from nbagent.notebook.questions import keep_question_marks
+
+    if _instance(ipython) is not None:
+        return
+    ipython.register_magics(AgentMagics(ipython))
+    ipython.input_transformers_cleanup.append(keep_question_marks)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Close the session and remove the magics (``%unload_ext``)."""
+    magics = _instance(ipython)
+    if magics is None:
+        return
+    from nbagent.notebook.questions import keep_question_marks
+
+    magics.unload()
+    if keep_question_marks in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(keep_question_marks)
+    manager = ipython.magics_manager
+    for kind in ("line", "cell"):
+        table = manager.magics[kind]
+        for name in [n for n, fn in table.items() if getattr(fn, "__self__", None) is magics]:
+            del table[name]
+    manager.registry.pop(type(magics).__name__, None)
+
+
+def _instance(ipython: Any) -> Any:
+    return ipython.magics_manager.registry.get("AgentMagics")

@@ -1,0 +1,63 @@
+"""Run a notebook top to bottom in a real kernel (nbclient), honouring kernel-restart marks.
+
+A cell tagged ``nbagent-restart-kernel`` makes the runner restart the kernel before that cell, the
+way a reader of a tutorial would (Kernel → Restart). The kernel is told which notebook it serves
+(``JPY_SESSION_NAME``), so the session file lands beside the notebook as in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+RESTART_TAG = "nbagent-restart-kernel"
+
+
+def run_notebook(
+    path: str | os.PathLike[str],
+    *,
+    timeout: int = 60,
+    kernel_name: str = "python3",
+    env: Mapping[str, str] | None = None,
+    save: bool = True,
+) -> Any:
+    """Execute every code cell of the notebook at ``path`` in a fresh kernel; return the notebook.
+
+    Cells tagged ``raises-exception`` may fail; any other failure raises ``CellExecutionError``.
+    With ``save`` the executed notebook (outputs included) is written back to ``path``.
+    """
+    import nbformat
+    from jupyter_core.utils import run_sync
+    from nbclient import NotebookClient
+
+    path = Path(path).resolve()
+    nb = nbformat.read(path, as_version=4)
+    kernel_env = {**os.environ, "JPY_SESSION_NAME": str(path), **(env or {})}
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}
+    )
+    with client.setup_kernel(env=kernel_env):
+        for index, cell in enumerate(nb.cells):
+            if RESTART_TAG in cell.get("metadata", {}).get("tags", []):
+                run_sync(client.km.restart_kernel)(now=True)
+                run_sync(client.kc.wait_for_ready)(timeout=timeout)
+            if cell.cell_type == "code":
+                client.execute_cell(cell, index)
+    if save:
+        nbformat.write(nb, path)
+    return nb
+
+
+def output_text(cell: Any) -> str:
+    """All text a code cell shows: streams, plain-text results and displays, and errors."""
+    parts: list[str] = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            parts.append(out.get("text", ""))
+        elif out.get("output_type") in ("display_data", "execute_result"):
+            parts.append(out.get("data", {}).get("text/plain", ""))
+        elif out.get("output_type") == "error":
+            parts.append(f"{out.get('ename')}: {out.get('evalue')}")
+    return "\n".join(parts)

@@ -1,0 +1,73 @@
+"""Short human labels for message sources, shared by the live turn display and the transcript."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def source_label(source: Mapping[str, Any]) -> str:
+    """A few words naming who produced a message: ``you``, ``dataframe df``, ``error KeyError``…
+
+    Unknown kinds are shown by their kind, as SPEC §2.3 asks consumers to tolerate them.
+    """
+    kind = str(source.get("kind", "?"))
+    if kind == "user":
+        return "you"
+    if kind == "dataframe":
+        name = source.get("name")
+        shape = source.get("shape")
+        size = f" ({shape[0]}×{shape[1]})" if isinstance(shape, list | tuple) and len(shape) == 2 else ""
+        return f"dataframe {name}{size}" if name else f"dataframe{size}"
+    if kind == "variable":
+        return f"variable {source.get('name')}"
+    if kind == "error":
+        return f"error {source.get('ename')}"
+    if kind == "cell":
+        label = source.get("label")
+        return f"text · {label}" if label else "text"
+    if kind == "tool":
+        return "tool result"
+    if kind == "session-reference":
+        return "recalled session"
+    if kind == "plugin":
+        return f"plugin {source.get('plugin')}"
+    if kind == "model":
+        return str(source.get("model") or "assistant")
+    return kind
+
+
+def is_typed_prompt(source: Mapping[str, Any]) -> bool:
+    """SPEC §2.3: a typed prompt is exactly a message whose source kind is ``user``."""
+    return source.get("kind") == "user"
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    """The first non-empty line of ``text``, cut to ``limit`` characters."""
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def block_text(content: Any) -> str:
+    """The concatenated text blocks of a stored message's content."""
+    return "".join(
+        b.get("text", "") for b in content or () if isinstance(b, Mapping) and b.get("type") == "text"
+    )
+
+
+def outcome_text(reason: Mapping[str, Any]) -> str:
+    """``turn/end.reason`` in words: ``completed``, ``aborted (user)``, ``error RATE_LIMIT: …``."""
+    kind = str(reason.get("kind", "?"))
+    if kind == "aborted":
+        cause = (reason.get("reason") or {}).get("kind")
+        return f"aborted ({cause})" if cause else "aborted"
+    if kind == "error":
+        err = reason.get("error") or {}
+        code = err.get("code") or "UNKNOWN"
+        return f"error {code}: {first_line(str(err.get('message', '')), 200)}"
+    if kind == "interrupted":
+        return "interrupted (the kernel stopped during this turn; repaired on resume)"
+    return kind

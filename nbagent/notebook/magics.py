@@ -1,0 +1,322 @@
+"""The ``%inject``, ``%followup``, ``%steer`` and ``%agent`` magics (SPEC §9.1).
+
+Each verb is a line magic and a cell magic (``%%verb`` takes the cell body as text). Options come
+first on the line and are parsed with IPython's ``magic_arguments`` (so ``%inject?`` shows help);
+the rest of the line is taken verbatim.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from nbagent.notebook.arguments import split_options
+from nbagent.notebook.blocking import block_interruptibly
+from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe
+from nbagent.notebook.kernel_session import KernelSession, when
+
+_COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
+
+
+def _parse(method: Callable[..., Any], options: str) -> Any:
+    try:
+        return parse_argstring(method, options)
+    except UsageError:
+        raise
+    except SystemExit as exc:  # argparse on bad input
+        raise UsageError(str(exc)) from None
+
+
+@magics_class
+class AgentMagics(Magics):
+    """The kernel's agent session, driven from cells."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.session = KernelSession(shell.user_ns)
+        self.last_error: LastError | None = None
+        self._cell_id: str | None = None
+        shell.events.register("pre_run_cell", self._pre_run_cell)
+        shell.events.register("post_run_cell", self._post_run_cell)
+
+    def unload(self) -> None:
+        """Stop listening to the shell and close the session (``%unload_ext``)."""
+        for name, callback in (("pre_run_cell", self._pre_run_cell), ("post_run_cell", self._post_run_cell)):
+            try:
+                self.shell.events.unregister(name, callback)
+            except ValueError:
+                pass
+        if self.session.current() is not None:
+            self.session.close()
+
+    # -- shell events -----------------------------------------------------------------------------
+
+    def _pre_run_cell(self, info: Any) -> None:
+        self._cell_id = getattr(info, "cell_id", None)
+
+    def _post_run_cell(self, result: Any) -> None:
+        exc = result.error_in_exec or result.error_before_exec
+        if exc is None or isinstance(exc, UsageError):
+            return
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if "/IPython/" not in f.filename.replace("\\", "/")
+        ]
+        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+        text += "".join(traceback.format_exception_only(type(exc), exc))
+        self.last_error = LastError(type(exc).__name__, str(exc), text)
+
+    def _cell(self) -> dict[str, Any]:
+        cell: dict[str, Any] = {"execution_count": self.shell.execution_count}
+        if self._cell_id:
+            cell["cell_id"] = self._cell_id
+        return cell
+
+    # -- %inject ----------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--label", help="a label for literal text, shown in the timeline and transcript")
+    @argument("--rows", type=int, help="head rows in a DataFrame summary (default 5)")
+    @argument("--schema-only", action="store_true", help="a DataFrame's columns and dtypes only")
+    @argument("--last-error", action="store_true", help="the traceback of the last cell that failed")
+    @argument("text", nargs="*", help="an expression (a DataFrame or any object) or literal text")
+    @line_cell_magic
+    def inject(self, line: str, cell: str | None = None) -> None:
+        """Queue context for the model's next step without running the model.
+
+        `%inject df` summarizes a pandas/polars DataFrame; `%inject obj` previews any other object;
+        text that is not an expression (or the body of `%%inject`) is queued verbatim.
+        """
+        self._settle()
+        options, text = split_options(line, {"--label", "--rows"})
+        args = _parse(self.inject, options)
+        if cell is not None and text:
+            raise UsageError("%%inject takes options on its line and the text in the cell body")
+        opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error)
+        if opts.rows is not None and opts.rows < 0:
+            raise UsageError("--rows must be 0 or more")
+        message = build_injection(
+            cell if cell is not None else text,
+            opts,
+            evaluate=lambda expr: self.shell.ev(expr),
+            last_error=self.last_error,
+            cell=self._cell(),
+            literal=cell is not None,
+        )
+        agent = self.session.ensure()
+        assert agent is not None
+        agent.inject(message)
+        from nbagent.context import estimate_tokens
+
+        body = message.plain_text
+        pending = len(agent.inbox.next_step) + len(agent.inbox.next_turn)
+        when_seen = (
+            "the running turn reads it at its next step"
+            if agent.status == "running"
+            else "the model has not run; %followup or %steer sends it with your next message"
+        )
+        print(
+            f"queued {describe(message)}: {len(body):,} chars, ~{estimate_tokens(body):,} tokens · "
+            f"inbox {pending} pending · {when_seen}"
+        )
+
+    # -- %followup and %steer ---------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--wait", action="store_true", help="block the cell until the run ends")
+    @argument("text", nargs="*", help="your message (or the cell body of %%followup)")
+    @line_cell_magic
+    def followup(self, line: str, cell: str | None = None) -> None:
+        """Send a message as its own turn; the turn shows live in this cell's output."""
+        self._deliver("followup", self.followup, line, cell)
+
+    @magic_arguments()
+    @argument("--wait", action="store_true", help="block the cell until the run ends")
+    @argument("text", nargs="*", help="your message (or the cell body of %%steer)")
+    @line_cell_magic
+    def steer(self, line: str, cell: str | None = None) -> None:
+        """Send a message to the running turn's next step (a new turn when idle)."""
+        self._deliver("steer", self.steer, line, cell)
+
+    def _deliver(self, verb: str, method: Callable[..., Any], line: str, cell: str | None) -> None:
+        from nbagent.messages import UserMessage
+        from nbagent.notebook.live import DisplaySurface, LiveTurn
+
+        self._settle()
+        options, text = split_options(line, ())
+        args = _parse(method, options)
+        if cell is not None:
+            if text:
+                raise UsageError(f"%%{verb} takes options on its line and the message in the cell body")
+            text = cell.strip("\n")
+        if not text.strip():
+            raise UsageError(f"%{verb} needs a message")
+        agent = self.session.ensure()
+        assert agent is not None
+        message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
+        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget)
+        view.start()
+        self.session.views.append(view)
+        if not args.wait:
+            getattr(agent, verb)(message)
+            return
+        loop = self.session.loop()
+        run, interrupted = block_interruptibly(
+            agent.run(message, steer=verb == "steer"), loop, lambda: agent.cancel("interrupt")
+        )
+        view.refresh()
+        if interrupted:
+            raise KeyboardInterrupt(f"the turn was cancelled ({run.outcome})")
+
+    def _settle(self) -> None:
+        """Re-publish views that became final while no cell ran, so every front end has the end."""
+        for view in list(self.session.views):
+            if view.final:
+                view.refresh()
+
+    def _forget(self, view: Any) -> None:
+        if view in self.session.views:
+            self.session.views.remove(view)
+
+    # -- %agent -----------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("--db", help="use this session file (instead of the one beside the notebook)")
+    @argument("--keep-inbox", action="store_true", help="with `cancel`: keep pending messages")
+    @argument("command", nargs="?", help=" | ".join(_COMMANDS) + " (default: status)")
+    @argument("value", nargs="*", help="the session id for `resume`, the model for `model`")
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> None:
+        """Inspect and control the kernel's agent session.
+
+        status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
+        transcript · close. `%%agent` runs one command per line of its body.
+        """
+        if cell is not None:
+            if line.strip():
+                self._agent_command(line)
+            for command in cell.splitlines():
+                if command.strip():
+                    self._agent_command(command)
+            return
+        self._agent_command(line)
+
+    def _agent_command(self, line: str) -> None:
+        self._settle()
+        args = _parse(self.agent, line)
+        if args.db:
+            if self.session.db_override != args.db:
+                self.session.close()
+            self.session.db_override = args.db
+            if not args.command:
+                print(f"nbagent: using {self.session.path}")
+                return
+        command = args.command or "status"
+        if command not in _COMMANDS:
+            raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(_COMMANDS)}")
+        wants_value = command in ("resume", "model")
+        if wants_value and len(args.value) != 1:
+            raise UsageError(f"%agent {command} takes exactly one argument")
+        if not wants_value and args.value:
+            raise UsageError(f"%agent {command} takes no argument (got {' '.join(args.value)!r})")
+        if args.keep_inbox and command != "cancel":
+            raise UsageError("--keep-inbox goes with `%agent cancel`")
+        getattr(self, f"_agent_{command}")(*args.value, keep_inbox=args.keep_inbox)
+
+    def _agent_status(self, *, keep_inbox: bool) -> None:
+        self.session.ensure(create=False)
+        print("\n".join(self.session.status_lines()))
+
+    def _agent_new(self, *, keep_inbox: bool) -> None:
+        self.session.new()
+
+    def _agent_resume(self, session_id: str, *, keep_inbox: bool) -> None:
+        self.session.resume(session_id)
+
+    def _agent_sessions(self, *, keep_inbox: bool) -> None:
+        rows = self.session.rows()
+        if not rows:
+            print(f"no sessions in {self.session.path}")
+            return
+        current = self.session.current()
+        print(f"sessions in {self.session.path} (most recent first):")
+        for row in rows:
+            mark = "*" if current is not None and current.session_id == row.id else " "
+            title = f" · {row.title}" if row.title else ""
+            print(
+                f"{mark} {row.id[:8]}  {row.turns:>3} turns  {row.events:>5} events  "
+                f"last {when(row.last_activity)}  {row.model or '?'}{title}"
+            )
+
+    def _agent_model(self, model: str, *, keep_inbox: bool) -> None:
+        from nbagent import NbagentError
+
+        agent = self.session.ensure()
+        assert agent is not None
+        try:
+            agent.set_model(model)
+        except (NbagentError, TypeError, ValueError, ImportError) as exc:
+            raise UsageError(f"cannot use model {model!r}: {exc}") from None
+        print(f"nbagent: later turns use {agent.model.name}")
+
+    def _agent_show(self, *, keep_inbox: bool) -> None:
+        agent = self.session.ensure()
+        try:
+            from nbagent import widgets
+        except ImportError as exc:
+            raise UsageError(
+                f"the nbagent widgets are not available ({exc}); use %agent transcript"
+            ) from None
+        widgets.show(agent)
+
+    def _agent_cancel(self, *, keep_inbox: bool) -> None:
+        agent = self.session.current()
+        if agent is None:
+            print("no session open; nothing to cancel")
+            return
+        running = agent.status == "running"
+        agent.cancel(keep_inbox=keep_inbox)
+        kept = "pending messages kept" if keep_inbox else "pending messages canceled"
+        print(f"nbagent: {'cancelling the running turn' if running else 'no turn running'}; {kept}")
+
+    def _agent_wait(self, *, keep_inbox: bool) -> None:
+        agent = self.session.current()
+        if agent is not None and agent.status == "running":
+            _, interrupted = block_interruptibly(
+                agent.when_idle(), self.session.loop(), lambda: agent.cancel("interrupt")
+            )
+            if interrupted:
+                self._refresh_views()
+                raise KeyboardInterrupt("the running turn was cancelled")
+        self._refresh_views()
+        print(f"nbagent: {agent.status if agent is not None else 'no session open'}")
+
+    def _refresh_views(self) -> None:
+        for view in list(self.session.views):
+            view.refresh()
+
+    def _agent_transcript(self, *, keep_inbox: bool) -> None:
+        from IPython.display import display
+
+        from nbagent.notebook.transcript import transcript
+
+        agent = self.session.ensure(create=False)
+        if agent is None:
+            print(f"no session in {self.session.path} yet")
+            return
+        text = transcript(agent.events, title=f"Session {agent.session_id[:8]}")
+        display({"text/markdown": text, "text/plain": text}, raw=True)
+
+    def _agent_close(self, *, keep_inbox: bool) -> None:
+        agent = self.session.current()
+        if agent is None:
+            print("no session open")
+            return
+        self.session.close()
+        print(f"nbagent: closed session {agent.session_id[:8]}; the next magic resumes it")

@@ -1,0 +1,239 @@
+"""The magics in an in-process IPython shell running inside an asyncio loop (as in ipykernel).
+
+``--wait`` and other nested-loop waits are exercised in a real kernel (test_notebook_kernel.py), so
+nest-asyncio never patches this test process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from kernel_helpers import ipython_shell, magics, read_events
+
+from nbagent.testing import check_invariants
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NBAGENT_DB", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+
+
+def kinds(events) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e.data["source"]["kind"] for e in events if e.type == "user/message"]
+
+
+def test_loading_is_fast_and_imports_no_pandas_provider_sdk_widget_or_nest_asyncio(tmp_path: Path) -> None:
+    code = (
+        "import time, sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "sh = InteractiveShell.instance()\n"
+        "t = time.perf_counter(); sh.run_line_magic('load_ext', 'nbagent.notebook'); t = time.perf_counter() - t\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'polars', 'narwhals', 'openai',"
+        " 'anthropic', 'anywidget', 'ipywidgets', 'nest_asyncio', 'nbagent.widgets'})\n"
+        "print(heavy, t)\n"
+    )
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    heavy, seconds = out.split("] ")
+    assert heavy == "["
+    assert float(seconds) < 2.0
+
+
+def test_inject_queues_without_running_the_model_and_prints_one_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pandas as pd
+
+    async def body() -> None:
+        nb = tmp_path / "analysis.ipynb"
+        nb.write_text("{}")
+        with ipython_shell(nb) as sh:
+            sh.user_ns["sales"] = pd.DataFrame({"region": ["n", "s"], "amount": [1.5, 2.5]})
+            capsys.readouterr()
+            sh.run_cell("%inject sales")
+            out = capsys.readouterr().out.strip().splitlines()
+            assert out[0].startswith("nbagent: new session ")
+            assert len(out) == 2
+            assert out[1].startswith("queued dataframe sales (2×2): ")
+            assert "chars, ~" in out[1] and "tokens" in out[1]
+            assert "inbox 1 pending" in out[1] and "the model has not run" in out[1]
+            agent = magics(sh).session.agent
+            assert agent.status == "idle"
+            await asyncio.sleep(0.05)
+            assert [e.type for e in agent.events] == ["agent/inbox/spliced"]
+
+    asyncio.run(body())
+    events = read_events(tmp_path / "analysis.nbagent.sqlite")
+    message = events[0].data["inserted"][0]
+    assert message["source"]["kind"] == "dataframe"
+    assert message["source"]["name"] == "sales"
+    assert message["source"]["cell"]["execution_count"] >= 1
+
+
+def test_inject_text_objects_and_last_error_get_their_source_kinds(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.user_ns["config"] = {"threshold": 3, "mode": "fast"}
+            sh.run_cell("%inject prices are in USD, don't convert them")
+            sh.run_cell("%inject --label units metres")
+            sh.run_cell("%inject config")
+            sh.run_cell("%%inject --label notes\nline one\nline two?\n")
+            sh.run_cell("{}['missing']")
+            sh.run_cell("%inject --last-error")
+            agent = magics(sh).session.agent
+            pending = agent.inbox.next_step
+            assert [m.source["kind"] for m in pending] == ["cell", "cell", "variable", "cell", "error"]
+            assert pending[0].plain_text == "prices are in USD, don't convert them"
+            assert dict(pending[1].source)["label"] == "units" and pending[1].plain_text == "metres"
+            assert pending[2].source["name"] == "config" and "threshold" in pending[2].plain_text
+            assert pending[3].plain_text == "line one\nline two?\n"
+            assert pending[4].source["ename"] == "KeyError" and "missing" in pending[4].plain_text
+
+    asyncio.run(body())
+    assert capsys.readouterr().out.count("queued ") == 5
+
+
+def test_bad_arguments_raise_usage_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.user_ns["n"] = 3
+            for magic, line in [
+                ("inject", "--rows x df"),
+                ("inject", "--bogus text"),
+                ("inject", "--last-error"),
+                ("inject", ""),
+                ("inject", "--rows 2 n"),
+                ("inject", "undefined_name.attr"),
+                ("followup", ""),
+                ("agent", "bogus"),
+                ("agent", "resume"),
+                ("agent", "status extra"),
+                ("agent", "model no-such-provider:x"),
+                ("agent", "resume doesnotexist"),
+            ]:
+                with pytest.raises(UsageError):
+                    sh.run_line_magic(magic, line)
+
+    asyncio.run(body())
+
+
+def test_followup_returns_at_once_and_the_cell_output_follows_the_turn(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.run_cell("%inject some context")
+            started = time.perf_counter()
+            sh.run_cell("%followup what did you get?")
+            assert time.perf_counter() - started < 0.5
+            m = magics(sh)
+            agent = m.session.agent
+            assert agent.status == "running"
+            view = m.session.views[-1]
+            await agent.when_idle()
+            await asyncio.sleep(0.05)
+            assert view.final
+            text = view.view.answer
+            assert text.startswith("echo: I received 2 messages.")
+            assert "user · cell · some context" in text
+            assert "user · user · what did you get?" in text
+
+    asyncio.run(body())
+    out = capsys.readouterr().out
+    assert "followup «what did you get?» · turn 1 · done" in out
+    assert "turn 1: completed" in out
+
+
+def test_a_session_is_resumed_after_the_extension_is_reloaded_and_new_starts_fresh(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> str:
+        with ipython_shell() as sh:
+            sh.run_cell("%followup first")
+            first = magics(sh).session.agent
+            await first.when_idle()
+            sid = first.session_id
+        capsys.readouterr()
+        with ipython_shell() as sh:
+            sh.run_cell("%agent status")
+            out = capsys.readouterr().out
+            assert out.startswith(
+                f"nbagent: resumed session {sid[:8]} from nbagent.sqlite (1 turn, last active"
+            )
+            assert "status: idle" in out and "turns: 1" in out
+            sh.run_cell("%agent new")
+            assert magics(sh).session.agent.session_id != sid
+            sh.run_cell("%agent sessions")
+            listing = capsys.readouterr().out
+            assert f"  {sid[:8]}    1 turns" in listing
+            assert listing.count("\n") == 4
+            sh.run_cell(f"%agent resume {sid[:6]}")
+            assert magics(sh).session.agent.session_id == sid
+        return sid
+
+    asyncio.run(body())
+
+
+def test_model_switch_cancel_close_and_db_override(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.run_cell("%agent --db other.sqlite")
+            sh.run_cell("%inject x y z")
+            m = magics(sh)
+            assert m.session.agent.path == tmp_path / "other.sqlite"
+            sh.run_cell("%agent model echo")
+            sh.run_cell("%agent cancel --keep-inbox")
+            assert len(m.session.agent.inbox.next_step) == 1
+            sh.run_cell("%agent cancel")
+            assert len(m.session.agent.inbox.next_step) == 0
+            sh.run_cell("%agent close")
+            assert m.session.current() is None
+
+    asyncio.run(body())
+    out = capsys.readouterr().out
+    assert "later turns use echo" in out
+    assert "pending messages kept" in out and "pending messages canceled" in out
+    assert "closed session" in out
+    assert not (tmp_path / "nbagent.sqlite").exists()
+
+
+def test_transcript_tells_typed_prompts_from_injected_context(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.run_cell("%inject the data is synthetic")
+            sh.run_cell("%followup summarize")
+            await magics(sh).session.agent.when_idle()
+            sh.run_cell("%inject later note")
+            capsys.readouterr()
+            sh.run_cell("%agent transcript")
+            check_invariants(magics(sh).session.agent.events)
+
+    asyncio.run(body())
+    out = capsys.readouterr().out
+    assert "## Turn 1" in out
+    assert "📎 **Context — text** (21 chars)\n\n```\nthe data is synthetic\n```" in out
+    assert "**You**\n\n> summarize" in out
+    assert "## Pending (the model has not seen these yet)" in out and "later note" in out
+
+
+def test_a_question_mark_ends_the_message_instead_of_asking_ipython_for_help(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.run_cell("%inject is this text?")
+            assert magics(sh).session.agent.inbox.next_step[0].plain_text == "is this text?"
+
+    asyncio.run(body())
+
+
+def test_unload_removes_the_magics_and_closes_the_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.run_cell("%inject hello there")
+            agent = magics(sh).session.agent
+        assert agent.closed
+        assert "inject" not in sh.magics_manager.magics["line"]
+        assert "AgentMagics" not in sh.magics_manager.registry
+
+    asyncio.run(body())
