@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -194,22 +193,6 @@ def test_long_frame_keeps_exact_null_counts() -> None:
     text, _ = summarize(frame)
     nulls = int(frame["value"].isna().sum())
     assert f"non-null {1_000_000 - nulls:,} " in text
-
-
-def test_a_million_rows_summarize_in_well_under_two_seconds() -> None:
-    frame = _long()
-    dataframe(frame, captured_at=CAPTURED)  # warm imports
-    started = time.perf_counter()
-    dataframe(frame, captured_at=CAPTURED)
-    pandas_seconds = time.perf_counter() - started
-    polars_frame = pl.DataFrame(
-        {"id": np.arange(1_000_000), "value": np.random.default_rng(0).random(1_000_000)}
-    )
-    started = time.perf_counter()
-    dataframe(polars_frame, captured_at=CAPTURED)
-    polars_seconds = time.perf_counter() - started
-    assert pandas_seconds < 2.0
-    assert polars_seconds < 2.0
 
 
 def test_same_frame_gives_the_same_text() -> None:
