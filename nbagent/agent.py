@@ -154,7 +154,7 @@ class Agent:
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work."""
         if not self._on_loop_thread():
-            self._loop.call_soon_threadsafe(lambda: self.cancel(cause, keep_inbox=keep_inbox))
+            self._call_on_loop(lambda: self.cancel(cause, keep_inbox=keep_inbox))
             return
         if self._closed:
             return
@@ -263,8 +263,17 @@ class Agent:
             if self._on_loop_thread():
                 self._wake(aborting)
             else:
-                self._loop.call_soon_threadsafe(self._wake, aborting)
+                self._call_on_loop(self._wake, aborting)
         return msg
+
+    def _call_on_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Hand ``fn`` to the agent's loop from another thread (dropped if that loop is gone)."""
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop is closed: the recorded message stays pending for resume
+            log.warning(
+                "nbagent: the agent's event loop is closed; %s was not run", getattr(fn, "__name__", fn)
+            )
 
     def _mutate(self, plan: Callable[[InboxState], Sequence[Splice | None]]) -> list[Splice]:
         self._check_can_mutate()

@@ -63,7 +63,6 @@ class Journal:
         inbox: InboxState,
         on_commit: Callable[[Sequence[Event], Sequence[Any]], None],
         publish: Callable[[list[Notice]], None],
-        new_session_row: tuple[Any, ...] | None = None,
     ) -> None:
         self.file = file
         self.session_id = session_id
@@ -75,17 +74,11 @@ class Journal:
         self._writing = False
         self._on_commit = on_commit
         self._publish = publish
-        self._session_row = new_session_row
-        """Written with the first batch: ``open_session`` appends no event and leaves no empty row."""
 
     @property
     def committed(self) -> int:
         """How many events are durable."""
         return self._committed_seq
-
-    @property
-    def pending_session_row(self) -> bool:
-        return self._session_row is not None
 
     def submit(self, build: Callable[[InboxState], Plan], *, flush: bool = True) -> list[Event]:
         """Plan with ``build`` against the staged state, stage, and (by default) commit durably."""
@@ -133,13 +126,12 @@ class Journal:
                 continue
             self._writing = True
             batch, self._staged = self._staged, []
-            session_row, self._session_row = self._session_row, None
             rows = self._rows(batch)
             cond.release()
             error: BaseException | None = None
             try:
                 if self.file is not None:
-                    self.file.write(rows, session=session_row)
+                    self.file.write(rows)
             except BaseException as exc:
                 error = exc
             finally:
@@ -148,7 +140,7 @@ class Journal:
             if error is None:
                 self._commit(batch)
             else:
-                self._fail(batch, error, session_row)
+                self._fail(batch, error)
             cond.notify_all()
         if ticket.error is not None:
             raise ticket.error
@@ -169,7 +161,8 @@ class Journal:
             # Committed events carry their data exactly as stored (plain JSON), like loaded ones.
             loads = _json.loads
             ticket.events = [
-                Event(ev.seq, ev.time, ev.type, loads(encoded)) for ev, encoded in zip(ticket.events, ticket.encoded)
+                Event(ev.seq, ev.time, ev.type, loads(encoded))
+                for ev, encoded in zip(ticket.events, ticket.encoded)
             ]
             for ev, attached in zip(ticket.events, ticket.attachments):
                 if ev.type == INBOX_SPLICED:
@@ -184,14 +177,13 @@ class Journal:
         if notices:
             self._publish(notices)
 
-    def _fail(self, batch: list[Ticket], error: BaseException, session_row: Any) -> None:
+    def _fail(self, batch: list[Ticket], error: BaseException) -> None:
         if not isinstance(error, SessionWriteError):
             error = SessionWriteError(f"writing the session log failed: {error!r}; nothing was recorded")
         for ticket in batch + self._staged:
             ticket.done = True
             ticket.error = error
         self._staged = []
-        self._session_row = session_row
         self.staged_inbox = self.inbox
         self._next_seq = self._committed_seq
         self._last_time = self._committed_time

@@ -306,3 +306,32 @@ def test_a_pending_inject_survives_close_and_resume_without_a_turn(db):
         await again.close()
 
     run(main())
+
+
+def test_a_failed_turn_start_keeps_the_message_pending_and_reports_the_error(db):
+    async def main():
+        agent = nbagent.open_session(db, model=ScriptedModel(["for p", "for q"]))
+        errors = []
+        agent.on("error", lambda n: errors.append(n.error))
+        real = agent._file.write
+        calls = []
+
+        def fail_second(rows, **kw):
+            calls.append(rows)
+            if len(calls) == 2:
+                raise sqlite3.OperationalError("database or disk is full")
+            return real(rows, **kw)
+
+        agent._file.write = fail_second
+        sent = agent.followup("p")
+        assert isinstance(sent, UserMessage)
+        assert trace(agent.events) == ["INS nt 0 ['p']"]
+        assert agent.status == "idle" and agent.inbox.next_turn == (sent,)
+        assert errors and isinstance(errors[0], SessionWriteError)
+        r = await agent.run("q")
+        assert r.turns == (1, 2) and r.text == "for q"
+        assert [x for x in trace(agent.events) if x.startswith("UM")] == ["UM p", "UM q"]
+        check_invariants(agent.events, inbox=agent.inbox)
+        await agent.close()
+
+    run(main())
