@@ -100,12 +100,12 @@ def test_a_tool_calling_turn_logs_chunks_messages_calls_and_results(server, db):
     first, second = of_type(agent, "assistant/message")
     assert first["usage"] == {"input_tokens": 20, "output_tokens": 7}
     assert first["message"]["source"]["provider"] == "openai-compatible"
-    assert second["message"]["content"] == ({"type": "text", "text": "The sum is 3."},)
+    assert list(second["message"]["content"]) == [{"type": "text", "text": "The sum is 3."}]
     assert of_type(agent, "tool/call") == [
         {"turn": 1, "step": 1, "call_id": "call_1", "name": "add", "arguments": '{"a": 1, "b": 2}'}
     ]
     [result] = of_type(agent, "tool/result")
-    assert result["message"]["content"][0]["content"] == ({"type": "text", "text": "3"},)
+    assert list(result["message"]["content"][0]["content"]) == [{"type": "text", "text": "3"}]
     # The second request is the derived history, tool result paired with its call.
     assert server.bodies[1]["messages"] == [
         {"role": "user", "content": "add 1 and 2"},
