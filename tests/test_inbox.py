@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run, trace
+from eventtrace import run, trace
 
 import nbagent
 from nbagent import UserMessage

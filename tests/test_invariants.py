@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run
+from eventtrace import run
 
 import nbagent
 from nbagent import Event

@@ -12,7 +12,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import run, trace
+from eventtrace import run, trace
 
 import nbagent
 from nbagent import SessionCorruptError, SessionFileError, SessionLockedError, SessionWriteError, UserMessage

@@ -11,7 +11,7 @@ import asyncio
 import time
 
 import pytest
-from conftest import trace
+from eventtrace import trace
 from provider_servers import (
     Error,
     ProviderServer,

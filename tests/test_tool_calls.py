@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from conftest import run, trace
+from eventtrace import run, trace
 
 import nbagent
 from nbagent import ToolResult, UserMessage
