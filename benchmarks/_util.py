@@ -206,6 +206,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value * 1e6:.0f} µs"
     if unit == "/s":
         return f"{value:,.0f}/s"
+    if unit == "x":
+        return f"{value:.2f}x"
     if unit == "MB":
         return f"{value / 1e6:.1f} MB"
     return f"{value:g} {unit}".strip()

@@ -195,8 +195,10 @@ class Bench:
 
     # -- 1. inject latency ------------------------------------------------------------------------
 
-    async def inject_at(self, n: int) -> tuple[list[float], list[float], int]:
-        """Interleaved samples of ``agent.inject`` and of a bare commit of the same row, same file."""
+    async def inject_probe(
+        self, n: int
+    ) -> tuple[Callable[[], float], Callable[[], float], Callable[[], Any], int]:
+        """(timed inject, timed bare commit of the same row in the same file, cleanup, row size)."""
         agent, path = await self.session(n, "inject")
         assert path is not None
         conn = self.bare_conn(path)
@@ -206,6 +208,7 @@ class Bench:
         assert splice.type == "agent/inbox/spliced"
         data = self.nbagent._json.dumps(splice.data)
         seq = 0
+        count = 0
 
         def bare() -> float:
             nonlocal seq
@@ -220,51 +223,73 @@ class Bench:
             return perf() - t0
 
         def inject() -> float:
+            nonlocal count
             t0 = perf()
             agent.inject(INJECT_TEXT)
-            return perf() - t0
+            dt = perf() - t0
+            count += 1
+            if count % CLEAR_EVERY == 0:
+                agent.inbox.clear()
+            return dt
+
+        async def close() -> None:
+            await agent.close()
+            conn.close()
 
         for _ in range(3):
             bare()
             inject()
-        agent.inbox.clear()
-        nb_t: list[float] = []
-        bare_t: list[float] = []
-        gc.collect()
-        for i in range(self.cfg.inject_reps):
-            if i % 2:
-                nb_t.append(inject())
-                bare_t.append(bare())
-            else:
-                bare_t.append(bare())
-                nb_t.append(inject())
-            if (i + 1) % CLEAR_EVERY == 0:
-                agent.inbox.clear()
-        await agent.close()
-        conn.close()
-        return nb_t, bare_t, len(data)
+        return inject, bare, close, len(data)
 
     async def inject_latency(self) -> None:
-        p50s: dict[int, float] = {}
-        for n in self.cfg.inject_sizes:
-            say(f"[1] inject latency at {n} prior events")
-            nb_t, bare_t, size = await self.inject_at(n)
-            p50, bp50 = median(nb_t), median(bare_t)
-            p99, bp99 = pct(nb_t, 0.99), pct(bare_t, 0.99)
-            p50s[n] = p50
+        """All history sizes open at once; samples interleave sizes and nbagent/bare (drift-fair)."""
+        sizes = self.cfg.inject_sizes
+        probes = {}
+        for n in sizes:
+            say(f"[1] inject latency: preparing a session with {n} prior events")
+            probes[n] = await self.inject_probe(n)
+        nb_t: dict[int, list[float]] = {n: [] for n in sizes}
+        bare_t: dict[int, list[float]] = {n: [] for n in sizes}
+        say(f"[1] inject latency: {self.cfg.inject_reps} samples per size, interleaved")
+        gc.collect()
+        for i in range(self.cfg.inject_reps):
+            for n in sizes:
+                inject, bare = probes[n][0], probes[n][1]
+                if i % 2:
+                    nb_t[n].append(inject())
+                    bare_t[n].append(bare())
+                else:
+                    bare_t[n].append(bare())
+                    nb_t[n].append(inject())
+        for n in sizes:
+            await probes[n][2]()
+        ratios: dict[int, float] = {}
+        for n in sizes:
+            p50, bp50 = median(nb_t[n]), median(bare_t[n])
+            p99, bp99 = pct(nb_t[n], 0.99), pct(bare_t[n], 0.99)
+            ratios[n] = p50 / bp50
             self.rows.append(
                 Row(f"inject p50 @{label(n)} events", p50, "s", bp50, "<= 1.25x bare", p50 <= 1.25 * bp50)
             )
             self.rows.append(
                 Row(f"inject p99 @{label(n)} events", p99, "s", bp99, "<= 1.5x bare", p99 <= 1.5 * bp99)
             )
-            self.info.append(f"inject @{label(n)}: splice row {size} B of JSON, {len(nb_t)} samples each")
-        lo, hi = min(p50s), max(p50s)
+        self.info.append(
+            f"inject: splice row {probes[sizes[0]][3]} B of JSON; {self.cfg.inject_reps} samples per size "
+            "and per side, all sizes and both sides interleaved"
+        )
+        lo, hi = min(sizes), max(sizes)
         if lo != hi:
-            ok = p50s[hi] <= 1.25 * p50s[lo]
+            # Flat in history: the p50 ratio to bare at the largest history vs at the empty one.
+            ok = ratios[hi] <= 1.25 * ratios[lo]
             self.rows.append(
                 Row(
-                    f"inject p50 @{label(hi)} vs @{label(lo)}", p50s[hi], "s", p50s[lo], "flat (<= 1.25x)", ok
+                    f"inject p50/bare @{label(hi)} vs @{label(lo)}",
+                    ratios[hi],
+                    "x",
+                    ratios[lo],
+                    "<= 1.25x",
+                    ok,
                 )
             )
 
@@ -370,8 +395,8 @@ class Bench:
             agent.followup(_util.PROMPT)
             await agent.when_idle()
 
-    async def loop_step(self, n: int, store: str) -> float:
-        """Median per-step time (turn time / 2) over blocks of turns, after ``n`` prior events."""
+    async def loop_agent(self, n: int, store: str) -> tuple[Any, Any, int]:
+        """A warmed-up agent after ``n`` prior events, its model, and the turns per timed block."""
         import nbagent.store
 
         cfg = self.cfg
@@ -382,7 +407,7 @@ class Bench:
             agent = self.nbagent.open_session(None, model=model, tools=tools)
             while len(agent._events) < n:  # build the prior history by running real turns
                 await self._turns(agent, model, 20)
-            turns, block = cfg.loop_turns_mem, max(1, cfg.loop_turns_mem // 10)
+            turns = cfg.loop_turns_mem
         else:
             nbagent.store.SYNCHRONOUS = store.split(":")[1]
             try:
@@ -390,29 +415,31 @@ class Bench:
             finally:
                 nbagent.store.SYNCHRONOUS = saved
             turns = cfg.loop_turns_file if store.endswith(saved) else cfg.loop_turns_mem // 2
-            block = max(1, turns // 4)
         await self._turns(agent, model, 2)  # warm-up: loads a resumed prefix, writes the resume header
-        per_step: list[float] = []
-        gc.collect()
-        for _ in range(max(1, turns // block)):
-            t0 = perf()
-            await self._turns(agent, model, block)
-            per_step.append((perf() - t0) / (2 * block))
-        assert agent.status == "idle"
-        await agent.close()
-        return median(per_step)
+        return agent, model, max(1, turns // 8)
 
     async def loop_overhead(self) -> None:
+        """Per store, agents at every history size run blocks of turns in turn (drift-fair)."""
         cfg = self.cfg
         stores = ["memory", f"file:{self.sync}"]
         if self.sync != "NORMAL":
             stores.append("file:NORMAL")
         for store in stores:
-            figures: dict[int, float] = {}
+            say(f"[3] loop step, {store}, at {cfg.loop_sizes} prior events")
+            agents = {n: await self.loop_agent(n, store) for n in cfg.loop_sizes}
+            per_step: dict[int, list[float]] = {n: [] for n in cfg.loop_sizes}
+            gc.collect()
+            for _ in range(8):
+                for n, (agent, model, block) in agents.items():
+                    t0 = perf()
+                    await self._turns(agent, model, block)
+                    per_step[n].append((perf() - t0) / (2 * block))
+            for agent, _, _ in agents.values():
+                assert agent.status == "idle"
+                await agent.close()
+            figures = {n: median(v) for n, v in per_step.items()}
+            name = "memory" if store == "memory" else f"file, synchronous={store.split(':')[1]}"
             for n in cfg.loop_sizes:
-                say(f"[3] loop step, {store}, {n} prior events")
-                figures[n] = await self.loop_step(n, store)
-                name = "memory" if store == "memory" else f"file, synchronous={store.split(':')[1]}"
                 self.rows.append(
                     Row(
                         f"loop step ({name}) @{label(n)}",
