@@ -296,7 +296,12 @@ class _Answer:
                 {"type": "tool-call", "id": c.id, "name": c.name, "arguments": c.arguments}
                 for c in self.calls
             ]
-        source = {"kind": "model", "provider": model_provider(agent.model), "model": agent.model.name}
+        model = agent.model
+        source = {
+            "kind": "model",
+            "provider": model_provider(model),
+            "model": getattr(model, "model", None) or model.name,
+        }
         return AssistantMessage(id=_new_id(), content=content, source=source)
 
 
