@@ -335,3 +335,31 @@ def test_a_failed_turn_start_keeps_the_message_pending_and_reports_the_error(db)
         await agent.close()
 
     run(main())
+
+
+def test_writers_of_different_sessions_in_one_file_never_see_a_locked_database(db):
+    code = f"""
+import asyncio, sys, threading, nbagent
+async def main():
+    agent = nbagent.open_session({str(db)!r})
+    def work(i):
+        for n in range(40):
+            agent.inject(f"p{{sys.argv[1]}}-{{i}}-{{n}}")
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    print(len(agent.events), flush=True)
+    await agent.close()
+asyncio.run(main())
+"""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(k)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for k in range(3)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outs]
+    assert [out.strip() for out, _ in outs] == ["160", "160", "160"]
+    rows = nbagent.list_sessions(db)
+    assert sorted(r.events for r in rows) == [160, 160, 160]
