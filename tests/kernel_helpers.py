@@ -57,3 +57,56 @@ def session_ids(path: Path) -> list[str]:
         return [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY created_at")]
     finally:
         conn.close()
+
+
+class Kernel:
+    """A real ipykernel in ``cwd`` serving the notebook ``notebook`` (via ``JPY_SESSION_NAME``)."""
+
+    def __init__(self, cwd: Path, notebook: str = "work.ipynb") -> None:
+        import os
+
+        from jupyter_client import KernelManager
+
+        self.cwd = cwd
+        env = {**os.environ, "JPY_SESSION_NAME": str(cwd / notebook)}
+        env.pop("NBAGENT_DB", None)
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(cwd=str(cwd), env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def run(self, code: str, timeout: float = 30) -> str:
+        """Execute ``code``; return its stream, display and error text (display updates included)."""
+        parts: list[str] = []
+
+        def hook(msg: dict[str, Any]) -> None:
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                parts.append(content["text"])
+            elif kind in ("display_data", "execute_result", "update_display_data"):
+                parts.append(content["data"].get("text/plain", "") + "\n")
+            elif kind == "error":
+                parts.append(f"{content['ename']}: {content['evalue']}\n")
+
+        self.kc.execute_interactive(code, timeout=timeout, output_hook=hook)
+        return "".join(parts)
+
+    def send(self, code: str) -> str:
+        """Start executing ``code`` without waiting; returns the request's message id."""
+        return self.kc.execute(code)
+
+    def restart(self) -> None:
+        """Kill the kernel at once (as a crash would) and start a fresh one."""
+        self.km.restart_kernel(now=True)
+        self.kc.wait_for_ready(timeout=60)
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

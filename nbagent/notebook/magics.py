@@ -165,6 +165,7 @@ class AgentMagics(Magics):
         self.session.views.append(view)
         if not args.wait:
             getattr(agent, verb)(message)
+            view.refresh()  # already claimed when idle: show the turn number at once
             return
         loop = self.session.loop()
         run, interrupted = block_interruptibly(
