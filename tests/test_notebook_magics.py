@@ -237,3 +237,16 @@ def test_unload_removes_the_magics_and_closes_the_session(tmp_path) -> None:  # 
         assert "AgentMagics" not in sh.magics_manager.registry
 
     asyncio.run(body())
+
+
+def test_agent_show_displays_the_inbox_and_timeline_widgets(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("anywidget")
+
+    async def body() -> None:
+        with ipython_shell() as sh:
+            sh.run_cell("%inject hi there")
+            assert sh.run_cell("%agent show").success
+
+    asyncio.run(body())
+    out = capsys.readouterr().out
+    assert "InboxWidget" in out and "TimelineWidget" in out
