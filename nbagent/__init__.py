@@ -1,5 +1,7 @@
 """nbagent: an LLM agent session living in a Jupyter kernel, logged to SQLite."""
 
+from typing import Any
+
 from nbagent.agent import Agent, LiveNotice
 from nbagent.errors import (
     NbagentError,
@@ -53,3 +55,17 @@ __all__ = [
     "tool",
 ]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext nbagent``: register the magics (imports the notebook layer only now)."""
+    from nbagent.notebook import load_ipython_extension as _load
+
+    _load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext nbagent``: remove the magics and hooks again."""
+    from nbagent.notebook import unload_ipython_extension as _unload
+
+    _unload(ipython)

@@ -125,6 +125,8 @@ class Agent:
         self._fault: BaseException | None = None
         self._deferred_clear = False
         self._idle_waiters: list[asyncio.Future[None]] = []
+        self.repaired = False
+        """``True`` when resuming appended crash-repair events (the log had ended inside a turn)."""
         self._chunk_timer: asyncio.TimerHandle | None = None
         self._last_chunk_flush = 0.0
 
@@ -218,6 +220,14 @@ class Agent:
                     self._subs.pop(name, None)
 
         return off
+
+    def add_tool(self, tool: Tool | Callable[..., Any]) -> Tool:
+        """Offer another tool from the next request on (a ``request/header`` records the change)."""
+        (added,) = as_tools([tool]).values()
+        if added.name in self.tools:
+            raise ValueError(f"a tool named {added.name!r} is already offered")
+        self.tools[added.name] = added
+        return added
 
     def set_model(self, model: Model | str) -> None:
         """Use ``model`` for later requests (a ``request/header`` records the change)."""

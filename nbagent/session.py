@@ -168,6 +168,7 @@ def resume_session(
     )
     if state["repair"]:
         agent._submit(lambda _s: Plan(drafts=state["repair"]))
+        agent.repaired = True
     loop.call_soon(lambda: loop.create_task(agent._session_start("resume")))
     return agent
 

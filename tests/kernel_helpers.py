@@ -16,17 +16,17 @@ from nbagent.events import Event
 
 @contextmanager
 def ipython_shell(notebook: Path | None = None) -> Iterator[InteractiveShell]:
-    """The shell singleton with ``%load_ext nbagent.notebook``; call inside a running loop."""
+    """The shell singleton with ``%load_ext nbagent``; call inside a running loop."""
     shell = InteractiveShell.instance()
     for name in ("__session__", "__vsc_ipynb_file__"):
         shell.user_ns.pop(name, None)
     if notebook is not None:
         shell.user_ns["__session__"] = str(notebook)
-    shell.run_line_magic("load_ext", "nbagent.notebook")
+    shell.run_line_magic("load_ext", "nbagent")
     try:
         yield shell
     finally:
-        shell.run_line_magic("unload_ext", "nbagent.notebook")
+        shell.run_line_magic("unload_ext", "nbagent")
 
 
 def magics(shell: InteractiveShell) -> Any:

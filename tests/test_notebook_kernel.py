@@ -57,7 +57,7 @@ def wait_for_event(db: Path, event_type: str, timeout: float = 20) -> None:
 
 def test_interrupting_the_kernel_during_wait_cancels_the_turn_cleanly(tmp_path: Path) -> None:
     with Kernel(tmp_path) as k:
-        k.run("%load_ext nbagent.notebook")
+        k.run("%load_ext nbagent")
         k.run(SLOW_MODEL)
         msg_id = k.send("%followup --wait take your time")
         wait_for_event(tmp_path / "work.nbagent.sqlite", "step/start")
@@ -77,7 +77,7 @@ def test_interrupting_the_kernel_during_wait_cancels_the_turn_cleanly(tmp_path: 
 
 def test_followup_returns_while_the_turn_runs_and_a_dead_kernel_is_repaired_on_resume(tmp_path: Path) -> None:
     with Kernel(tmp_path) as k:
-        k.run("%load_ext nbagent.notebook")
+        k.run("%load_ext nbagent")
         k.run(SLOW_TOOL)
         started = time.perf_counter()
         out = k.run("%followup ship it")
@@ -86,7 +86,7 @@ def test_followup_returns_while_the_turn_runs_and_a_dead_kernel_is_repaired_on_r
         wait_for_event(tmp_path / "work.nbagent.sqlite", "tool/call")
         assert "status: running" in k.run("%agent status")
         k.restart()
-        k.run("%load_ext nbagent.notebook")
+        k.run("%load_ext nbagent")
         out = k.run("%agent status")
         assert "nbagent: resumed session " in out
         assert "its last turn was cut off by the kernel stopping and has been closed" in out
