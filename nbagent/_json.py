@@ -51,10 +51,10 @@ def freeze(value: Any, where: str = "value") -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise TypeError(f"{where} has key {key!r} of type {type(key).__name__}; keys must be str")
-            out[key] = freeze(item, f"{where}[{key!r}]")
+            out[key] = _freeze_item(item, where, key)
         return FrozenDict(out)
     if cls is tuple or cls is list:
-        return tuple([freeze(item, f"{where}[{i}]") for i, item in enumerate(value)])
+        return tuple([_freeze_item(item, where, i) for i, item in enumerate(value)])
     if isinstance(value, str):
         return str(value)
     if isinstance(value, bool):
@@ -67,6 +67,18 @@ def freeze(value: Any, where: str = "value") -> Any:
         f"{where} is a {cls.__name__}; message content and sources must be plain JSON "
         "(str, int, finite float, bool, None, lists, dicts with str keys)"
     )
+
+
+def _freeze_item(item: Any, where: str, key: object) -> Any:
+    """Freeze a nested value, building its path for the error message only when it fails."""
+    cls = type(item)
+    if cls is str or cls is int or cls is bool or item is None or cls is FrozenDict:
+        return item
+    try:
+        return freeze(item, "")
+    except TypeError:
+        pass
+    return freeze(item, f"{where}[{key!r}]")
 
 
 def thaw(value: Any) -> Any:

@@ -47,6 +47,14 @@ class EventList:
             self._prefix = self._loader() if self._loader else []
         return self._prefix
 
+    @property
+    def prefix_loaded(self) -> bool:
+        return self._prefix is not None
+
+    def prefix(self) -> list[Event]:
+        """The events written before this agent started (loaded on first use)."""
+        return self._load()
+
     def all(self) -> tuple[Event, ...]:
         if self._cache is None:
             self._cache = tuple(self._load()) + tuple(self._items)
@@ -92,9 +100,12 @@ class History:
 
 def derive_history(events: Iterable[Event]) -> tuple[Message, ...]:
     """The model-visible history of a log: ``user/message``, non-empty ``assistant/message``, ``tool/result``."""
+    from nbagent.store import gc_paused
+
     out = []
-    for event in events:
-        message = history_message(event)
-        if message is not None:
-            out.append(message)
+    with gc_paused():
+        for event in events:
+            message = history_message(event)
+            if message is not None:
+                out.append(message)
     return tuple(out)

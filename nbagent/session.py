@@ -162,9 +162,7 @@ def resume_session(
         last_header=state["header"],
         resumed=True,
         events_loader=lambda: _read(file.path, sid, stop=state["count"]),
-        history_loader=lambda: list(
-            derive_history(_read(file.path, sid, stop=state["count"], types=MESSAGE_EVENTS))
-        ),
+        history_loader=lambda: _prefix_history(agent, file.path, sid, state["count"]),
     )
     if state["repair"]:
         agent._submit(lambda _s: Plan(drafts=state["repair"]))
@@ -180,6 +178,13 @@ def list_sessions(path: PathLike) -> list[SessionRow]:
         return file.sessions()
     finally:
         file.close()
+
+
+def _prefix_history(agent: Agent, path: Any, session_id: str, stop: int) -> list[Any]:
+    """The history written before the resume: from the loaded events if any, else one typed read."""
+    if agent._events.prefix_loaded:
+        return list(derive_history(agent._events.prefix()))
+    return list(derive_history(_read(path, session_id, stop=stop, types=MESSAGE_EVENTS)))
 
 
 def _stored_model(row: SessionRow) -> Model:

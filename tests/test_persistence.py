@@ -363,3 +363,25 @@ asyncio.run(main())
     assert [out.strip() for out, _ in outs] == ["160", "160", "160"]
     rows = nbagent.list_sessions(db)
     assert sorted(r.events for r in rows) == [160, 160, 160]
+
+
+def test_a_gap_in_the_stored_log_is_named_when_the_log_is_read(db):
+    async def main():
+        agent = nbagent.open_session(db)
+        for text in "abc":
+            agent.inject(text)
+        await agent.close()
+
+    run(main())
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM events WHERE seq = 1")
+    conn.commit()
+    conn.close()
+
+    async def resume():
+        agent = nbagent.resume_session(db)
+        with pytest.raises(SessionCorruptError, match="seq 1 is missing"):
+            agent.events  # noqa: B018
+        await agent.close()
+
+    run(resume())
