@@ -368,19 +368,19 @@ asyncio.run(main())
 def test_a_gap_in_the_stored_log_is_named_when_the_log_is_read(db):
     async def main():
         agent = nbagent.open_session(db)
-        for text in "abc":
-            agent.inject(text)
+        await agent.run("hello")
         await agent.close()
+        return next(e.seq for e in agent.events if e.type == "assistant/chunk")
 
-    run(main())
+    chunk_seq = run(main())
     conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM events WHERE seq = 1")
+    conn.execute("DELETE FROM events WHERE seq = ?", (chunk_seq,))
     conn.commit()
     conn.close()
 
     async def resume():
         agent = nbagent.resume_session(db)
-        with pytest.raises(SessionCorruptError, match="seq 1 is missing"):
+        with pytest.raises(SessionCorruptError, match=f"seq {chunk_seq} is missing"):
             agent.events  # noqa: B018
         await agent.close()
 
