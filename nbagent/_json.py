@@ -31,11 +31,36 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
 
 
+class FrozenList(list):  # type: ignore[type-arg]
+    """A ``list`` that refuses mutation; JSON-encodes and compares like a plain list."""
+
+    __slots__ = ()
+
+    def _refuse(self, *_: object, **__: object) -> None:
+        raise TypeError("nbagent message data is frozen; build a new message instead")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self))
+
+
 def freeze(value: Any, where: str = "value") -> Any:
     """Return a deep-frozen copy of plain JSON ``value``; raise ``TypeError`` naming the bad path.
 
     Plain JSON means str, int, finite float, bool, None, lists/tuples, and dicts with str keys.
-    Lists become tuples and dicts become :class:`FrozenDict`.
+    Lists and tuples become :class:`FrozenList`, dicts :class:`FrozenDict`: both compare equal to
+    the plain values ``json.loads`` gives back, so a stored and a live event compare equal.
     """
     cls = type(value)
     if cls is str or cls is int or cls is bool or value is None:
@@ -44,7 +69,7 @@ def freeze(value: Any, where: str = "value") -> Any:
         if not math.isfinite(value):
             raise TypeError(f"{where} is {value!r}: only finite numbers are plain JSON")
         return value
-    if cls is FrozenDict:
+    if cls is FrozenDict or cls is FrozenList:
         return value
     if isinstance(value, dict):
         out = {}
@@ -54,7 +79,7 @@ def freeze(value: Any, where: str = "value") -> Any:
             out[key] = _freeze_item(item, where, key)
         return FrozenDict(out)
     if cls is tuple or cls is list:
-        return tuple([_freeze_item(item, where, i) for i, item in enumerate(value)])
+        return FrozenList([_freeze_item(item, where, i) for i, item in enumerate(value)])
     if isinstance(value, str):
         return str(value)
     if isinstance(value, bool):
@@ -72,7 +97,7 @@ def freeze(value: Any, where: str = "value") -> Any:
 def _freeze_item(item: Any, where: str, key: object) -> Any:
     """Freeze a nested value, building its path for the error message only when it fails."""
     cls = type(item)
-    if cls is str or cls is int or cls is bool or item is None or cls is FrozenDict:
+    if cls is str or cls is int or cls is bool or item is None or cls is FrozenDict or cls is FrozenList:
         return item
     try:
         return freeze(item, "")

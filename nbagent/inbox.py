@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from nbagent._json import FrozenDict
+from nbagent._json import FrozenDict, FrozenList
 from nbagent.errors import SessionCorruptError
 from nbagent.events import NEXT_STEP, NEXT_TURN
 from nbagent.messages import UserMessage, message_from_json
@@ -93,7 +93,7 @@ def plan_splice(
     data: dict[str, Any] = {"target": target, "start": start}
     if count:
         data["removed_count"] = count
-    data["inserted"] = tuple(m.to_json() for m in inserted)
+    data["inserted"] = FrozenList([m.to_json() for m in inserted])
     if count and not claim:
         data["outcome"] = "canceled"
     return Splice(FrozenDict(data), removed, inserted, after)

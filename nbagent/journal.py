@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent import _json
+from nbagent._json import FrozenDict
 from nbagent.errors import SessionWriteError
 from nbagent.events import INBOX_SPLICED, Event
 from nbagent.inbox import InboxState
@@ -92,6 +93,14 @@ class Journal:
             self._flush_locked(ticket)
         return ticket.events
 
+    def append(self, drafts: list[Draft], *, flush: bool = True) -> list[Event]:
+        """Stage events that do not depend on the inbox (the driver's own), optionally committing."""
+        with self._cond:
+            ticket = self._stage(Plan(drafts=drafts))
+            if flush:
+                self._flush_locked(ticket)
+        return ticket.events
+
     def flush(self) -> None:
         """Commit whatever is staged (e.g. batched chunks)."""
         with self._cond:
@@ -109,12 +118,17 @@ class Journal:
         seq = self._next_seq
         events = []
         for type_, data, _ in plan.drafts:
+            if type(data) is dict:
+                data = FrozenDict(data)
             events.append(Event(seq, now, type_, data))
             seq += 1
         self._next_seq = seq
         if plan.inbox is not None:
             self.staged_inbox = plan.inbox
         ticket = Ticket(events, [a for _, _, a in plan.drafts], plan.notices)
+        if self.file is not None:
+            # Encoded by the caller while a leader may be writing: the leader's lock-free part.
+            ticket.encoded = [_json.dumps(ev.data) for ev in events]
         self._staged.append(ticket)
         return ticket
 
@@ -126,7 +140,7 @@ class Journal:
                 continue
             self._writing = True
             batch, self._staged = self._staged, []
-            rows = self._rows(batch)
+            rows = self._rows(batch) if self.file is not None else []
             cond.release()
             error: BaseException | None = None
             try:
@@ -149,7 +163,6 @@ class Journal:
         sid = self.session_id
         rows = []
         for ticket in batch:
-            ticket.encoded = [_json.dumps(ev.data) for ev in ticket.events]
             for ev, attached, encoded in zip(ticket.events, ticket.attachments, ticket.encoded):
                 pending = attached.pending if ev.type == INBOX_SPLICED else None
                 rows.append((sid, ev.seq, ev.time, ev.type, encoded, pending))
@@ -158,12 +171,6 @@ class Journal:
     def _commit(self, batch: list[Ticket]) -> None:
         notices: list[Notice] = []
         for ticket in batch:
-            # Committed events carry their data exactly as stored (plain JSON), like loaded ones.
-            loads = _json.loads
-            ticket.events = [
-                Event(ev.seq, ev.time, ev.type, loads(encoded))
-                for ev, encoded in zip(ticket.events, ticket.encoded)
-            ]
             for ev, attached in zip(ticket.events, ticket.attachments):
                 if ev.type == INBOX_SPLICED:
                     self.inbox = attached

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from nbagent._json import FrozenDict, freeze
+from nbagent._json import FrozenDict, FrozenList, freeze
 
 Block = Mapping[str, Any]
 """A content block: ``{"type": "text" | "image" | "tool-call" | "tool-result" | "reasoning", ...}``."""
@@ -33,7 +33,7 @@ def freeze_content(content: Any) -> tuple[FrozenDict, ...]:
     for i, block in enumerate(blocks):
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise TypeError(f"content[{i}] must be a block dict with a str 'type', got {block!r}")
-    return blocks
+    return tuple(blocks)
 
 
 def freeze_source(source: Any) -> FrozenDict:
@@ -49,7 +49,7 @@ def freeze_source(source: Any) -> FrozenDict:
 class Message(BaseModel):
     """A frozen message of the model-visible history."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
     id: str
     """Stable identity: kept by a rewrite, fresh for an addition."""
@@ -79,7 +79,7 @@ class Message(BaseModel):
 
     def to_json(self) -> FrozenDict:
         """The message as stored in events (plain JSON, frozen)."""
-        return FrozenDict(id=self.id, role=self.role, content=self.content, source=self.source)
+        return FrozenDict(id=self.id, role=self.role, content=FrozenList(self.content), source=self.source)
 
     @property
     def kind(self) -> str:
@@ -158,7 +158,7 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
     return cls.model_construct(
         id=data["id"],
         role=role,
-        content=freeze(data["content"], "content"),
+        content=tuple(freeze(data["content"], "content")),
         source=freeze(data["source"], "source"),
     )
 

@@ -21,7 +21,7 @@ def test_caller_mutation_does_not_reach_the_recorded_copy():
     block["meta"]["k"].append(3)
     block["text"] = "changed"
     assert m.content[0]["text"] == "a"
-    assert m.content[0]["meta"]["k"] == (1, 2)
+    assert m.content[0]["meta"]["k"] == [1, 2]
 
 
 def test_frozen_content_refuses_mutation():

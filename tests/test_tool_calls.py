@@ -235,7 +235,7 @@ def test_tool_schema_comes_from_type_hints_and_docstring():
                 "query": {"description": "what to look for", "type": "string"},
                 "limit": {"default": 10, "description": "how many hits at most", "type": "integer"},
             },
-            "required": ("query",),
+            "required": ["query"],
             "type": "object",
         },
     }

@@ -69,7 +69,7 @@ def test_dataframe_context_shows_summaries_and_budgets(tmp_path: Path) -> None:
     text = "\n".join(outs)
     assert "queued dataframe orders (1000×5): " in text
     assert "schema only: no statistics or rows were computed" in text
-    assert "(50, 300) ('head', 'middle-stats')" in text or "(50, 300) (" in text
+    assert "[50, 300] ['head', 'middle-stats']" in text or "[50, 300] [" in text
     kinds = [k for k, _ in user_messages(db)]
     assert kinds == ["dataframe", "dataframe", "dataframe", "dataframe", "user"]
     check_invariants(read_events(db))
