@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
-from nbagent.events import INBOX_SPLICED, NEXT_STEP, NEXT_TURN, TURN_START, Event
+from nbagent.events import ASSISTANT_CHUNK, INBOX_SPLICED, NEXT_STEP, NEXT_TURN, TURN_START, Event
 from nbagent.hooks import Hooks, SessionStart
 from nbagent.inbox import Inbox, InboxState, Splice, plan_splice
 from nbagent.journal import Draft, Journal, Notice, Plan
@@ -378,7 +378,7 @@ class Agent:
             plan.notices.extend(("inbox/claimed", LiveNotice("inbox/claimed", m, turn)) for m in out)
 
     def _claim(self, turn: int) -> tuple[UserMessage, ...]:
-        """Claim all of ``next-step`` at a later boundary."""
+        """Claim all of ``next-step`` at a later boundary (staged: committed before the request)."""
         claimed: list[UserMessage] = []
 
         def build(state: InboxState) -> Plan:
@@ -386,7 +386,7 @@ class Agent:
             self._plan_claim(state, plan, turn, first=False, out=claimed)
             return plan
 
-        self._submit(build)
+        self._submit(build, flush=False)
         return tuple(claimed)
 
     def _driver_finished(self) -> None:
@@ -412,21 +412,30 @@ class Agent:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def _submit(self, build: Callable[[InboxState], Plan]) -> list[Event]:
+    def _submit(self, build: Callable[[InboxState], Plan], *, flush: bool = True) -> list[Event]:
         try:
-            return self._journal.submit(build)
+            return self._journal.submit(build, flush=flush)
         finally:
             self._kick()
 
-    def _write(self, drafts: list[Draft]) -> list[Event]:
-        """Append driver events durably (flushing any batched chunks before them)."""
-        return self._submit(lambda _state: Plan(drafts=drafts))
+    def _write(self, drafts: list[Draft], *, flush: bool = True) -> list[Event]:
+        """Append driver events; ``flush=False`` stages them for the next commit.
+
+        The driver stages what it may and commits before each external effect: before a request
+        is sent, before a tool body or a hook listener runs, and at the end of a turn.
+        """
+        try:
+            return self._journal.append(drafts, flush=flush)
+        finally:
+            self._kick()
+
+    def _flush(self) -> None:
+        """Commit everything staged (driver events and batched chunks)."""
+        self._flush_chunks()
 
     def _stage_chunk(self, data: dict[str, Any]) -> None:
         """Stage an ``assistant/chunk``; committed at most 100 ms later, or with the next write."""
-        from nbagent.events import ASSISTANT_CHUNK
-
-        self._journal.submit(lambda _s: Plan(drafts=[(ASSISTANT_CHUNK, data, None)]), flush=False)
+        self._journal.append([(ASSISTANT_CHUNK, data, None)], flush=False)
         now = self._loop.time()
         if now - self._last_chunk_flush >= 0.1:
             self._flush_chunks()

@@ -118,6 +118,8 @@ async def run_turn(agent: Agent, turn: OpenTurn) -> bool:
             owes_step = result == "continue"
             check(signal)
             if not owes_step and not agent._journal.staged_inbox.next_step:
+                if agent.hooks.turn_stopping.listeners:
+                    agent._flush()
                 for listener in agent.hooks.turn_stopping.listeners:
                     await listener(TurnStopping(agent, number, signal))
                     check(signal)
@@ -170,6 +172,7 @@ async def _pre_step(
     listeners = agent.hooks.pre_step.listeners
     if not listeners:
         return Enter(claimed)
+    agent._flush()  # the claim is durable before outside code sees it
 
     async def default() -> Enter:
         return Enter(claimed)
@@ -218,13 +221,13 @@ async def run_step(
     header = _header(agent)
     if header is not None:
         drafts.append((*header, None))
-    agent._write(drafts)
+    agent._write(drafts, flush=False)
     try:
         attempt = 1
         while True:
             check(signal)
             if attempt > 1 and (header := _header(agent)) is not None:
-                agent._write([(*header, None)])
+                agent._write([(*header, None)], flush=False)
             answer = await _request(agent, turn, step, attempt, signal)
             if answer.failure is None:
                 break
@@ -239,7 +242,7 @@ async def run_step(
         data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
         if answer.usage is not None:
             data["usage"] = answer.usage
-        agent._write([(ASSISTANT_MESSAGE, data, message)])
+        agent._write([(ASSISTANT_MESSAGE, data, message)], flush=False)
         if answer.finish == "max-tokens":
             return "max-tokens"
         if not calls:
@@ -248,7 +251,7 @@ async def run_step(
         return "completed" if concluded else "continue"
     finally:
         if agent._fault is None:
-            agent._write([(STEP_END, {"turn": turn, "step": step}, None)])
+            agent._write([(STEP_END, {"turn": turn, "step": step}, None)], flush=False)
 
 
 class _Answer:
@@ -313,6 +316,7 @@ def _new_id() -> str:
 
 async def _request(agent: Agent, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:
     """Send one request and stream its answer; on cancel, keep the visible prefix and abort."""
+    agent._flush()  # everything model-visible is durable before the request is sent
     request = ModelRequest(
         messages=agent._history.snapshot(),
         tools=tuple(t.schema for t in agent.tools.values()),
@@ -345,7 +349,7 @@ async def _request(agent: Agent, turn: int, step: int, attempt: int, signal: Can
             }
             if answer.usage is not None:
                 data["usage"] = answer.usage
-            agent._write([(ASSISTANT_MESSAGE, data, message)])
+            agent._write([(ASSISTANT_MESSAGE, data, message)], flush=False)
         raise Aborted
     return answer
 
@@ -386,6 +390,8 @@ async def _request_error(
     agent: Agent, turn: int, step: int, attempt: int, failure: dict[str, Any], signal: CancelSignal
 ) -> Any:
     payload = RequestFailure(agent, turn, step, attempt, failure, signal)
+    if agent.hooks.request_error.listeners:
+        agent._flush()
 
     async def default() -> Retry | None:
         policy = agent.retry_policy

@@ -200,7 +200,7 @@ def _record(
                 plan.notices.extend(("inbox/inserted", _inserted(m)) for m in sp.inserted)
         return plan
 
-    agent._submit(build)
+    agent._submit(build, flush=False)  # committed with the next tool/call, request or turn/end
     return outcome.concludes and not outcome.is_error
 
 

@@ -385,3 +385,49 @@ def test_a_gap_in_the_stored_log_is_named_when_the_log_is_read(db):
         await agent.close()
 
     run(resume())
+
+
+def _stored(db) -> list[nbagent.Event]:
+    from nbagent.store import SessionFile
+
+    file = SessionFile(db, create=False)
+    try:
+        (row,) = file.sessions()
+        return file.events(row.id)
+    finally:
+        file.close()
+
+
+def test_what_a_request_sees_and_a_tool_call_are_durable_before_they_happen(db):
+    from nbagent.models import Response, ToolCall
+    from nbagent.testing import derive_history
+
+    seen: dict[str, object] = {}
+
+    async def main():
+        @nbagent.tool
+        def probe() -> nbagent.ToolResult:
+            stored = _stored(db)
+            seen["call"] = [e.type for e in stored][-1]
+            return nbagent.ToolResult(
+                "ok", additional_contexts=[UserMessage.text("ctx", source={"kind": "plugin", "plugin": "p"})]
+            )
+
+        def second(request):
+            stored = _stored(db)
+            seen["history"] = derive_history(stored) == request.messages
+            seen["result_durable"] = any(e.type == "tool/result" for e in stored)
+            return Response("done")
+
+        agent = nbagent.open_session(
+            db,
+            model=ScriptedModel([Response(tool_calls=[ToolCall("probe", id="c1")]), second]),
+            tools=[probe],
+        )
+        await agent.run("go")
+        stored = _stored(db)
+        assert [e.seq for e in stored] == [e.seq for e in agent.events] and stored == list(agent.events)
+        await agent.close()
+
+    run(main())
+    assert seen == {"call": "tool/call", "history": True, "result_durable": True}
