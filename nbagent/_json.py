@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
+
+import orjson
 
 
 class FrozenDict(dict):  # type: ignore[type-arg]
@@ -115,6 +116,9 @@ def thaw(value: Any) -> Any:
     return value
 
 
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-dumps = _encoder.encode
-loads = json.loads
+def dumps(value: Any) -> str:
+    """Compact JSON text (orjson: an order of magnitude faster than the stdlib on the hot path)."""
+    return orjson.dumps(value).decode()
+
+
+loads = orjson.loads

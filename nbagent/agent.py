@@ -293,10 +293,13 @@ class Agent:
             splices = [sp for sp in plan(state) if sp is not None]
             recorded[:] = splices
             out = Plan(inbox=splices[-1].after if splices else None)
+            subs = self._subs
             for sp in splices:
                 out.drafts.append((INBOX_SPLICED, sp.data, sp.after))
-                out.notices.extend(("inbox/discarded", LiveNotice("inbox/discarded", m)) for m in sp.removed)
-                out.notices.extend(("inbox/inserted", LiveNotice("inbox/inserted", m)) for m in sp.inserted)
+                if "inbox/discarded" in subs:
+                    out.notices += [("inbox/discarded", LiveNotice("inbox/discarded", m)) for m in sp.removed]
+                if "inbox/inserted" in subs:
+                    out.notices += [("inbox/inserted", LiveNotice("inbox/inserted", m)) for m in sp.inserted]
             return out
 
         self._submit(build)

@@ -86,8 +86,10 @@ def plan_splice(
     removed = queue[start : start + count]
     after = state.with_queue(target, queue[:start] + inserted + queue[start + count :])
     if inserted:
-        ids = [m.id for m in after.next_turn] + [m.id for m in after.next_step]
-        if len(ids) != len(set(ids)):
+        new = {m.id for m in inserted}
+        pending_new = sum(1 for q in (after.next_turn, after.next_step) for m in q if m.id in new)
+        if len(new) != len(inserted) or pending_new != len(inserted):
+            ids = [m.id for m in after.next_turn + after.next_step]
             dup = next(m.id for m in inserted if ids.count(m.id) > 1)
             raise ValueError(f"message {dup} is already pending; a message id can be pending only once")
     data: dict[str, Any] = {"target": target, "start": start}

@@ -119,7 +119,13 @@ class UserMessage(Message):
         """A one-text-block message; the source defaults to the user."""
         if not isinstance(text, str):
             raise TypeError(f"UserMessage.text needs a str, got {type(text).__name__}")
-        return cls(id=id or _new_id(), content=[text_block(text)], source=source)
+        # The block is built here from a str, so only the source needs validating.
+        return cls.model_construct(
+            id=id or _new_id(),
+            role="user",
+            content=(FrozenDict(type="text", text=str(text)),),
+            source=freeze_source(source),
+        )
 
 
 class AssistantMessage(Message):

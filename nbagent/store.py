@@ -153,7 +153,10 @@ class SessionFile:
             conn.execute("BEGIN IMMEDIATE")
             if session is not None:
                 conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)", session)
-            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+            if len(rows) == 1:
+                conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows[0])
+            else:
+                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
