@@ -18,7 +18,7 @@ from nbagent.events import (
 )
 from nbagent.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
 from nbagent.hooks import PreStep as PreStepPayload
-from nbagent.messages import AssistantMessage, UserMessage, coerce_user_message
+from nbagent.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
 from nbagent.models.base import (
     Finish,
     ModelError,
@@ -300,18 +300,9 @@ class _Answer:
                 for c in self.calls
             ]
         model = agent.model
-        source = {
-            "kind": "model",
-            "provider": model_provider(model),
-            "model": getattr(model, "model", None) or model.name,
-        }
-        return AssistantMessage(id=_new_id(), content=content, source=source)
-
-
-def _new_id() -> str:
-    import uuid
-
-    return str(uuid.uuid4())
+        return assistant_message(
+            content, provider=model_provider(model), model=getattr(model, "model", None) or model.name
+        )
 
 
 async def _request(agent: Agent, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:

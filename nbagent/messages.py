@@ -173,10 +173,21 @@ def tool_result_message(
     call_id: str, content: Iterable[Block], *, is_error: bool = False, id: str | None = None
 ) -> UserMessage:
     """A user-role message holding exactly one ``tool-result`` block."""
-    block = {
-        "type": "tool-result",
-        "tool_call_id": call_id,
-        "content": list(content),
-        "is_error": is_error,
-    }
-    return UserMessage(id=id or _new_id(), content=[block], source={"kind": "tool", "call_id": call_id})
+    block = FrozenDict(
+        type="tool-result",
+        tool_call_id=str(call_id),
+        content=freeze(list(content), "tool result content"),
+        is_error=bool(is_error),
+    )
+    source = FrozenDict(kind="tool", call_id=str(call_id))
+    return UserMessage.model_construct(id=id or _new_id(), role="user", content=(block,), source=source)
+
+
+def assistant_message(
+    content: Iterable[Block], *, provider: str, model: str, id: str | None = None
+) -> AssistantMessage:
+    """An assistant answer from blocks the loop assembled (validated by :func:`freeze_content`)."""
+    source = FrozenDict(kind="model", provider=str(provider), model=str(model))
+    return AssistantMessage.model_construct(
+        id=id or _new_id(), role="assistant", content=freeze_content(list(content)), source=source
+    )

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from nbagent._json import FrozenDict, freeze
@@ -174,9 +175,11 @@ def result_blocks(value: Any) -> tuple[list[Any], bool, ToolResult | None]:
         return [{"type": "text", "text": value}], False, None
     if value is None:
         return [{"type": "text", "text": ""}], False, None
+    if isinstance(value, bool | int | float):
+        return [{"type": "text", "text": json.dumps(value)}], False, None
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=2)
-    except (TypeError, ValueError):
+        text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
         text = repr(value)
     return [{"type": "text", "text": text}], False, None
 
