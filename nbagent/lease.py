@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
-import tempfile
 import time
 from pathlib import Path
 
@@ -13,6 +11,8 @@ from nbagent.errors import SessionLockedError
 
 
 def _lease_dir() -> Path:
+    import tempfile  # only when a writer opens: keeps ``import nbagent`` light
+
     uid = os.getuid() if hasattr(os, "getuid") else 0
     path = Path(tempfile.gettempdir()) / f"nbagent-leases-{uid}"
     path.mkdir(mode=0o700, exist_ok=True)
@@ -42,7 +42,7 @@ class Lease:
                 "(agent.close() or %agent close) or stop that kernel, then try again"
             ) from None
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        holder = f"process {os.getpid()} on {socket.gethostname()} (since {stamp})"
+        holder = f"process {os.getpid()} on {os.uname().nodename} (since {stamp})"
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, holder.encode(), 0)
 
