@@ -13,6 +13,8 @@ Each producer frames its own text and escapes the data inside the frame (SPEC §
 - ``variable(obj, name)``: a bounded preview of any other object, source kind ``variable``.
 - ``error(ename, evalue, traceback)``: an ANSI-stripped traceback keeping its tail, source kind ``error``.
 - ``cell_text(text)``: literal context text, verbatim, source kind ``cell``.
+- ``session_reference(path, session_id)``: a read-once, budgeted snapshot of another session's
+  direct messages, framed as untrusted background, source kind ``session-reference`` (SPEC §8).
 
 ``estimate_tokens`` is the estimate every budget here is measured with. pandas, polars and narwhals
 are imported only when a frame is summarized.
@@ -23,6 +25,7 @@ from nbagent.context._text import estimate_tokens
 from nbagent.context.cells import cell_text
 from nbagent.context.frames import dataframe, is_dataframe
 from nbagent.context.preview import variable
+from nbagent.context.sessions import session_reference
 from nbagent.context.tracebacks import error, strip_ansi
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "error",
     "estimate_tokens",
     "is_dataframe",
+    "session_reference",
     "strip_ansi",
     "variable",
 ]
