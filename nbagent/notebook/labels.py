@@ -37,6 +37,48 @@ def source_label(source: Mapping[str, Any]) -> str:
     return kind
 
 
+def badge(source: Mapping[str, Any]) -> str:
+    """The one-word badge of a message in the live display: ``you`` for a typed prompt, else its kind."""
+    kind = str(source.get("kind") or "?")
+    return "you" if kind == "user" else kind
+
+
+def context_label(source: Mapping[str, Any], text: str, limit: int = 80) -> str:
+    """A short line saying what a message holds, built from its source where that says more than the
+    text's opening (a DataFrame summary starts with a long ``<dataframe …>`` tag):
+
+    ``df · 50×3 · pandas`` (dataframe), ``config · dict`` (variable), ``KeyError: 'x'`` (error), the
+    label or first line (cell), the referenced sessions' labels (session-reference), the plugin name
+    (plugin); typed prompts, tool results and unknown kinds show their first line.
+    """
+    kind = source.get("kind")
+    label = ""
+    if kind == "dataframe":
+        shape = source.get("shape")
+        size = "×".join(str(n) for n in shape) if isinstance(shape, list | tuple) and len(shape) == 2 else ""
+        parts = (source.get("name"), size, source.get("library"))
+        label = " · ".join(str(p) for p in parts if p)
+    elif kind == "variable":
+        type_name = str(source.get("type") or "").removeprefix("builtins.")
+        label = " · ".join(str(p) for p in (source.get("name"), type_name) if p)
+    elif kind == "error":
+        ename, evalue = source.get("ename"), source.get("evalue")
+        label = f"{ename}: {evalue}" if ename and evalue else str(ename or evalue or "")
+    elif kind == "cell":
+        label = str(source.get("label") or "")
+    elif kind == "session-reference":
+        refs = source.get("references")
+        names = [
+            str(r.get("label") or str(r.get("session_id", ""))[:8])
+            for r in (refs if isinstance(refs, list | tuple) else ())
+            if isinstance(r, Mapping)
+        ]
+        label = ", ".join(n for n in names if n) or str(source.get("label") or "")
+    elif kind == "plugin":
+        label = str(source.get("plugin") or "")
+    return first_line(label, limit) if label.strip() else first_line(text, limit)
+
+
 def is_typed_prompt(source: Mapping[str, Any]) -> bool:
     """SPEC §2.3: a typed prompt is exactly a message whose source kind is ``user``."""
     return source.get("kind") == "user"

@@ -20,7 +20,14 @@ from nbagent.events import (
     USER_MESSAGE,
     Event,
 )
-from nbagent.notebook.labels import block_text, first_line, outcome_text, source_label
+from nbagent.notebook.labels import (
+    badge,
+    block_text,
+    context_label,
+    first_line,
+    is_typed_prompt,
+    outcome_text,
+)
 
 
 @dataclass
@@ -36,7 +43,7 @@ class ToolView:
 class StepView:
     number: int
     inputs: list[tuple[str, str, bool]] = field(default_factory=list)
-    """``(label, first line, is a typed prompt)`` per entered message."""
+    """``(badge, short label, is a typed prompt)`` per entered message (see ``labels.context_label``)."""
     text: str = ""
     interrupted: bool = False
     tools: list[ToolView] = field(default_factory=list)
@@ -82,10 +89,9 @@ def fold_turn(events: Iterable[Event], turn: int, headline: str) -> TurnView:
                 view.outcome, view.final = outcome_text(d["reason"]), True
             continue
         elif t == USER_MESSAGE:
-            text = block_text(d.get("content"))
-            step.inputs.append(
-                (source_label(d["source"]), first_line(text), d["source"].get("kind") == "user")
-            )
+            source = d.get("source") or {}
+            label = context_label(source, block_text(d.get("content")))
+            step.inputs.append((badge(source), label, is_typed_prompt(source)))
         elif t == ASSISTANT_CHUNK:
             chunk = d["chunk"]
             if chunk.get("type") == "text":
