@@ -6,4 +6,5 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 python3 -m pip install -q -e ".[test]"
 python3 -m ruff check .
 python3 -m ruff format --check .
+command -v chromium || (apt-get update -qq && apt-get install -y -qq chromium)
 python3 -m pytest -q "$@"

@@ -13,9 +13,14 @@ __all__ = ["InboxWidget", "TimelineWidget", "show"]
 
 
 def show(agent: Agent) -> tuple[InboxWidget, TimelineWidget]:
-    """Display the inbox and the timeline of ``agent`` in the current output; returns both widgets."""
+    """Display the inbox and the timeline of ``agent`` in the current output; returns both widgets.
+
+    Each output carries a static HTML snapshot next to the live view; it is re-published whenever
+    the agent turns idle, so a saved notebook shows the session on GitHub or nbviewer.
+    """
     from IPython.display import display
 
     inbox, timeline = InboxWidget(agent), TimelineWidget(agent)
-    display(inbox, timeline)
+    for widget in (inbox, timeline):
+        widget.follow_display(display(widget, display_id=True))
     return inbox, timeline

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +26,43 @@ DELAY = 0.04
 
 class _AgentWidget(anywidget.AnyWidget):
     _css = _HERE / "widgets.css"
+    uid = traitlets.Unicode().tag(sync=True)
+    """Identifies the model across views, so a re-published output keeps what the user opened."""
+
+    @traitlets.default("uid")
+    def _uid(self) -> str:
+        return uuid.uuid4().hex
 
     def _with_html(self, bundle: Any, html: str) -> Any:
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         if data is None:
             return bundle
         return {**data, "text/html": html}, meta
+
+    def follow_display(self, handle: Any, *, delay: float = 0.25) -> None:
+        """Re-publish ``handle``'s output when the agent turns idle, refreshing its static snapshot.
+
+        A saved notebook then holds the session as of its last idle moment, not as of the
+        ``show()`` call. The live view is rebuilt from the same model (its open items are kept).
+        """
+        pending: list[asyncio.TimerHandle] = []
+
+        def refresh() -> None:
+            pending.clear()
+            try:
+                handle.update(self)
+            except Exception as exc:  # never let a display problem reach the agent
+                log.warning("nbagent widget snapshot refresh failed: %s", exc)
+
+        def on_status(notice: LiveNotice) -> None:
+            if notice.status not in ("idle", "closed") or pending:
+                return
+            try:
+                pending.append(asyncio.get_running_loop().call_later(delay, refresh))
+            except RuntimeError:
+                refresh()
+
+        self._offs = (*self._offs, self._agent.on("status", on_status))
 
     def close(self) -> None:
         """Stop following the agent and close the front-end model."""

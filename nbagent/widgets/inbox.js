@@ -58,8 +58,13 @@ function draw(root, state, send) {
   root.dataset.pending = String(pending);
 }
 
+const generations = (globalThis.__nbagentInboxes ??= new Map()); // per widget uid: views rendered so far
+
 function render({ model, el }) {
   const root = h("div", "nbagent nba-inbox");
+  const uid = model.get("uid");
+  generations.set(uid, (generations.get(uid) || 0) + 1);
+  root.dataset.generation = String(generations.get(uid));
   el.append(root);
   const send = (msg) => model.send(msg);
   const redraw = () => draw(root, model.get("queues"), send);

@@ -112,7 +112,10 @@ def timeline_html(snapshot: Mapping[str, Any]) -> str:
         note = f'<div class="nba-mark">{len(turns) - MAX_TURNS} earlier turns are in the live widget</div>'
     head = (
         '<div class="nba-head"><span>Timeline</span>'
-        + _span("nba-muted", f"{len(turns)} turns · {snapshot['seq']} events · static snapshot")
+        + _span(
+            "nba-muted",
+            f"{len(turns)} turn{'' if len(turns) == 1 else 's'} · {snapshot['seq']} events · static snapshot",
+        )
         + "</div>"
     )
     body = note + "".join(_node(n, kids) for n in shown)

@@ -16,9 +16,12 @@ const badge = (kind, text, extra) => {
 
 const size = (n) => (n < 1000 ? `${n} B` : n < 1e6 ? `${(n / 1000).toFixed(1)} kB` : `${(n / 1e6).toFixed(1)} MB`);
 const KEEP_OPEN = 3; // turns expanded at first render (older ones start collapsed)
+// Per widget (its "uid"): what the user expanded, kept when the output is re-published and the
+// view rebuilt. Global because each view may get its own model proxy and module instance.
+const uiStates = (globalThis.__nbagentTimelines ??= new Map());
 
 class TimelineView {
-  constructor(el, send) {
+  constructor(el, send, ui) {
     this.send = send;
     this.root = h("div", "nbagent nba-timeline");
     this.head = h("div", "nba-head");
@@ -29,9 +32,8 @@ class TimelineView {
     this.scroll = h("div", "nba-scroll");
     this.root.append(this.head, this.scroll);
     el.append(this.root);
-    this.open = new Map(); // turn id -> expanded?
-    this.pending = [];
-    this.frame = 0;
+    this.open = ui.open; // turn id -> expanded?
+    this.details = ui.details; // ids of items whose full content is shown
   }
 
   reset(snapshot) {
@@ -41,7 +43,8 @@ class TimelineView {
     this.nodes = new Map();
     this.kids = new Map();
     this.els = new Map();
-    this.scroll.replaceChildren();
+    this.empty = h("div", "nba-empty", "No turns yet: inject() queues context, followup() and steer() start the model.");
+    this.scroll.replaceChildren(this.empty);
     const turns = [];
     for (const n of snapshot.nodes) {
       this.index(n);
@@ -68,7 +71,8 @@ class TimelineView {
   updateHead() {
     const turns = this.kids.get(null)?.filter((id) => this.nodes.get(id).type === "turn") || [];
     const last = turns.length ? this.nodes.get(turns[turns.length - 1]) : null;
-    this.count.textContent = `${turns.length} turn${turns.length === 1 ? "" : "s"} · ${this.seq} events`;
+    this.count.textContent = `${turns.length} turn${turns.length === 1 ? "" : "s"}`;
+    this.empty.hidden = this.scroll.childElementCount > 1;
     const status = last && last.status === "running" ? "running" : "idle";
     this.state.textContent = status;
     this.state.dataset.status = status;
@@ -138,10 +142,7 @@ class TimelineView {
     if (!old) return this.refreshHead(n.parent);
     if (n.type === "turn") return this.fillTurnHead(old, n);
     if (n.type === "step") return;
-    const wasOpen = old.classList.contains("nba-open");
-    const fresh = this.build(n);
-    old.replaceWith(fresh);
-    if (wasOpen) this.toggle(fresh, n);
+    old.replaceWith(this.build(n));
   }
 
   // -- building elements -------------------------------------------------------------------------
@@ -151,6 +152,7 @@ class TimelineView {
     const e = builder ? builder.call(this, n) : h("div", "nba-mark", `${n.type}`);
     e.dataset.id = n.id;
     this.els.set(n.id, e);
+    if (this.details.has(n.id)) this.toggle(e, n);
     return e;
   }
 
@@ -266,8 +268,10 @@ class TimelineView {
       e._detail.remove();
       e._detail = null;
       e.classList.remove("nba-open");
+      this.details.delete(n.id);
       return;
     }
+    this.details.add(n.id);
     const d = h("div", "nba-detail");
     d.addEventListener("click", (ev) => ev.stopPropagation());
     if (n.type === "message") {
@@ -287,7 +291,11 @@ class TimelineView {
 }
 
 function render({ model, el }) {
-  const view = new TimelineView(el, (msg) => model.send(msg));
+  const uid = model.get("uid");
+  if (!uiStates.has(uid)) uiStates.set(uid, { open: new Map(), details: new Set(), views: 0 });
+  const ui = uiStates.get(uid);
+  const view = new TimelineView(el, (msg) => model.send(msg), ui);
+  view.root.dataset.generation = String(++ui.views); // one more each time the output is re-published
   view.reset(model.get("snapshot"));
   const onSnapshot = () => view.reset(model.get("snapshot"));
   const onMsg = (msg) => {
