@@ -98,3 +98,32 @@ def test_followup_returns_while_the_turn_runs_and_a_dead_kernel_is_repaired_on_r
         for e in events[-3:]
     ]
     assert tail == [("tool/result", "TOOL_OUTCOME_UNKNOWN"), ("step/end", None), ("turn/end", "interrupted")]
+
+
+SLOW_TEXT = """
+from nbagent.models import Response, ScriptedModel
+from nbagent.notebook import current_agent
+
+current_agent().set_model(ScriptedModel([
+    Response("first answer, streamed slowly", chunk_size=6, chunk_delay=0.1),
+    Response("second answer, streamed slowly", chunk_size=6, chunk_delay=0.1),
+]))
+"""
+
+
+def test_cell_forms_with_wait_block_until_the_run_ends_and_send_the_body(tmp_path: Path) -> None:
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run(SLOW_TEXT)
+        started = time.perf_counter()
+        out = k.run("%%followup --wait\nfirst line\n  second line?\n")
+        assert time.perf_counter() - started >= 0.4  # five chunks 0.1 s apart: the cell waited
+        assert "followup «first line» · turn 1 · done" in out
+        assert "first answer, streamed slowly" in out and "turn 1: completed" in out
+        assert "status: idle" in k.run("%agent status")
+        out = k.run("%%steer --wait\nthird\nfourth\n")
+        assert "steer «third» · turn 2 · done" in out and "turn 2: completed" in out
+    events = read_events(tmp_path / "work.nbagent.sqlite")
+    check_invariants(events)
+    texts = [e.data["content"][0]["text"] for e in events if e.type == "user/message"]
+    assert texts == ["first line\n  second line?", "third\nfourth"]

@@ -250,3 +250,95 @@ def test_agent_show_displays_the_inbox_and_timeline_widgets(tmp_path, capsys) ->
     asyncio.run(body())
     out = capsys.readouterr().out
     assert "InboxWidget" in out and "TimelineWidget" in out
+
+
+def user_texts(events) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e.data["content"][0]["text"] for e in events if e.type == "user/message"]
+
+
+def test_the_cell_forms_send_the_cell_body_verbatim_as_one_message(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    body = "first line\n    indented second\n\nwhat about the fourth?\n  trailing spaces kept  "
+
+    async def run() -> None:
+        with ipython_shell() as sh:
+            agent = magics(sh).session.ensure()
+            assert sh.run_cell(f"%%followup\n{body}\n").success
+            await agent.when_idle()
+            assert sh.run_cell(f"%%steer\n\n{body}\n\n").success
+            await agent.when_idle()
+            assert user_texts(agent.events) == [body, body]
+            assert kinds(agent.events) == ["user", "user"]
+            assert [e.data["turn"] for e in agent.events if e.type == "turn/start"] == [1, 2]
+            check_invariants(agent.events)
+
+    asyncio.run(run())
+
+
+def test_the_cell_forms_take_options_on_the_line_and_refuse_text_there_or_an_empty_body(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    async def run() -> None:
+        with ipython_shell() as sh:
+            for verb in ("followup", "steer"):
+                with pytest.raises(UsageError, match="in the cell body"):
+                    sh.run_cell_magic(verb, "hello", "body")
+                with pytest.raises(UsageError, match="needs a message"):
+                    sh.run_cell_magic(verb, "", "\n  \n")
+                with pytest.raises(UsageError):
+                    sh.run_cell_magic(verb, "--bogus", "body")
+            assert magics(sh).session.agent is None  # nothing was delivered, so no session was opened
+
+    asyncio.run(run())
+
+
+def test_a_steer_cell_during_a_running_turn_lands_in_that_turns_next_step(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nbagent.models import Response, ScriptedModel
+
+    gate = asyncio.Event()
+
+    async def slow(request):  # type: ignore[no-untyped-def]
+        await gate.wait()
+        return Response("first answer")
+
+    model = ScriptedModel([slow, "second answer"])
+
+    async def run() -> None:
+        with ipython_shell() as sh:
+            m = magics(sh)
+            agent = m.session.ensure()
+            agent.set_model(model)
+            sh.run_cell("%followup start the analysis")
+            while not model.requests:
+                await asyncio.sleep(0.01)
+            assert sh.run_cell("%%steer\nuse the 2024 data\nand skip nulls\n").success
+            steer_view = m.session.views[-1]
+            assert agent.inbox.next_step[0].plain_text == "use the 2024 data\nand skip nulls"
+            gate.set()
+            await agent.when_idle()
+            await asyncio.sleep(0.05)
+            assert steer_view.turn == 1 and steer_view.final
+            assert steer_view.view.headline == "steer «use the 2024 data» · turn 1 · done"
+            events = agent.events
+            check_invariants(events, inbox=agent.inbox, requests=model.requests)
+            steps = [
+                (
+                    e.type,
+                    e.data.get("step"),
+                    e.data["content"][0]["text"] if e.type == "user/message" else None,
+                )
+                for e in events
+                if e.type in ("turn/start", "step/start", "user/message", "turn/end")
+            ]
+            assert steps == [
+                ("turn/start", None, None),
+                ("step/start", 1, None),
+                ("user/message", None, "start the analysis"),
+                ("step/start", 2, None),
+                ("user/message", None, "use the 2024 data\nand skip nulls"),
+                ("turn/end", None, None),
+            ]
+            assert [x.plain_text for x in model.requests[1].messages] == [
+                "start the analysis",
+                "first answer",
+                "use the 2024 data\nand skip nulls",
+            ]
+
+    asyncio.run(run())
