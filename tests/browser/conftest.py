@@ -6,6 +6,7 @@ temporary root. Screenshots go to ``test-artifacts/``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -102,13 +103,9 @@ class Lab:
         return path.name
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    pytest.importorskip("jupyterlab")
-    pytest.importorskip("anywidget")
-    base = tmp_path_factory.mktemp("lab")
+@contextlib.contextmanager
+def start_lab(base: Path) -> Iterator[Lab]:
+    """Run ``jupyter lab`` on a free port of 127.0.0.1 with a fresh token and root under ``base``."""
     root = base / "notebooks"
     root.mkdir()
     port, token = _free_port(), secrets.token_hex(16)
@@ -152,6 +149,16 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    pytest.importorskip("jupyterlab")
+    pytest.importorskip("anywidget")
+    with start_lab(tmp_path_factory.mktemp("lab")) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
