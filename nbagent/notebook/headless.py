@@ -53,10 +53,18 @@ def run_notebook(
 def output_text(cell: Any) -> str:
     """All text a code cell shows: streams, plain-text results and displays, and errors."""
     parts: list[str] = []
+    previous = None
     for out in cell.get("outputs", []):
         if out.get("output_type") == "stream":
-            parts.append(out.get("text", ""))
-        elif out.get("output_type") in ("display_data", "execute_result"):
+            # A print may reach the client in several pieces: glue pieces of one stream back together.
+            if previous == out.get("name") and parts:
+                parts[-1] += out.get("text", "")
+            else:
+                parts.append(out.get("text", ""))
+            previous = out.get("name")
+            continue
+        previous = None
+        if out.get("output_type") in ("display_data", "execute_result"):
             parts.append(out.get("data", {}).get("text/plain", ""))
         elif out.get("output_type") == "error":
             parts.append(f"{out.get('ename')}: {out.get('evalue')}")
