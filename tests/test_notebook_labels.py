@@ -11,8 +11,8 @@ from kernel_helpers import ipython_shell, magics
 
 import nbagent
 from nbagent import UserMessage, context
+from nbagent.labels import badge, context_label
 from nbagent.models import ScriptedModel
-from nbagent.notebook.labels import badge, context_label
 from nbagent.notebook.turn_view import fold_turn, render_html, render_text
 
 TRACEBACK = "Traceback (most recent call last):\n  File \"<cell>\", line 1\nKeyError: 'regoin'"

@@ -46,7 +46,7 @@ def test_messages_appear_in_the_order_the_model_received_them_with_their_source_
     events = run_session([Response("ok")], inject_then_followup)
     nodes = message_nodes(project(events).nodes)
     assert [(n["kind"], n["first_line"]) for n in nodes] == [
-        ("dataframe", "<dataframe name='df'>"),
+        ("dataframe", "a,b"),
         ("user", "Summarise df"),
     ]
     assert nodes[0]["label"] == "df 3×2"

@@ -8,8 +8,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from nbagent.labels import source_label
 from nbagent.messages import UserMessage
-from nbagent.notebook.labels import source_label
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nbagent.events import TURN_END, TURN_START, Event
+from nbagent.labels import first_line
 from nbagent.messages import UserMessage
-from nbagent.notebook.labels import first_line
 from nbagent.notebook.turn_view import TurnView, bundle, fold_turn
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from nbagent.events import (
     USER_MESSAGE,
     Event,
 )
-from nbagent.notebook.labels import (
+from nbagent.labels import (
     block_text,
     context_label,
     is_typed_prompt,

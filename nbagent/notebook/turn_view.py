@@ -20,7 +20,7 @@ from nbagent.events import (
     USER_MESSAGE,
     Event,
 )
-from nbagent.notebook.labels import (
+from nbagent.labels import (
     badge,
     block_text,
     context_label,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nbagent._json import thaw
+from nbagent.labels import content_line, short_label
 
 FIRST_LINE_MAX = 160
 KNOWN_KINDS = frozenset(
@@ -33,35 +34,6 @@ def full_text(content: Any) -> str:
     return "\n".join(parts) if any(b.get("type") != "text" for b in content or ()) else "".join(parts)
 
 
-def first_line(text: str, limit: int = FIRST_LINE_MAX) -> str:
-    """The first non-empty line, cut to ``limit`` characters with an ellipsis."""
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line if len(line) <= limit else line[: limit - 1] + "…"
-    return ""
-
-
-def label(source: Mapping[str, Any]) -> str:
-    """A short producer label: an explicit ``label``, else a name the source kind implies."""
-    if isinstance(source.get("label"), str):
-        return source["label"]
-    kind = source.get("kind")
-    if kind == "dataframe":
-        shape = source.get("shape")
-        dims = "×".join(str(d) for d in shape) if isinstance(shape, list | tuple) else ""
-        return " ".join(p for p in (str(source.get("name", "")), dims) if p)
-    if kind == "variable":
-        return f"{source.get('name', '?')}: {source.get('type', '?')}"
-    if kind == "error":
-        return str(source.get("ename", "error"))
-    if kind == "plugin":
-        return str(source.get("plugin", ""))
-    if kind == "session-reference":
-        return str(source.get("form", "recall"))
-    return ""
-
-
 def describe(message: Mapping[str, Any]) -> dict[str, Any]:
     """The widget fields of a stored message (plain JSON)."""
     source = message.get("source") or {}
@@ -69,8 +41,8 @@ def describe(message: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "message_id": message.get("id"),
         "kind": str(source.get("kind", "")),
-        "label": label(source),
-        "first_line": first_line(text) or f"[{_first_block_type(message)}]",
+        "label": short_label(source),
+        "first_line": content_line(text, FIRST_LINE_MAX) or f"[{_first_block_type(message)}]",
         "size": len(text.encode("utf-8")),
         "text": text,
         "source": thaw(source),

@@ -32,7 +32,8 @@ from nbagent.events import (
     USER_MESSAGE,
     Event,
 )
-from nbagent.widgets._describe import describe, first_line, full_text
+from nbagent.labels import first_line
+from nbagent.widgets._describe import describe, full_text
 
 Node = dict[str, Any]
 Patch = list[Any]

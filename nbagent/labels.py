@@ -1,7 +1,9 @@
-"""Short human labels for message sources, shared by the live turn display and the transcript."""
+"""Short human labels for message sources, shared by the live turn display, the transcript and the
+widgets: one place decides how a message is named wherever it is shown."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,6 +92,39 @@ def first_line(text: str, limit: int = 120) -> str:
         if line.strip():
             line = line.strip()
             return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+_FRAME_OPEN = re.compile(r"^<[A-Za-z][\w.-]*(\s[^<>]*)?>$")
+
+
+def content_line(text: str, limit: int = 120) -> str:
+    """The first line that says something: a producer's opening frame tag (``<dataframe …>``) is
+    skipped, since the label already names the producer. Falls back to the first line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and _FRAME_OPEN.match(lines[0]):
+        return first_line(lines[1], limit)
+    return first_line(text, limit)
+
+
+def short_label(source: Mapping[str, Any]) -> str:
+    """The compact label of a badge: an explicit ``label``, else what the source kind implies
+    (``df 3×2``, ``cfg: dict``, ``KeyError``, the plugin name, ``recall``)."""
+    if isinstance(source.get("label"), str):
+        return source["label"]
+    kind = source.get("kind")
+    if kind == "dataframe":
+        shape = source.get("shape")
+        dims = "×".join(str(d) for d in shape) if isinstance(shape, list | tuple) else ""
+        return " ".join(p for p in (str(source.get("name", "")), dims) if p)
+    if kind == "variable":
+        return f"{source.get('name', '?')}: {source.get('type', '?')}"
+    if kind == "error":
+        return str(source.get("ename", "error"))
+    if kind == "plugin":
+        return str(source.get("plugin", ""))
+    if kind == "session-reference":
+        return str(source.get("form", "recall"))
     return ""
 
 
