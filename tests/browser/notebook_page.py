@@ -61,8 +61,16 @@ def republished(page: Any, generation: int) -> None:
         page.locator(f'.{widget}[data-generation="{generation}"]').first.wait_for()
 
 
-def kinds(locator: Any) -> list[str]:
-    """The ``data-kind`` of every element the locator matches, in document order."""
+def kinds(locator: Any, count: int | None = None) -> list[str]:
+    """The ``data-kind`` of every element the locator matches, in document order.
+
+    With ``count``, first wait (retrying) until that many match: a re-published output re-renders
+    its view, so an immediate read could see the view between two renders.
+    """
+    if count is not None:
+        from playwright.sync_api import expect
+
+        expect(locator).to_have_count(count)
     return [str(k) for k in locator.evaluate_all("els => els.map(e => e.dataset.kind)")]
 
 

@@ -54,7 +54,7 @@ def test_an_injected_dataframe_waits_in_the_inbox_then_reaches_the_model_before_
     run_cell(page, 1)
     item = inbox.locator('[data-queue="next-step"] li.nba-inbox-item')
     item.wait_for()
-    assert kinds(item) == ["dataframe"]
+    assert kinds(item, 1) == ["dataframe"]
     assert item.locator(".nba-badge").inner_text() == "dataframe"
     assert item.locator(".nba-label").inner_text() == "df 3×2"
     assert page.locator(".nba-timeline .nba-turn").count() == 0  # inject never starts the model
@@ -64,7 +64,7 @@ def test_an_injected_dataframe_waits_in_the_inbox_then_reaches_the_model_before_
     turn = timeline_turn(page, 1)
     turn_done(page)
     messages = turn.locator(".nba-msg")
-    assert kinds(messages) == ["dataframe", "user"]
+    assert kinds(messages, 2) == ["dataframe", "user"]
     badges = messages.locator(".nba-badge")
     colours = badges.evaluate_all("els => els.map(e => getComputedStyle(e).color)")
     assert colours[0] != colours[1]
@@ -119,7 +119,7 @@ def test_a_steer_sent_while_a_turn_streams_becomes_its_next_step(lab: Lab, page:
     assert page.locator(".nba-timeline .nba-turn").count() == 1
     assert turn.locator(".nba-step").count() == 2
     step2 = turn.locator(".nba-step").nth(1)
-    assert kinds(step2.locator(".nba-msg")) == ["user"]
+    assert kinds(step2.locator(".nba-msg"), 1) == ["user"]
     assert step2.locator(".nba-msg .nba-line").inner_text() == "Also check for nulls"
     assert step2.locator(".nba-answer-text").inner_text() == "No nulls in any column."
     assert turn.locator(".nba-step").nth(0).locator(".nba-answer-text").inner_text().startswith("Profiling")
@@ -145,11 +145,11 @@ def test_the_remove_button_cancels_a_pending_item(lab: Lab, page: Any) -> None:
     run_cell(page, 1)
     items = page.locator('.nba-inbox [data-queue="next-step"] li.nba-inbox-item')
     page.locator('.nba-inbox[data-pending="2"]').wait_for()
-    assert kinds(items) == ["cell", "variable"]
+    assert kinds(items, 2) == ["cell", "variable"]
     shot(page, "05a-before-remove")
     items.nth(1).locator("button.nba-remove").click()
     page.locator('.nba-inbox[data-pending="1"]').wait_for()
-    assert kinds(items) == ["cell"]
+    assert kinds(items, 1) == ["cell"]
     mark = page.locator('.nba-timeline .nba-mark[data-mark="discard"]')
     assert mark.inner_text() == "canceled 1 pending in next-step"
     run_cell(page, 2)
@@ -158,7 +158,7 @@ def test_the_remove_button_cancels_a_pending_item(lab: Lab, page: Any) -> None:
 
     run_cell(page, 3)
     turn_done(page)
-    assert kinds(timeline_turn(page, 1).locator(".nba-msg")) == ["cell", "user"]
+    assert kinds(timeline_turn(page, 1).locator(".nba-msg"), 2) == ["cell", "user"]
 
 
 def test_the_widgets_render_in_notebook_7(lab: Lab, page: Any) -> None:
@@ -170,7 +170,7 @@ def test_the_widgets_render_in_notebook_7(lab: Lab, page: Any) -> None:
     for i in range(3):
         run_cell(page, i)
     turn_done(page)
-    assert kinds(timeline_turn(page, 1).locator(".nba-msg")) == ["dataframe", "user"]
+    assert kinds(timeline_turn(page, 1).locator(".nba-msg"), 2) == ["dataframe", "user"]
     assert page.locator('.nba-inbox[data-pending="0"]').count() == 1
     shot(page, "06-notebook7")
 
@@ -240,7 +240,7 @@ def test_the_static_snapshot_renders_without_a_kernel(lab: Lab, page: Any, brows
     static = browser.new_page(viewport={"width": 1000, "height": 700})
     try:
         static.set_content(f"<html><body>{html}</body></html>")
-        assert kinds(static.locator(".nba-msg")) == ["dataframe", "user"]
+        assert kinds(static.locator(".nba-msg"), 2) == ["dataframe", "user"]
         assert static.locator(".nba-tool b").inner_text() == "lookup"
         static.locator(".nba-msg summary").first.click()
         assert static.locator(".nba-msg .nba-detail pre").first.inner_text().startswith("<dataframe")
