@@ -50,6 +50,7 @@ class _AgentWidget(anywidget.AnyWidget):
         def refresh() -> None:
             pending.clear()
             try:
+                self._sync_state()
                 handle.update(self)
             except Exception as exc:  # never let a display problem reach the agent
                 log.warning("nbagent widget snapshot refresh failed: %s", exc)
@@ -63,6 +64,9 @@ class _AgentWidget(anywidget.AnyWidget):
                 refresh()
 
         self._offs = (*self._offs, self._agent.on("status", on_status))
+
+    def _sync_state(self) -> None:
+        """Bring the synced traits up to date, so state saved with the notebook is current."""
 
     def close(self) -> None:
         """Stop following the agent and close the front-end model."""
@@ -102,6 +106,9 @@ class TimelineWidget(_AgentWidget):
         if "snapshot" in state and hasattr(self, "_timeline"):
             state["snapshot"] = self.current()
         return state
+
+    def _sync_state(self) -> None:
+        self.snapshot = self.current()
 
     def current(self) -> dict[str, Any]:
         """The view model now (pending events folded in first)."""

@@ -60,6 +60,9 @@ def _settings(root: Path) -> Path:
     (notification / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
+    widgets = settings / "@jupyter-widgets" / "jupyterlab-manager"
+    widgets.mkdir(parents=True)
+    (widgets / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
     return settings
 
 

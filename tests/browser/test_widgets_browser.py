@@ -247,3 +247,43 @@ def test_the_static_snapshot_renders_without_a_kernel(lab: Lab, page: Any, brows
         shot(static, "08-static-snapshot", static.locator(".nbagent"))
     finally:
         static.close()
+
+
+def test_a_saved_notebook_reopened_without_its_kernel_shows_the_timeline(
+    lab: Lab, page: Any, browser: Any
+) -> None:
+    """With JupyterLab's "Save Widget State Automatically" on (the suite's lab settings turn it on),
+    the widgets render from the state saved in the notebook, whose ``snapshot`` holds the timeline."""
+    name = lab.write_notebook(
+        "reopen",
+        [
+            setup_cell("reopen", '["Pune is warmest."]'),
+            DATAFRAME_CELL,
+            'agent.followup("Which city is warmest?");',
+            "while agent.status != 'idle': await __import__('asyncio').sleep(0.05)\nshow(agent);",
+        ],
+    )
+    open_notebook(page, lab.lab_url(name, "reopen"))
+    for i in range(4):
+        run_cell(page, i)
+    turn_done(page)
+    save(page)
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel == null"
+    )
+    page.close()
+    again = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        open_notebook(again, lab.lab_url(name, "reopen-without-kernel"))
+        turn = again.locator('.nba-timeline .nba-turn[data-id="turn-1"][data-status="completed"]').last
+        turn.wait_for()
+        assert kinds(turn.locator(".nba-msg"), 2) == ["dataframe", "user"]
+        assert "Pune is warmest." in turn.inner_text()
+        assert again.get_by_text("model not found").count() == 0
+        first = again.locator(".nba-timeline").first  # shown before the turn, saved after it
+        assert "Pune is warmest." in first.inner_text()
+        shot(again, "09-reopened-without-kernel")
+    finally:
+        again.close()
