@@ -33,22 +33,27 @@ def _fail(seq: int, what: str) -> None:
     raise InvariantError(f"seq {seq}: {what}")
 
 
+def _apply(state: InboxState, ev: Event) -> InboxState:
+    """Apply one stored splice strictly: an impossible one, or an id pending twice, fails at its seq."""
+    d = ev.data
+    queue = state.queue(d["target"])
+    start, count = d["start"], d.get("removed_count", 0)
+    if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
+        _fail(ev.seq, f"impossible splice start={start} removed={count} on {d['target']} of {len(queue)}")
+    inserted = tuple(message_from_json(m) for m in d.get("inserted", ()))
+    state = state.with_queue(d["target"], queue[:start] + inserted + queue[start + count :])
+    ids = [m.id for m in state.next_turn + state.next_step]
+    if len(ids) != len(set(ids)):
+        _fail(ev.seq, "a message id is pending twice")
+    return state
+
+
 def replay_inbox(events: Iterable[Event]) -> InboxState:
     """Rebuild both queues from the log's splices (strictly: any impossible splice raises)."""
     state = InboxState()
     for ev in events:
-        if ev.type != INBOX_SPLICED:
-            continue
-        d = ev.data
-        queue = state.queue(d["target"])
-        start, count = d["start"], d.get("removed_count", 0)
-        if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
-            _fail(ev.seq, f"impossible splice start={start} removed={count} on {d['target']} of {len(queue)}")
-        inserted = tuple(message_from_json(m) for m in d.get("inserted", ()))
-        state = state.with_queue(d["target"], queue[:start] + inserted + queue[start + count :])
-        ids = [m.id for m in state.next_turn + state.next_step]
-        if len(ids) != len(set(ids)):
-            _fail(ev.seq, "a message id is pending twice")
+        if ev.type == INBOX_SPLICED:
+            state = _apply(state, ev)
     return state
 
 
@@ -145,15 +150,7 @@ def check_invariants(
         if t == TURN_START:
             admitted = set()
         elif t == INBOX_SPLICED:
-            queue = state.queue(d["target"])
-            start, count = d["start"], d.get("removed_count", 0)
-            if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
-                _fail(ev.seq, f"impossible splice start={start} removed={count} on a queue of {len(queue)}")
-            inserted = tuple(message_from_json(m) for m in d.get("inserted", ()))
-            state = state.with_queue(d["target"], queue[:start] + inserted + queue[start + count :])
-            ids = [m.id for m in state.next_turn + state.next_step]
-            if len(ids) != len(set(ids)):
-                _fail(ev.seq, "a message id is pending twice")
+            state = _apply(state, ev)
         elif t == USER_MESSAGE:
             if any(m.id == d["id"] for m in state.next_turn + state.next_step):
                 _fail(ev.seq, f"user/message {d['id']} is still pending: it was never claimed")

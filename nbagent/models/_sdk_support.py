@@ -157,3 +157,33 @@ def loop_key() -> int:
         return id(asyncio.get_running_loop())
     except RuntimeError:
         return 0
+
+
+class ClientCache:
+    """One SDK client per (event loop, key): a client's connection pool belongs to one loop."""
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self._clients: dict[tuple[int, str], Any] = {}
+
+    def get(self, key: str, sdk: Any, client_class: str, base_url: str) -> Any:
+        """The cached ``sdk.<client_class>`` for ``key`` on this loop, built with retries off."""
+        cache_key = (loop_key(), key)
+        client = self._clients.get(cache_key)
+        if client is None:
+            timeout = sdk.Timeout(
+                self.timeout if self.timeout is not None else DEFAULT_READ_TIMEOUT,
+                connect=min(DEFAULT_CONNECT_TIMEOUT, self.timeout or DEFAULT_CONNECT_TIMEOUT),
+            )
+            self._clients.clear()
+            client = getattr(sdk, client_class)(
+                api_key=key, base_url=base_url, max_retries=0, timeout=timeout
+            )
+            self._clients[cache_key] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the clients' connections (optional; they also close with the process)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()

@@ -21,13 +21,11 @@ from nbagent.models._anthropic_wire import (
 )
 from nbagent.models._http_failures import failure_from_exception, missing_key_failure
 from nbagent.models._sdk_support import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
+    ClientCache,
     SignalCancelled,
     SignalWatch,
     env,
     import_sdk,
-    loop_key,
     tool_schemas,
 )
 from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
@@ -69,7 +67,7 @@ class AnthropicModel:
         self.thinking_budget = thinking_budget
         self.timeout = timeout
         self.extra_body = dict(extra_body or {})
-        self._clients: dict[tuple[int, str], Any] = {}
+        self._clients = ClientCache(timeout)
         self._signed_thinking: dict[str, list[dict[str, Any]]] = {}
 
     def __repr__(self) -> str:
@@ -143,23 +141,11 @@ class AnthropicModel:
         return first_call is None or first_call in self._signed_thinking
 
     def _client(self, key: str, sdk: ModuleType) -> Any:
-        cache_key = (loop_key(), key)
-        client = self._clients.get(cache_key)
-        if client is None:
-            timeout = sdk.Timeout(
-                self.timeout if self.timeout is not None else DEFAULT_READ_TIMEOUT,
-                connect=min(DEFAULT_CONNECT_TIMEOUT, self.timeout or DEFAULT_CONNECT_TIMEOUT),
-            )
-            self._clients.clear()  # a client's connection pool belongs to one event loop
-            client = sdk.AsyncAnthropic(api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout)
-            self._clients[cache_key] = client
-        return client
+        return self._clients.get(key, sdk, "AsyncAnthropic", self.base_url)
 
     async def aclose(self) -> None:
         """Close the SDK client's connections (optional; they also close with the process)."""
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
+        await self._clients.aclose()
 
 
 def anthropic_model(spec: str) -> AnthropicModel:

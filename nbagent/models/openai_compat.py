@@ -30,13 +30,11 @@ from nbagent.errors import NbagentError
 from nbagent.models._http_failures import failure_from_exception, missing_key_failure
 from nbagent.models._openai_wire import OpenAIStreamState, openai_tools, to_openai_messages
 from nbagent.models._sdk_support import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
+    ClientCache,
     SignalCancelled,
     SignalWatch,
     env,
     import_sdk,
-    loop_key,
     tool_schemas,
 )
 from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
@@ -113,7 +111,7 @@ class OpenAICompatModel:
         self.timeout = timeout
         self.extra_body = dict(extra_body or {})
         self.include_usage = include_usage
-        self._clients: dict[tuple[int, str], Any] = {}
+        self._clients = ClientCache(timeout)
 
     def __repr__(self) -> str:
         return f"OpenAICompatModel({self.name!r}, base_url={self.base_url!r})"
@@ -177,23 +175,11 @@ class OpenAICompatModel:
         return body
 
     def _client(self, key: str, sdk: ModuleType) -> Any:
-        cache_key = (loop_key(), key)
-        client = self._clients.get(cache_key)
-        if client is None:
-            timeout = sdk.Timeout(
-                self.timeout if self.timeout is not None else DEFAULT_READ_TIMEOUT,
-                connect=min(DEFAULT_CONNECT_TIMEOUT, self.timeout or DEFAULT_CONNECT_TIMEOUT),
-            )
-            self._clients.clear()  # a client's connection pool belongs to one event loop
-            client = sdk.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=timeout)
-            self._clients[cache_key] = client
-        return client
+        return self._clients.get(key, sdk, "AsyncOpenAI", self.base_url)
 
     async def aclose(self) -> None:
         """Close the SDK client's connections (optional; they also close with the process)."""
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.close()
+        await self._clients.aclose()
 
 
 def _normalize(provider: str, url: str | None) -> str | None:
