@@ -39,6 +39,8 @@ class Ticket:
     encoded: list[str] = field(default_factory=list)
     done: bool = False
     error: BaseException | None = None
+    waiter: threading.Condition | None = None
+    """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
 
 
 @dataclass
@@ -67,7 +69,7 @@ class Journal:
     ) -> None:
         self.file = file
         self.session_id = session_id
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._next_seq = self._committed_seq = next_seq
         self._last_time = self._committed_time = last_time
         self.staged_inbox = self.inbox = inbox
@@ -83,7 +85,7 @@ class Journal:
 
     def submit(self, build: Callable[[InboxState], Plan], *, flush: bool = True) -> list[Event]:
         """Plan with ``build`` against the staged state, stage, and (by default) commit durably."""
-        with self._cond:
+        with self._lock:
             plan = build(self.staged_inbox)
             if not plan.drafts:
                 return []
@@ -95,7 +97,7 @@ class Journal:
 
     def append(self, drafts: list[Draft], *, flush: bool = True) -> list[Event]:
         """Stage events that do not depend on the inbox (the driver's own), optionally committing."""
-        with self._cond:
+        with self._lock:
             ticket = self._stage(Plan(drafts=drafts))
             if flush:
                 self._flush_locked(ticket)
@@ -103,7 +105,7 @@ class Journal:
 
     def flush(self) -> None:
         """Commit whatever is staged (e.g. batched chunks)."""
-        with self._cond:
+        with self._lock:
             if self._staged:
                 self._flush_locked(self._staged[-1])
 
@@ -133,15 +135,16 @@ class Journal:
         return ticket
 
     def _flush_locked(self, ticket: Ticket) -> None:
-        cond = self._cond
         while not ticket.done:
             if self._writing:
-                cond.wait()
+                if ticket.waiter is None:
+                    ticket.waiter = threading.Condition(self._lock)
+                ticket.waiter.wait()
                 continue
             self._writing = True
             batch, self._staged = self._staged, []
             rows = self._rows(batch) if self.file is not None else []
-            cond.release()
+            self._lock.release()
             error: BaseException | None = None
             try:
                 if self.file is not None:
@@ -149,13 +152,22 @@ class Journal:
             except BaseException as exc:
                 error = exc
             finally:
-                cond.acquire()
+                self._lock.acquire()
             self._writing = False
+            finished = batch
             if error is None:
                 self._commit(batch)
             else:
+                finished = batch + self._staged  # staged after this batch was planned on it: dropped too
                 self._fail(batch, error)
-            cond.notify_all()
+            # Wake the callers of this batch, and one caller of what was staged meanwhile: it leads next.
+            for done in finished:
+                if done.waiter is not None:
+                    done.waiter.notify()
+            for waiting in self._staged:
+                if waiting.waiter is not None:
+                    waiting.waiter.notify()
+                    break
         if ticket.error is not None:
             raise ticket.error
 
