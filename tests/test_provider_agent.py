@@ -192,7 +192,7 @@ def test_cancel_mid_stream_closes_the_http_stream_and_ends_the_turn_aborted(serv
     agent, cancelled_at, idle_at = asyncio.run(main())
     closed_at = wait_for_hangup(server)
     assert closed_at is not None, "the server never saw the connection close"
-    assert closed_at - cancelled_at < 0.5
+    assert closed_at - cancelled_at < 5  # prompt: the stalled stream would hold for minutes
     assert idle_at - cancelled_at < 0.5
     assert trace(agent.events)[-4:] == ["CH", "AM* 1.1 'Once upon '", "SE 1.1", "TE 1 aborted:user"]
     check_invariants(agent.events)

@@ -390,7 +390,9 @@ def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(server):
 
     cancelled_at = asyncio.run(main())
     closed_at = wait_for_hangup(server)
-    assert closed_at is not None and closed_at - cancelled_at < 0.5
+    assert (
+        closed_at is not None and closed_at - cancelled_at < 5
+    )  # prompt: the stalled stream would hold for minutes
     assert seen == [TextDelta("a"), TextDelta("b")]
 
 
@@ -409,7 +411,9 @@ def test_setting_the_signal_ends_a_stalled_stream_and_closes_it(server):
     cancelled_at = asyncio.run(main())
     assert seen == [TextDelta("a")]
     closed_at = wait_for_hangup(server)
-    assert closed_at is not None and closed_at - cancelled_at < 0.5
+    assert (
+        closed_at is not None and closed_at - cancelled_at < 5
+    )  # prompt: the stalled stream would hold for minutes
 
 
 def test_model_string_resolves_with_full_name(monkeypatch):
