@@ -11,13 +11,15 @@ import importlib
 import mimetypes
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from nbagent._json import thaw
-from nbagent.models.base import CancelSignalLike
+from nbagent.models._http_failures import failure_from_exception
+from nbagent.models.base import CancelSignalLike, Chunk, Finish
 
 T = TypeVar("T")
 
@@ -187,3 +189,40 @@ class ClientCache:
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
+
+
+class StreamState(Protocol):
+    """A provider's translator from SDK stream events to nbagent chunks."""
+
+    def feed(self, event: Any) -> list[Chunk]: ...
+
+
+async def sdk_chunks(
+    watch: SignalWatch,
+    open_stream: Callable[[], Awaitable[Any]],
+    state: StreamState,
+    provider: str,
+    failed: list[bool],
+) -> AsyncIterator[Chunk]:
+    """Open an SDK stream and translate its events; a failure becomes ``Finish("error")``.
+
+    The response is always closed (``async with``), also when the signal cancels mid-stream.
+    ``failed`` gets ``True`` appended when the stream ended in a failure, so the caller skips its
+    end-of-stream chunks.
+    """
+    try:
+        sdk_stream = await watch.run(open_stream())
+    except SignalCancelled:
+        return
+    except Exception as exc:
+        failed.append(True)
+        yield Finish("error", failure_from_exception(exc, provider=provider))
+        return
+    async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
+        try:
+            async for event in events:
+                for chunk in state.feed(event):
+                    yield chunk
+        except Exception as exc:
+            failed.append(True)
+            yield Finish("error", failure_from_exception(exc, provider=provider))

@@ -19,13 +19,13 @@ from nbagent.models._anthropic_wire import (
     first_tool_call_id,
     to_anthropic_messages,
 )
-from nbagent.models._http_failures import failure_from_exception, missing_key_failure
+from nbagent.models._http_failures import missing_key_failure
 from nbagent.models._sdk_support import (
     ClientCache,
-    SignalCancelled,
     SignalWatch,
     env,
     import_sdk,
+    sdk_chunks,
     tool_schemas,
 )
 from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
@@ -87,23 +87,17 @@ class AnthropicModel:
             watch.close()
 
     async def _stream(self, request: ModelRequest, key: str, watch: SignalWatch) -> AsyncIterator[Chunk]:
-        try:
+        async def open_stream() -> Any:
             client = self._client(key, await watch.run(import_sdk("anthropic")))
-            sdk_stream = await watch.run(client.messages.create(**self.request_body(request)))
-        except SignalCancelled:
-            return
-        except Exception as exc:
-            yield Finish("error", failure_from_exception(exc, provider=self.name))
-            return
+            return await client.messages.create(**self.request_body(request))
+
         state = AnthropicStreamState()
-        async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
-            try:
-                async for event in events:
-                    for chunk in state.feed(event):
-                        yield chunk
-            except Exception as exc:
-                yield Finish("error", failure_from_exception(exc, provider=self.name))
-                return
+        failed: list[bool] = []
+        async with aclosing(sdk_chunks(watch, open_stream, state, self.name, failed)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        if failed:
+            return
         if watch.cancelled:
             return
         if state.thinking and state.tool_ids and state.stopped:

@@ -27,14 +27,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nbagent.errors import NbagentError
-from nbagent.models._http_failures import failure_from_exception, missing_key_failure
+from nbagent.models._http_failures import missing_key_failure
 from nbagent.models._openai_wire import OpenAIStreamState, openai_tools, to_openai_messages
 from nbagent.models._sdk_support import (
     ClientCache,
-    SignalCancelled,
     SignalWatch,
     env,
     import_sdk,
+    sdk_chunks,
     tool_schemas,
 )
 from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
@@ -130,23 +130,17 @@ class OpenAICompatModel:
             watch.close()
 
     async def _stream(self, request: ModelRequest, key: str, watch: SignalWatch) -> AsyncIterator[Chunk]:
-        try:
+        async def open_stream() -> Any:
             client = self._client(key, await watch.run(import_sdk("openai")))
-            sdk_stream = await watch.run(client.chat.completions.create(**self.request_body(request)))
-        except SignalCancelled:
-            return
-        except Exception as exc:
-            yield Finish("error", failure_from_exception(exc, provider=self.name))
-            return
+            return await client.chat.completions.create(**self.request_body(request))
+
         state = OpenAIStreamState()
-        async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
-            try:
-                async for event in events:
-                    for chunk in state.feed(event):
-                        yield chunk
-            except Exception as exc:
-                yield Finish("error", failure_from_exception(exc, provider=self.name))
-                return
+        failed: list[bool] = []
+        async with aclosing(sdk_chunks(watch, open_stream, state, self.name, failed)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        if failed:
+            return
         if watch.cancelled:
             return
         for chunk in state.end():
