@@ -211,6 +211,7 @@ class Agent:
     def on(self, name: str, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
         """Subscribe to a live notice; returns a function that unsubscribes."""
         self._subs.setdefault(name, []).append(callback)
+        self._journal.publish_events = "event" in self._subs
 
         def off() -> None:
             subs = self._subs.get(name, [])
@@ -218,6 +219,7 @@ class Agent:
                 subs.remove(callback)
                 if not subs:
                     self._subs.pop(name, None)
+            self._journal.publish_events = "event" in self._subs
 
         return off
 
@@ -268,7 +270,7 @@ class Agent:
         aborting = wake and self._driving and self._signal is not None and self._signal.cancelled
         if aborting:
             target = NEXT_TURN
-        self._mutate(lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,))])
+        self._mutate(lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,))], checked=True)
         if wake:
             if self._on_loop_thread():
                 self._wake(aborting)
@@ -285,8 +287,11 @@ class Agent:
                 "nbagent: the agent's event loop is closed; %s was not run", getattr(fn, "__name__", fn)
             )
 
-    def _mutate(self, plan: Callable[[InboxState], Sequence[Splice | None]]) -> list[Splice]:
-        self._check_can_mutate()
+    def _mutate(
+        self, plan: Callable[[InboxState], Sequence[Splice | None]], *, checked: bool = False
+    ) -> list[Splice]:
+        if not checked:
+            self._check_can_mutate()
         recorded: list[Splice] = []
 
         def build(state: InboxState) -> Plan:

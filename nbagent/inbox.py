@@ -27,7 +27,9 @@ class InboxState(NamedTuple):
         return self.next_turn if target == NEXT_TURN else self.next_step
 
     def with_queue(self, target: str, items: tuple[UserMessage, ...]) -> InboxState:
-        return self._replace(**{"next_turn" if target == NEXT_TURN else "next_step": items})
+        if target == NEXT_TURN:
+            return InboxState(items, self.next_step)
+        return InboxState(self.next_turn, items)
 
     @property
     def pending(self) -> int:

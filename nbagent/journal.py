@@ -29,7 +29,7 @@ message event, the ``InboxState`` after a splice, else ``None``."""
 Notice = tuple[str, Any]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Ticket:
     """One caller's staged events and the notices to publish once they commit."""
 
@@ -43,7 +43,7 @@ class Ticket:
     """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Plan:
     """What a build function returns: drafts to append and notices for after the commit."""
 
@@ -77,6 +77,8 @@ class Journal:
         self._writing = False
         self._on_commit = on_commit
         self._publish = publish
+        self.publish_events = False
+        """Whether anyone listens to ``"event"`` notices (set by the agent; skips work when not)."""
 
     @property
     def committed(self) -> int:
@@ -190,7 +192,8 @@ class Journal:
             self._committed_seq = last.seq + 1
             self._committed_time = last.time
             self._on_commit(ticket.events, ticket.attachments)
-            notices.extend(("event", ev) for ev in ticket.events)
+            if self.publish_events:
+                notices.extend(("event", ev) for ev in ticket.events)
             notices.extend(ticket.notices)
             ticket.done = True
         if notices:
