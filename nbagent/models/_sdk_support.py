@@ -196,33 +196,44 @@ class StreamState(Protocol):
 
     def feed(self, event: Any) -> list[Chunk]: ...
 
+    def end(self) -> list[Chunk]: ...
+
 
 async def sdk_chunks(
-    watch: SignalWatch,
+    signal: CancelSignalLike,
     open_stream: Callable[[], Awaitable[Any]],
     state: StreamState,
     provider: str,
-    failed: list[bool],
+    on_done: Callable[[], None] | None = None,
 ) -> AsyncIterator[Chunk]:
     """Open an SDK stream and translate its events; a failure becomes ``Finish("error")``.
 
-    The response is always closed (``async with``), also when the signal cancels mid-stream.
-    ``failed`` gets ``True`` appended when the stream ended in a failure, so the caller skips its
-    end-of-stream chunks.
+    Every network wait races the turn's signal, and the response is always closed (``async
+    with``), also when the signal cancels mid-stream. After a complete stream, ``on_done`` runs and
+    the state's end-of-stream chunks (usage, finish) follow.
     """
+    watch = SignalWatch(signal)
     try:
-        sdk_stream = await watch.run(open_stream())
-    except SignalCancelled:
-        return
-    except Exception as exc:
-        failed.append(True)
-        yield Finish("error", failure_from_exception(exc, provider=provider))
-        return
-    async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
         try:
-            async for event in events:
-                for chunk in state.feed(event):
-                    yield chunk
+            sdk_stream = await watch.run(open_stream())
+        except SignalCancelled:
+            return
         except Exception as exc:
-            failed.append(True)
             yield Finish("error", failure_from_exception(exc, provider=provider))
+            return
+        async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
+            try:
+                async for event in events:
+                    for chunk in state.feed(event):
+                        yield chunk
+            except Exception as exc:
+                yield Finish("error", failure_from_exception(exc, provider=provider))
+                return
+        if watch.cancelled:
+            return
+        if on_done is not None:
+            on_done()
+        for chunk in state.end():
+            yield chunk
+    finally:
+        watch.close()

@@ -22,7 +22,6 @@ from nbagent.models._anthropic_wire import (
 from nbagent.models._http_failures import missing_key_failure
 from nbagent.models._sdk_support import (
     ClientCache,
-    SignalWatch,
     env,
     import_sdk,
     sdk_chunks,
@@ -78,32 +77,20 @@ class AnthropicModel:
         if key is None:
             yield Finish("error", missing_key_failure(self.name, KEY_ENV))
             return
-        watch = SignalWatch(signal)
-        try:
-            async with aclosing(self._stream(request, key, watch)) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-        finally:
-            watch.close()
 
-    async def _stream(self, request: ModelRequest, key: str, watch: SignalWatch) -> AsyncIterator[Chunk]:
         async def open_stream() -> Any:
-            client = self._client(key, await watch.run(import_sdk("anthropic")))
+            client = self._client(key, await import_sdk("anthropic"))
             return await client.messages.create(**self.request_body(request))
 
         state = AnthropicStreamState()
-        failed: list[bool] = []
-        async with aclosing(sdk_chunks(watch, open_stream, state, self.name, failed)) as chunks:
+
+        def remember() -> None:
+            if state.thinking and state.tool_ids and state.stopped:
+                self._remember_thinking(state.tool_ids[0], state.thinking)
+
+        async with aclosing(sdk_chunks(signal, open_stream, state, self.name, remember)) as chunks:
             async for chunk in chunks:
                 yield chunk
-        if failed:
-            return
-        if watch.cancelled:
-            return
-        if state.thinking and state.tool_ids and state.stopped:
-            self._remember_thinking(state.tool_ids[0], state.thinking)
-        for chunk in state.end():
-            yield chunk
 
     def _remember_thinking(self, first_call_id: str, blocks: list[dict[str, Any]]) -> None:
         self._signed_thinking[first_call_id] = blocks

@@ -31,7 +31,6 @@ from nbagent.models._http_failures import missing_key_failure
 from nbagent.models._openai_wire import OpenAIStreamState, openai_tools, to_openai_messages
 from nbagent.models._sdk_support import (
     ClientCache,
-    SignalWatch,
     env,
     import_sdk,
     sdk_chunks,
@@ -121,30 +120,14 @@ class OpenAICompatModel:
         if key is None and self.preset.key_required:
             yield Finish("error", missing_key_failure(self.name, self.preset.key_env))
             return
-        watch = SignalWatch(signal)
-        try:
-            async with aclosing(self._stream(request, key or "not-needed", watch)) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-        finally:
-            watch.close()
 
-    async def _stream(self, request: ModelRequest, key: str, watch: SignalWatch) -> AsyncIterator[Chunk]:
         async def open_stream() -> Any:
-            client = self._client(key, await watch.run(import_sdk("openai")))
+            client = self._client(key or "not-needed", await import_sdk("openai"))
             return await client.chat.completions.create(**self.request_body(request))
 
-        state = OpenAIStreamState()
-        failed: list[bool] = []
-        async with aclosing(sdk_chunks(watch, open_stream, state, self.name, failed)) as chunks:
+        async with aclosing(sdk_chunks(signal, open_stream, OpenAIStreamState(), self.name)) as chunks:
             async for chunk in chunks:
                 yield chunk
-        if failed:
-            return
-        if watch.cancelled:
-            return
-        for chunk in state.end():
-            yield chunk
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
