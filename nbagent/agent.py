@@ -88,6 +88,7 @@ class Agent:
         self.path: Path | None = file.path if file else None
         self.model: Model = resolve_model(model)
         self.tools: dict[str, Tool] = as_tools(tools)
+        self._schemas: tuple[Any, ...] | None = None
         self.system = system
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -199,7 +200,7 @@ class Agent:
             self._signal.cancel("closed")
         while self._driver_task is not None and not self._driver_task.done():
             await asyncio.wait({self._driver_task})
-        self._flush_chunks()
+        self._flush()
         self._closed = True
         if self._lease is not None:
             self._lease.release()
@@ -229,7 +230,15 @@ class Agent:
         if added.name in self.tools:
             raise ValueError(f"a tool named {added.name!r} is already offered")
         self.tools[added.name] = added
+        self._schemas = None
         return added
+
+    @property
+    def tool_schemas(self) -> tuple[Any, ...]:
+        """The JSON schemas of the offered tools, as requests carry them (cached until a change)."""
+        if self._schemas is None or len(self._schemas) != len(self.tools):
+            self._schemas = tuple(t.schema for t in self.tools.values())
+        return self._schemas
 
     def set_model(self, model: Model | str) -> None:
         """Use ``model`` for later requests (a ``request/header`` records the change)."""
@@ -383,7 +392,8 @@ class Agent:
                 out.extend(head.removed)
         if out:
             plan.inbox = state
-            plan.notices.extend(("inbox/claimed", LiveNotice("inbox/claimed", m, turn)) for m in out)
+            if "inbox/claimed" in self._subs:
+                plan.notices += [("inbox/claimed", LiveNotice("inbox/claimed", m, turn)) for m in out]
 
     def _claim(self, turn: int) -> tuple[UserMessage, ...]:
         """Claim all of ``next-step`` at a later boundary (staged: committed before the request)."""
@@ -437,20 +447,17 @@ class Agent:
         finally:
             self._kick()
 
-    def _flush(self) -> None:
-        """Commit everything staged (driver events and batched chunks)."""
-        self._flush_chunks()
-
     def _stage_chunk(self, data: dict[str, Any]) -> None:
         """Stage an ``assistant/chunk``; committed at most 100 ms later, or with the next write."""
         self._journal.append([(ASSISTANT_CHUNK, data, None)], flush=False)
         now = self._loop.time()
         if now - self._last_chunk_flush >= 0.1:
-            self._flush_chunks()
+            self._flush()
         elif self._chunk_timer is None:
-            self._chunk_timer = self._loop.call_at(self._last_chunk_flush + 0.1, self._flush_chunks)
+            self._chunk_timer = self._loop.call_at(self._last_chunk_flush + 0.1, self._flush)
 
-    def _flush_chunks(self) -> None:
+    def _flush(self) -> None:
+        """Commit everything staged (driver events and batched chunks)."""
         if self._chunk_timer is not None:
             self._chunk_timer.cancel()
             self._chunk_timer = None

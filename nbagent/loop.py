@@ -194,7 +194,7 @@ def _entered(decision: Any) -> tuple[UserMessage, ...]:
 
 def _header(agent: Agent) -> tuple[str, dict[str, Any]] | None:
     """The ``request/header`` draft when the header is new or changed since the last one."""
-    tools = [t.schema for t in agent.tools.values()]
+    tools = list(agent.tool_schemas)
     header: dict[str, Any] = {"model": agent.model.name}
     if agent.system is not None:
         header["system"] = agent.system
@@ -310,7 +310,7 @@ async def _request(agent: Agent, turn: int, step: int, attempt: int, signal: Can
     agent._flush()  # everything model-visible is durable before the request is sent
     request = ModelRequest(
         messages=agent._history.snapshot(),
-        tools=tuple(t.schema for t in agent.tools.values()),
+        tools=agent.tool_schemas,
         system=agent.system,
         turn=turn,
         step=step,

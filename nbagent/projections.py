@@ -66,12 +66,6 @@ class EventList:
             return self._items[seq - self._base :]
         return list(self.all()[seq:])
 
-    def last(self) -> Event | None:
-        if self._items:
-            return self._items[-1]
-        prefix = self._load()
-        return prefix[-1] if prefix else None
-
 
 class History:
     """The derived model history, maintained incrementally (tuple snapshots for requests)."""

@@ -6,7 +6,7 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,6 +182,3 @@ def result_blocks(value: Any) -> tuple[list[Any], bool, ToolResult | None]:
     except TypeError:
         text = repr(value)
     return [{"type": "text", "text": text}], False, None
-
-
-AsyncTool = Callable[..., Awaitable[Any]]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from nbagent._json import FrozenDict
@@ -117,7 +117,6 @@ class ModelRequest:
     attempt: int = 1
     log_length: int = 0
     """How many events were durable when the request was dispatched (for invariant checks)."""
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class CancelSignalLike(Protocol):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from nbagent.messages import Message
+from nbagent.messages import Message, message_text
 from nbagent.models.base import (
     CancelSignalLike,
     Chunk,
@@ -24,10 +24,10 @@ def _describe(message: Message) -> str:
         block = message.content[0]
         inner = next((b.get("text", "") for b in block.get("content", ()) if b.get("type") == "text"), "")
         first = f"result of {block.get('tool_call_id')}: {inner.splitlines()[0] if inner else ''}"
-    elif message.role == "assistant":
-        calls = [b for b in message.content if b.get("type") == "tool-call"]
-        if (calls and not first.strip("[]").strip()) or first == "[tool-call]":
-            first = "calls " + ", ".join(str(c.get("name")) for c in calls)
+    elif message.role == "assistant" and not message_text(message).strip():
+        calls = [str(b.get("name")) for b in message.content if b.get("type") == "tool-call"]
+        if calls:
+            first = "calls " + ", ".join(calls)
     return f"{message.role} · {kind} · {first}"
 
 
