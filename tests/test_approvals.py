@@ -60,22 +60,25 @@ def test_each_question_gets_exactly_one_decision(db, answer, code):
     run(main())
 
 
+async def waiting_for_approval(path):
+    """An agent whose turn is blocked in an approver that never answers."""
+    asked = asyncio.Event()
+
+    async def approver(tool, call):
+        asked.set()
+        await asyncio.Event().wait()
+
+    model = ScriptedModel([Response(tool_calls=[ToolCall("run_code", {"code": "x"}, id="c1")])])
+    agent = nbagent.open_session(path, model=model, tools=[run_code])
+    agent.approver = approver
+    agent.followup("go")
+    await asked.wait()
+    return agent
+
+
 def test_cancel_while_waiting_for_approval_closes_it_cancelled_before_the_aborted_result(db):
     async def main():
-        asked = asyncio.Event()
-
-        async def approver(tool, call):
-            asked.set()
-            await asyncio.Event().wait()
-
-        agent = nbagent.open_session(
-            db,
-            model=ScriptedModel([Response(tool_calls=[ToolCall("run_code", {"code": "x"}, id="c1")])]),
-            tools=[run_code],
-        )
-        agent.approver = approver
-        agent.followup("go")
-        await asked.wait()
+        agent = await waiting_for_approval(db)
         agent.cancel()
         await agent.when_idle()
         assert approvals(agent) == [("approval/asked", None), ("approval/decided", "cancelled")]
@@ -92,20 +95,7 @@ def test_cancel_while_waiting_for_approval_closes_it_cancelled_before_the_aborte
 
 def test_repair_closes_a_pending_approval_as_unavailable_first(db):
     async def main():
-        asked = asyncio.Event()
-
-        async def approver(tool, call):
-            asked.set()
-            await asyncio.Event().wait()
-
-        agent = nbagent.open_session(
-            None,
-            model=ScriptedModel([Response(tool_calls=[ToolCall("run_code", {"code": "x"}, id="c1")])]),
-            tools=[run_code],
-        )
-        agent.approver = approver
-        agent.followup("go")
-        await asked.wait()
+        agent = await waiting_for_approval(None)
         events = list(agent.events)
         agent.cancel()
         await agent.when_idle()
