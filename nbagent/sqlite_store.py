@@ -342,6 +342,10 @@ class SessionFile:
 
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
         """Insert ``rows`` (and optionally a new ``sessions`` row) in one transaction: all or nothing."""
+        with self.lock:
+            self._write(rows, session)
+
+    def _write(self, rows: Sequence[Row], session: tuple[Any, ...] | None) -> None:
         conn = self.connection
         try:
             conn.execute("BEGIN IMMEDIATE")
