@@ -138,12 +138,13 @@ def resume_session(
     ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
     """
     loop = _running_loop()
-    session_id, row = _find_session(path, session_id)  # read-only: a non-session changes nothing
+    # Found and checked read-only first: a non-session or a damaged log changes nothing at all.
+    session_id, row, checked = _find_session(path, session_id)
     file = open_store(path, "write")
     lease = None
     try:
         lease = file.lease(session_id)
-        resumed = _load_state(file, session_id)
+        resumed = _load_state(file, session_id, checked)
         agent = Agent(
             loop=loop,
             file=file,
@@ -165,7 +166,8 @@ def resume_session(
     return agent
 
 
-def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow]:
+def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int]]:
+    """The session to resume, its row, and its checked ``(count, last time)``, all read-only."""
     reader = open_store(path, "read")
     try:
         if session_id is None:
@@ -174,11 +176,15 @@ def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionR
                 raise SessionNotFoundError(
                     f"{reader.location} holds no session; start one with open_session()"
                 )
-            return rows[0].id, rows[0]
-        row = reader.session_row(session_id)
-        if row is None:
-            raise SessionNotFoundError(f"no session {session_id} in {reader.location}; see list_sessions()")
-        return session_id, row
+            row = rows[0]
+        else:
+            found = reader.session_row(session_id)
+            if found is None:
+                raise SessionNotFoundError(
+                    f"no session {session_id} in {reader.location}; see list_sessions()"
+                )
+            row = found
+        return row.id, row, reader.check_log(row.id)
     finally:
         reader.close()
 
@@ -190,12 +196,14 @@ def _stored_model(row: SessionRow) -> Model:
         return resolve_model(None)
 
 
-def _load_state(file: SessionStore, session_id: str) -> Resumed:
+def _load_state(file: SessionStore, session_id: str, checked: tuple[int, int]) -> Resumed:
     """What a resumed agent needs at once: counters, the inbox, the header, and repair drafts.
 
-    Checks cheaply in SQL that the log is continuous and every row is valid JSON.
+    ``checked`` is what the read-only check found; if a writer appended since, check again.
     """
-    count, last_time = file.check_log(session_id)
+    count, last_time = file.tail(session_id)
+    if (count, last_time) != checked:
+        count, last_time = file.check_log(session_id)
     last_start = file.last_of_type(session_id, TURN_START)
     last_end = file.last_of_type(session_id, TURN_END)
     header_event = file.last_of_type(session_id, REQUEST_HEADER)

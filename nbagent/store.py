@@ -72,6 +72,9 @@ class SessionStore(Protocol):
     def sessions(self) -> list[SessionRow]:
         """Every session, most recent activity first."""
 
+    def tail(self, session_id: str) -> tuple[int, int]:
+        """``(event count, time of the last event)`` from the last row alone (no scan)."""
+
     def check_log(self, session_id: str) -> tuple[int, int]:
         """Validate the log cheaply (continuous seq, every row valid JSON); ``(count, last time)``.
 
