@@ -65,3 +65,17 @@ def small_disk(tmp_path):
         disk.free()
         os.sync()
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def public_dir():
+    """A folder every user can reach (pytest's own temp folders are private to root)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp(prefix="nbagent-test-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    path.chmod(0o755)
+    shutil.rmtree(path)

@@ -3,30 +3,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+from filestate import run_unprivileged, snapshot
 
 import nbagent
 from nbagent import SessionFileError, SessionNotFoundError, UserMessage
 from nbagent.models import Response, ScriptedModel
-
-
-def snapshot(path: Path) -> dict[str, str | None]:
-    """The bytes (as hashes) of a session file and its -wal/-shm; ``None`` for an absent one."""
-    out: dict[str, str | None] = {}
-    for suffix in ("", "-wal", "-shm"):
-        p = Path(f"{path}{suffix}")
-        out[suffix or "main"] = hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
-    return out
 
 
 async def write_session(db: Path, prompts: int = 2) -> str:
@@ -127,26 +116,6 @@ def test_a_reader_in_another_process_reads_while_this_one_writes(db):
         await agent.close()
 
     asyncio.run(main())
-
-
-def run_unprivileged(code: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a child that imports nbagent, then drops to user ``nobody`` when root."""
-    prelude = (
-        "import os, nbagent, nbagent.sqlite_store\n"
-        "if os.geteuid() == 0:\n"
-        "    os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
-    )
-    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=60)
-
-
-@pytest.fixture
-def public_dir():
-    """A folder every user can reach (pytest's own temp folders are private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="nbagent-test-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    path.chmod(0o755)
-    shutil.rmtree(path)
 
 
 async def test_a_reader_without_write_permission_leaves_nothing_behind(public_dir):
