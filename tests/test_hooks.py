@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from eventtrace import run, trace
 
 import nbagent
@@ -290,3 +291,30 @@ def test_session_start_listeners_run_after_open(db):
         await agent.close()
 
     run(main())
+
+
+@pytest.mark.parametrize("source", ["open", "resume"])
+async def test_session_start_listeners_finish_before_the_first_claim(db, source):
+    """A waking call made right after opening sees what the listeners injected in its first step."""
+    if source == "resume":
+        first = nbagent.open_session(db)
+        await first.close()
+        agent = nbagent.resume_session(db, model=ScriptedModel(["ok"]))
+    else:
+        agent = nbagent.open_session(db, model=ScriptedModel(["ok"]))
+    model = agent.model
+    seen = []
+
+    async def startup(start):
+        await asyncio.sleep(0)  # a listener that awaits something before it injects
+        seen.append(start.source)
+        start.agent.inject(UserMessage.text("startup context", source={"kind": "plugin", "plugin": "boot"}))
+
+    agent.hooks.session_start.add(startup)
+    agent.followup("right away")
+    assert agent.status == "running"
+    await agent.when_idle()
+    assert seen == [source]
+    assert [m.plain_text for m in model.requests[0].messages] == ["startup context", "right away"]
+    assert trace(agent.events)[:3] == ["INS nt 0 ['right away']", "INS ns 0 ['startup context']", "TS 1"]
+    await agent.close()

@@ -256,3 +256,34 @@ def test_step_limit_ends_the_turn_with_an_error(db):
         await agent.close()
 
     run(main())
+
+
+async def test_the_step_limit_claims_nothing_for_the_step_that_will_not_run(db):
+    """Context injected during the last allowed step stays pending: the limit is checked before
+    the boundary claims (it used to be claimed, and lost, by a step that never ran)."""
+    box: list[nbagent.Agent] = []
+
+    @nbagent.tool
+    def look() -> str:
+        """Looks, and meanwhile the user injects context."""
+        box[0].inject(UserMessage.text("context for later", source={"kind": "cell"}))
+        return "looked"
+
+    model = ScriptedModel([Response(tool_calls=[ToolCall("look", {}, id="c1")]), Response("next time")])
+    agent = nbagent.open_session(db, model=model, tools=[look], max_steps=1)
+    box.append(agent)
+    r = await agent.run("look once")
+    assert r.end["reason"]["error"]["code"] == "STEP_LIMIT"
+    assert trace(agent.events)[-5:] == [
+        "TC c1",
+        "INS ns 0 ['context for later']",
+        "TR c1",
+        "SE 1.1",
+        "TE 1 error:STEP_LIMIT",
+    ]
+    assert [m.plain_text for m in agent.inbox.next_step] == ["context for later"]
+    r = await agent.run("again")
+    assert r.text == "next time"
+    assert [m.plain_text for m in model.requests[1].messages[-2:]] == ["context for later", "again"]
+    check_invariants(agent.events, inbox=agent.inbox, requests=model.requests)
+    await agent.close()
