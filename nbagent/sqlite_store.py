@@ -165,7 +165,8 @@ def _create(path: Path) -> None:
     Other processes see either no file or a complete nbagent file, never a half-initialised one.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.creating"
+    _remove_stale_drafts(path)
+    tmp = path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.creating"
     try:
         os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         conn = _connect(tmp, "mode=rw")
@@ -187,6 +188,24 @@ def _create(path: Path) -> None:
                 pass
     finally:
         for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}-journal")):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+
+
+def _remove_stale_drafts(path: Path) -> None:
+    """Remove files a creator killed mid-way left beside ``path`` (their process is gone)."""
+    for draft in path.parent.glob(f".{path.name}.*.creating"):
+        try:
+            pid = int(draft.name[len(path.name) + 2 :].split("-", 1)[0])
+            os.kill(pid, 0)
+            continue  # its creator still runs
+        except ProcessLookupError:
+            pass
+        except (ValueError, PermissionError):
+            continue
+        for leftover in (draft, Path(f"{draft}-wal"), Path(f"{draft}-shm"), Path(f"{draft}-journal")):
             try:
                 os.unlink(leftover)
             except FileNotFoundError:
