@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from eventtrace import run, trace
+from eventtrace import trace
 
 import nbagent
 from nbagent.models import Response, ScriptedModel, ToolCall
@@ -29,35 +29,30 @@ def approvals(agent):
 @pytest.mark.parametrize(
     ("answer", "code"), [("allowed-once", None), ("rejected", "DENIED"), (None, "DENIED")]
 )
-def test_each_question_gets_exactly_one_decision(db, answer, code):
-    async def main():
-        ran.clear()
-        model = ScriptedModel(
-            [Response(tool_calls=[ToolCall("run_code", {"code": "1+1"}, id="c1")]), "after"]
-        )
-        agent = nbagent.open_session(db, model=model, tools=[run_code])
-        if answer is not None:
+async def test_each_question_gets_exactly_one_decision(db, answer, code):
+    ran.clear()
+    model = ScriptedModel([Response(tool_calls=[ToolCall("run_code", {"code": "1+1"}, id="c1")]), "after"])
+    agent = nbagent.open_session(db, model=model, tools=[run_code])
+    if answer is not None:
 
-            async def approver(tool, call):
-                assert (tool.name, call.id) == ("run_code", "c1")
-                return answer
+        async def approver(tool, call):
+            assert (tool.name, call.id) == ("run_code", "c1")
+            return answer
 
-            agent.approver = approver
-        await agent.run("go")
-        expected = answer or "unavailable"
-        assert approvals(agent) == [("approval/asked", None), ("approval/decided", expected)]
-        lines = trace(agent.events)
-        assert lines[lines.index("TC c1") : lines.index("TC c1") + 4] == [
-            "TC c1",
-            "approval/asked",
-            "approval/decided",
-            "TR c1" + (f" {code}" if code else ""),
-        ]
-        assert ran == (["1+1"] if answer == "allowed-once" else [])
-        check_invariants(agent.events, requests=model.requests)
-        await agent.close()
-
-    run(main())
+        agent.approver = approver
+    await agent.run("go")
+    expected = answer or "unavailable"
+    assert approvals(agent) == [("approval/asked", None), ("approval/decided", expected)]
+    lines = trace(agent.events)
+    assert lines[lines.index("TC c1") : lines.index("TC c1") + 4] == [
+        "TC c1",
+        "approval/asked",
+        "approval/decided",
+        "TR c1" + (f" {code}" if code else ""),
+    ]
+    assert ran == (["1+1"] if answer == "allowed-once" else [])
+    check_invariants(agent.events, requests=model.requests)
+    await agent.close()
 
 
 async def waiting_for_approval(path):
@@ -76,32 +71,25 @@ async def waiting_for_approval(path):
     return agent
 
 
-def test_cancel_while_waiting_for_approval_closes_it_cancelled_before_the_aborted_result(db):
-    async def main():
-        agent = await waiting_for_approval(db)
-        agent.cancel()
-        await agent.when_idle()
-        assert approvals(agent) == [("approval/asked", None), ("approval/decided", "cancelled")]
-        assert trace(agent.events)[-4:] == [
-            "approval/decided",
-            "TR c1 ABORTED",
-            "SE 1.1",
-            "TE 1 aborted:user",
-        ]
-        await agent.close()
-
-    run(main())
+async def test_cancel_while_waiting_for_approval_closes_it_cancelled_before_the_aborted_result(db):
+    agent = await waiting_for_approval(db)
+    agent.cancel()
+    await agent.when_idle()
+    assert approvals(agent) == [("approval/asked", None), ("approval/decided", "cancelled")]
+    assert trace(agent.events)[-4:] == [
+        "approval/decided",
+        "TR c1 ABORTED",
+        "SE 1.1",
+        "TE 1 aborted:user",
+    ]
+    await agent.close()
 
 
-def test_repair_closes_a_pending_approval_as_unavailable_first(db):
-    async def main():
-        agent = await waiting_for_approval(None)
-        events = list(agent.events)
-        agent.cancel()
-        await agent.when_idle()
-        return events
-
-    events = run(main())
+async def test_repair_closes_a_pending_approval_as_unavailable_first(db):
+    agent = await waiting_for_approval(None)
+    events = list(agent.events)
+    agent.cancel()
+    await agent.when_idle()
     start = next(i for i, e in enumerate(events) if e.type == "turn/start")
     drafts = repair_drafts(events[start:])
     assert [
