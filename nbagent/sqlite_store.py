@@ -528,7 +528,8 @@ class SessionFile:
 
         def scan(conn: sqlite3.Connection) -> tuple[int, int, int, int | None]:
             count, last = conn.execute(
-                "SELECT count(*), max(seq) FROM events WHERE session_id = ?", (session_id,)
+                "SELECT count(*), max(seq) FROM events INDEXED BY events_by_type WHERE session_id = ?",
+                (session_id,),
             ).fetchone()
             if not count:
                 return 0, -1, 0, None
@@ -573,8 +574,9 @@ class SessionFile:
     def last_of_type(self, session_id: str, type_: str) -> Event | None:
         row = self._read(
             lambda c: c.execute(
-                "SELECT seq, time, type, data FROM events WHERE session_id = ? AND type = ? "
-                "ORDER BY seq DESC LIMIT 1",
+                # The planner would walk the whole log backwards on the primary key instead.
+                "SELECT seq, time, type, data FROM events INDEXED BY events_by_type "
+                "WHERE session_id = ? AND type = ? ORDER BY seq DESC LIMIT 1",
                 (session_id, type_),
             ).fetchone()
         )
