@@ -1,6 +1,6 @@
 """Speed of the DataFrame summary (SPEC §9.3): a 1M-row × 20-column and a 500-column frame, pandas and polars.
 
-Run: ``python benchmarks/bench_frames.py [--repeats N] [--rows N]``. Prints one table: per frame, the
+Run: ``python benchmarks/bench_frames.py [--repeats N] [--rows N] [--wide-rows N] [--no-baseline]``. Prints one table: per frame, the
 median and best time of ``nbagent.context.dataframe()`` (facts plus rendering), the median of the
 fact collection alone, and a baseline timed once: the library's own ``describe()`` of the same frame,
 which computes comparable statistics (count, mean, std, min, max; pandas' also the top value of text)
@@ -89,6 +89,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the long frame")
     parser.add_argument("--wide-rows", type=int, default=1_000, help="rows of the 500-column frame")
+    parser.add_argument("--no-baseline", action="store_true", help="skip describe() (polars' takes seconds)")
     args = parser.parse_args()
 
     long_data, wide_data = long_frame(args.rows), wide_frame(args.wide_rows)
@@ -108,7 +109,7 @@ def main() -> None:
         )
         facts = timed(lambda f=frame, s=schema_only: collect(f, rows=5, schema_only=s), args.repeats)
         describe = [float("nan")]
-        if not schema_only:  # once: polars' describe() of 500 columns takes seconds
+        if not (schema_only or args.no_baseline):  # once: polars' describe() of 500 columns takes seconds
             with warnings.catch_warnings():  # pandas warns about the infinities of f1
                 warnings.simplefilter("ignore", RuntimeWarning)
                 describe = timed(frame.describe, 1, warm=False)

@@ -994,3 +994,19 @@ def test_importing_the_producers_imports_no_dataframe_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_frames_benchmark_runs_at_tiny_sizes() -> None:
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_frames.py"
+    args = ["--repeats", "1", "--rows", "2000", "--wide-rows", "5", "--no-baseline"]
+    out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].split()[:3] == ["frame", "summary", "ms"] and len(lines) == 7
+    assert [line.split("  ")[0] for line in lines[2:]] == [
+        "pandas 2,000 x 20",
+        "polars 2,000 x 20",
+        "pandas 5 x 500",
+        "polars 5 x 500",
+        "pandas 5 x 500 schema-only",
+    ]
