@@ -8,7 +8,8 @@ its holder dies, so a restarted kernel takes over at once.
 On Linux the lock is an open-file-description lock (``F_OFD_SETLK``): unlike classic POSIX record
 locks it survives the closing of other descriptors of the file (SQLite opens and closes its own),
 and it conflicts between agents of one process too. Its length encodes the holder's process id,
-so a refused opener can name the holder without any side file.
+so a refused opener can name the holder without any side file. Where the platform has no
+open-file-description locks (macOS), only agents of one process exclude each other.
 """
 
 from __future__ import annotations

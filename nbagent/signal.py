@@ -91,11 +91,19 @@ async def settle(task: asyncio.Future[Any], signal: CancelSignal, grace: float) 
     """
     try:
         if not signal.cancelled and not task.done():
-            watch = asyncio.get_running_loop().create_task(signal.wait())
+            woke: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def wake(_: object = None) -> None:
+                if not woke.done():
+                    woke.set_result(None)
+
+            task.add_done_callback(wake)
+            remove = signal.on_cancel(wake)
             try:
-                await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+                await woke
             finally:
-                watch.cancel()
+                remove()
+                task.remove_done_callback(wake)
         if not task.done():
             since = time.monotonic() - (signal.cancelled_at or time.monotonic())
             await asyncio.wait({task}, timeout=max(0.0, grace - since))

@@ -324,3 +324,28 @@ def test_a_bare_sqlite_error_never_escapes(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "sqlite3." not in done.stderr.splitlines()[-1]
     assert "SessionCorruptError" in done.stderr.splitlines()[-1]
+
+
+def test_a_read_only_mount_is_refused_for_writing_and_read_as_it_is(small_disk):
+    db = small_disk.path / "s.nbagent.sqlite"
+    sid = asyncio.run(session_file(db, prompts=1))
+    remount = subprocess.run(
+        ["mount", "-o", "remount,ro", str(small_disk.path)], capture_output=True, text=True
+    )
+    if remount.returncode != 0:
+        pytest.skip(f"cannot remount read-only here: {remount.stderr.strip()}")
+    try:
+        before = snapshot(db)
+
+        async def main() -> None:
+            for call in (lambda: nbagent.open_session(db), lambda: nbagent.resume_session(db)):
+                with pytest.raises(SessionFileError, match="read-only") as caught:
+                    call()
+                assert str(db) in str(caught.value)
+            assert len(nbagent.read_events(db, sid)) > 0
+            assert nbagent.list_sessions(db)[0].id == sid
+
+        asyncio.run(main())
+        assert snapshot(db) == before
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk.path)], check=False)
