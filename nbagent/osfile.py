@@ -112,3 +112,16 @@ def acquire(path: Path) -> FileRef:
 def registry_lock() -> threading.Lock:
     """The lock guarding every entry's ``leases`` (held briefly by :mod:`nbagent.lease`)."""
     return _lock
+
+
+def _forget_after_fork() -> None:
+    # A forked child shares the parent's open file descriptions, and with them the parent's
+    # leases: it must neither release them nor take them over. It starts with its own entries
+    # (and a fresh lock: another thread may have held the old one at the fork).
+    global _lock
+    _lock = threading.Lock()
+    _entries.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
