@@ -124,7 +124,8 @@ class Journal:
         return self._next_seq
 
     def has_staged(self) -> bool:
-        return bool(self._staged) or self._lost is not None
+        """Whether anything is staged or being written (a commit would have something to wait for)."""
+        return bool(self._staged) or self._writing or self._lost is not None
 
     # -- the two kinds of change ----------------------------------------------------------------
 
@@ -162,8 +163,10 @@ class Journal:
                 if not self._stage(ticket):
                     ticket = None
             if ticket is None:
-                if not self._staged:
+                if not self._staged and not self._writing:
                     return None
+                # Done once everything before it is durable, including a batch another caller is
+                # writing right now (it may carry the driver's staged events).
                 ticket = Ticket(_fixed(Plan()), True, marker=True)
                 self._staged.append(ticket)
             self._flush_locked(ticket)
