@@ -51,30 +51,50 @@ class Plan:
 Build = Callable[[InboxState], Plan]
 
 
-@dataclass(eq=False, slots=True)
 class Ticket:
     """One staged change: how to plan it, its planned events, and who waits for it."""
 
-    build: Build
-    waiting: bool
-    """A caller waits for this change: it fails with the write that carries it. The driver's
-    staged changes do not wait: a failed write leaves them staged for its next commit."""
-    marker: bool = False
-    """The driver's commit of what it staged: done once everything staged before it is durable."""
-    events: list[Event] = field(default_factory=list)
-    attachments: list[Any] = field(default_factory=list)
-    notices: list[Notice] = field(default_factory=list)
-    encoded: list[str] = field(default_factory=list)
-    inbox: InboxState | None = None
-    result: Any = None
-    done: bool = False
-    error: BaseException | None = None
-    waiter: threading.Condition | None = None
-    """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
+    __slots__ = (
+        "attachments",
+        "build",
+        "done",
+        "drafts",
+        "encoded",
+        "error",
+        "events",
+        "inbox",
+        "marker",
+        "notices",
+        "result",
+        "waiter",
+        "waiting",
+    )
+
+    def __init__(
+        self, build: Build | None, waiting: bool, *, drafts: list[Draft] | None = None, marker: bool = False
+    ) -> None:
+        self.build = build
+        """Plans the change against the staged inbox; ``None`` for ``drafts`` that do not need it."""
+        self.drafts = drafts
+        self.waiting = waiting
+        """A caller waits for this change: it fails with the write that carries it. The driver's
+        staged changes do not wait: a failed write leaves them staged for its next commit."""
+        self.marker = marker
+        """The driver's commit of what it staged: done once everything staged before it is durable."""
+        self.events: list[Event] = []
+        self.attachments: list[Any] = []
+        self.notices: list[Notice] = []
+        self.encoded: list[str] = []
+        self.inbox: InboxState | None = None
+        self.result: Any = None
+        self.done = False
+        self.error: BaseException | None = None
+        self.waiter: threading.Condition | None = None
+        """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
 
 
-def _fixed(plan: Plan) -> Build:
-    return lambda _state: plan
+def _ticket(change: Build | list[Draft], waiting: bool) -> Ticket:
+    return Ticket(None, waiting, drafts=change) if isinstance(change, list) else Ticket(change, waiting)
 
 
 def _encode(type_: str, data: Any) -> str:
@@ -145,7 +165,7 @@ class Journal:
     def stage(self, build: Build | list[Draft]) -> None:
         """The driver's change, committed by the driver's next :meth:`commit` (or anyone's write)."""
         with self._lock:
-            self._stage(Ticket(_fixed(Plan(drafts=build)) if isinstance(build, list) else build, False))
+            self._stage(_ticket(build, False))
 
     def commit(self, build: Build | list[Draft] | None = None) -> Any:
         """The driver's commit: everything staged so far (plus ``build``) is durable on return.
@@ -159,7 +179,7 @@ class Journal:
                 raise lost
             ticket = None
             if build is not None:
-                ticket = Ticket(_fixed(Plan(drafts=build)) if isinstance(build, list) else build, True)
+                ticket = _ticket(build, True)
                 if not self._stage(ticket):
                     ticket = None
             if ticket is None:
@@ -167,7 +187,7 @@ class Journal:
                     return None
                 # Done once everything before it is durable, including a batch another caller is
                 # writing right now (it may carry the driver's staged events).
-                ticket = Ticket(_fixed(Plan()), True, marker=True)
+                ticket = Ticket(None, True, drafts=[], marker=True)
                 self._staged.append(ticket)
             self._flush_locked(ticket)
             return ticket.result
@@ -194,31 +214,41 @@ class Journal:
 
         Returns ``False`` (staging nothing) when the plan has no drafts.
         """
-        plan = ticket.build(self.staged_inbox)
-        ticket.result = plan.result
-        if not plan.drafts:
+        if ticket.build is None:
+            drafts = ticket.drafts or []
+            plan_inbox = None
+            notices: list[Notice] = []
+        else:
+            plan = ticket.build(self.staged_inbox)
+            ticket.result = plan.result
+            drafts, plan_inbox, notices = plan.drafts, plan.inbox, plan.notices
+        if not drafts:
             return False
-        encoded = [_encode(type_, data) for type_, data, _ in plan.drafts]
-        now = int(time.time() * 1000)
+        encoded: list[str] = []
+        if self.file is not None:  # (a session kept in memory only stores nothing, so encodes nothing)
+            dumps = _json.dumps
+            try:
+                encoded = [dumps(data) for _, data, _ in drafts]
+            except TypeError:
+                encoded = [_encode(type_, data) for type_, data, _ in drafts]  # names the bad event
+        now = time.time_ns() // 1_000_000
         if now < self._last_time:
             now = self._last_time
         seq = self._next_seq
-        events = []
-        for type_, data, _ in plan.drafts:
-            if type(data) is dict:
-                data = FrozenDict(data)
-            events.append(Event(seq, now, type_, data))
-            seq += 1
+        events = [
+            Event(seq + i, now, type_, FrozenDict(data) if type(data) is dict else data)
+            for i, (type_, data, _) in enumerate(drafts)
+        ]
         # Nothing above changed the journal: from here on nothing can fail.
         ticket.events = events
-        ticket.attachments = [a for _, _, a in plan.drafts]
-        ticket.notices = plan.notices
+        ticket.attachments = [a for _, _, a in drafts]
+        ticket.notices = notices
         ticket.encoded = encoded
-        ticket.inbox = plan.inbox
+        ticket.inbox = plan_inbox
         self._last_time = now
-        self._next_seq = seq
-        if plan.inbox is not None:
-            self.staged_inbox = plan.inbox
+        self._next_seq = seq + len(events)
+        if plan_inbox is not None:
+            self.staged_inbox = plan_inbox
         self._staged.append(ticket)
         return True
 

@@ -338,7 +338,11 @@ async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, 
         async for chunk in stream:
             if signal.cancelled:
                 return
-            stored = storable(chunk_to_json(chunk))
+            stored = chunk_to_json(chunk)
+            if type(chunk) is TextDelta or type(chunk) is ReasoningDelta:
+                stored["text"] = fix_text(stored["text"])  # a lone surrogate becomes U+FFFD
+            else:
+                stored = storable(stored)
             driver.stage_chunk({"turn": turn, "step": step, "chunk": stored})
             answer.feed(chunk, stored)
             if answer.finish is not None:
