@@ -55,39 +55,105 @@ async def run_tool_batch(
     call gets ``cancel_grace`` seconds to finish, then is abandoned with an ``ABORTED`` result.
     """
     concluded = False
+    recorded: set[str] = set()
+    started: list[_Call] = []
     i = 0
-    while i < len(calls):
-        if signal.cancelled:
-            for call in calls[i:]:
-                _record(
-                    driver,
-                    turn,
-                    step,
-                    call,
-                    _error(
-                        "Error: tool call aborted before dispatch", "AbortError", "ABORTED_BEFORE_DISPATCH"
-                    ),
-                    with_call=True,
-                )
-            break
-        group = [calls[i]]
-        if _parallel(driver, calls[i]):
-            while i + len(group) < len(calls) and _parallel(driver, calls[i + len(group)]):
-                group.append(calls[i + len(group)])
-        driver.commit([(TOOL_CALL, _call_data(turn, step, c), None) for c in group])
-        started = [_Call(c) for c in group]
-        loop = asyncio.get_running_loop()
-        for call in started:
-            call.task = loop.create_task(_run_one(driver, turn, step, call, signal))
-        for call in started:
-            assert call.task is not None
-            if await settle(call.task, signal, driver.cancel_grace):
-                outcome = call.task.result()
-            else:
-                outcome = _abandoned(driver, call, driver.cancel_grace)
-            concluded = _record(driver, turn, step, call.chunk, outcome) or concluded
-        i += len(group)
+    try:
+        while i < len(calls):
+            if signal.cancelled:
+                for call in calls[i:]:
+                    _record(
+                        driver,
+                        turn,
+                        step,
+                        call,
+                        _error(
+                            "Error: tool call aborted before dispatch",
+                            "AbortError",
+                            "ABORTED_BEFORE_DISPATCH",
+                        ),
+                        with_call=True,
+                    )
+                    recorded.add(call.id)
+                break
+            group = [calls[i]]
+            if _parallel(driver, calls[i]):
+                while i + len(group) < len(calls) and _parallel(driver, calls[i + len(group)]):
+                    group.append(calls[i + len(group)])
+            driver.commit([(TOOL_CALL, _call_data(turn, step, c), None) for c in group])
+            started = [_Call(c) for c in group]
+            loop = asyncio.get_running_loop()
+            for call in started:
+                call.task = loop.create_task(_run_one(driver, turn, step, call, signal))
+            for call in started:
+                assert call.task is not None
+                if await settle(call.task, signal, driver.cancel_grace):
+                    outcome = call.task.result()
+                else:
+                    outcome = _abandoned(driver, call, driver.cancel_grace)
+                concluded = _record(driver, turn, step, call.chunk, outcome) or concluded
+                recorded.add(call.chunk.id)
+            i += len(group)
+    except BaseException as exc:
+        # The turn fails here (a write failed, or the driver itself is cancelled): every call of
+        # the answer still gets exactly one result, so the log stays whole (SPEC §10 item 6).
+        _close_unanswered(driver, turn, step, calls, started, recorded, exc)
+        raise
     return concluded
+
+
+def _close_unanswered(
+    driver: Driver,
+    turn: int,
+    step: int,
+    calls: Sequence[ToolCallChunk],
+    started: list[_Call],
+    recorded: set[str],
+    exc: BaseException,
+) -> None:
+    running = {c.chunk.id: c for c in started}
+    why = fix_text(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    for call in calls:
+        if call.id in recorded:
+            continue
+        current = running.get(call.id)
+        if current is None:
+            outcome = _error(
+                f"Error: this tool call did not start ({why}); it did not run and may be retried",
+                "ToolNotStartedError",
+                "TOOL_NOT_STARTED",
+            )
+        else:
+            if current.asked is not None and not current.decided:
+                driver.stage([(APPROVAL_DECIDED, {**current.asked, "outcome": "cancelled"}, None)])
+            task = current.task
+            if task is not None and task.done() and not task.cancelled() and task.exception() is None:
+                outcome = task.result()
+            else:
+                if task is not None and not task.done():
+                    task.add_done_callback(_ignore)
+                outcome = _error(
+                    f"Error: the turn failed while this tool call ran ({why}), so its outcome is "
+                    "unknown; retry it only if it is read-only or idempotent",
+                    "ToolOutcomeUnknownError",
+                    "TOOL_OUTCOME_UNKNOWN",
+                )
+        try:
+            _record(driver, turn, step, call, outcome, with_call=current is None)
+        except (TypeError, ValueError):  # an outcome the log cannot hold: say so instead
+            _record(
+                driver,
+                turn,
+                step,
+                call,
+                _error("Error: the tool's result could not be recorded", "InvalidResult", "INVALID_RESULT"),
+                with_call=current is None,
+            )
+
+
+def _ignore(task: asyncio.Task[_Outcome]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _abandoned(driver: Driver, call: _Call, grace: float) -> _Outcome:
@@ -192,8 +258,8 @@ async def _approve(
             remove()
     if signal.cancelled:
         outcome = "cancelled"
-    started.decided = True
     driver.commit([(APPROVAL_DECIDED, {**base, "outcome": fix_text(outcome)}, None)])
+    started.decided = True
     return outcome
 
 

@@ -339,3 +339,101 @@ async def test_after_a_clean_close_the_sqlite_file_alone_holds_the_log(db, tmp_p
     reader.communicate("done\n", timeout=30)
     assert nbagent.read_events(copy, agent.session_id) == agent.events
     assert len(agent.events) > 30
+
+
+async def test_writes_failing_at_random_under_concurrent_callers_lose_and_duplicate_nothing(db):
+    """Four threads inject while turns with tools run and one write in five fails. Every call that
+    returned is in the log exactly once, every call that raised is absent, and the log passes the
+    invariants; a session stopped by a failed ``turn/end`` is resumed (and repaired) to go on."""
+    import random
+    import threading
+
+    from nbagent import NbagentError, SessionClosedError
+
+    rng = random.Random(20261203)
+    rng_lock = threading.Lock()
+
+    def flaky(write):
+        def failing_sometimes(rows, **kwargs):
+            with rng_lock:
+                fail = rng.random() < 0.2
+            if fail:
+                raise SessionWriteError("writing failed (injected): nothing was recorded")
+            write(rows, **kwargs)
+
+        return failing_sometimes
+
+    @nbagent.tool(parallel_safe=True)
+    async def lookup(key: str) -> str:
+        """Looks a key up."""
+        await asyncio.sleep(0)
+        return f"value of {key}"
+
+    recorded: list[str] = []
+    refused: list[str] = []
+    sid = None
+    for round_ in range(4):
+        responses = [
+            Response(
+                tool_calls=[
+                    ToolCall("lookup", {"key": f"k{i}"}, id=f"r{round_}c{i}"),
+                    ToolCall("lookup", {"key": f"j{i}"}, id=f"r{round_}d{i}"),
+                ]
+            )
+            if i % 2 == 0
+            else Response(f"answer number {i}", chunk_size=4)
+            for i in range(40)
+        ]
+        model = ScriptedModel(responses)
+        agent = (
+            nbagent.open_session(db, model=model, tools=[lookup])
+            if sid is None
+            else nbagent.resume_session(db, sid, model=model, tools=[lookup])
+        )
+        sid = agent.session_id
+        agent.driver.file.write = flaky(agent.driver.file.write)
+        stop = threading.Event()
+
+        def injector(tag: str, agent: nbagent.Agent = agent, stop: threading.Event = stop) -> None:
+            for i in range(30):
+                if stop.is_set():
+                    return
+                message = UserMessage.text(f"{tag} {i}", source={"kind": "cell"})
+                try:
+                    agent.inject(message)
+                except SessionWriteError:
+                    refused.append(message.id)
+                except (NbagentError, SessionClosedError):
+                    refused.append(message.id)
+                    return
+                else:
+                    recorded.append(message.id)
+
+        threads = [threading.Thread(target=injector, args=(f"r{round_}t{t}",)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for i in range(6):
+            prompt = UserMessage.text(f"prompt {round_}.{i}")
+            try:
+                agent.followup(prompt)
+            except SessionWriteError:
+                refused.append(prompt.id)
+                continue
+            except NbagentError:  # the session stopped after a failed turn/end: resume below
+                refused.append(prompt.id)
+                break
+            recorded.append(prompt.id)
+            await agent.when_idle()
+        stop.set()
+        for thread in threads:
+            await asyncio.to_thread(thread.join)
+        await agent.close()
+    agent = nbagent.resume_session(db, sid, model="echo")
+    events = agent.events
+    check_invariants(events, inbox=agent.inbox)
+    inserted = [m["id"] for e in events if e.type == "agent/inbox/spliced" for m in e.data["inserted"]]
+    assert len(inserted) == len(set(inserted))
+    assert set(recorded) <= set(inserted)
+    assert not set(refused) & set(inserted)
+    assert len(recorded) > 100 and len(refused) > 10
+    await agent.close()
