@@ -119,6 +119,29 @@ def replay_splice(state: InboxState, data: Mapping[str, Any], seq: int) -> Inbox
     return state.with_queue(target, queue[:start] + inserted + queue[start + count :])  # type: ignore[operator]
 
 
+def replay_raw(queues: dict[str, list[Any]], data: Mapping[str, Any], seq: int) -> None:
+    """Apply a stored splice to ``queues`` of stored message dicts (no message objects built).
+
+    The full read of a long log replays every splice this way; an impossible splice or a
+    malformed message is corruption naming ``seq``, as in :func:`replay_splice`.
+    """
+    try:
+        queue = queues[data["target"]]
+        start = data["start"]
+        count = data.get("removed_count", 0)
+        inserted = data.get("inserted", ())
+        if type(start) is not int or type(count) is not int:
+            raise TypeError("start and removed_count must be integers")
+        if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
+            raise ValueError(f"start {start} / removed {count} outside a queue of {len(queue)}")
+        for m in inserted:
+            if type(m.get("id")) is not str or type(m.get("content")) is not list or "source" not in m:
+                raise ValueError("an inserted message without id, content or source")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SessionCorruptError(f"invalid persisted inbox splice at session seq {seq}: {exc!r}") from None
+    queue[start : start + count] = inserted
+
+
 class Inbox:
     """``agent.inbox``: the pending queues (committed state) and the mutation operations."""
 

@@ -20,6 +20,8 @@ from nbagent.events import (
     ASSISTANT_MESSAGE,
     INBOX_SPLICED,
     MESSAGE_EVENTS,
+    NEXT_STEP,
+    NEXT_TURN,
     REQUEST_HEADER,
     STEP_END,
     STEP_START,
@@ -30,7 +32,7 @@ from nbagent.events import (
     USER_MESSAGE,
     Event,
 )
-from nbagent.inbox import InboxState, replay_splice
+from nbagent.inbox import InboxState, replay_raw, replay_splice
 from nbagent.journal import Draft
 from nbagent.messages import tool_result_message
 from nbagent.models.base import Model
@@ -240,16 +242,16 @@ def _corrupt_if_bad(fn: Callable[[], Any]) -> Any:
         ) from None
 
 
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    TURN_START: ("turn",),
-    TURN_END: ("turn", "reason"),
-    STEP_START: ("turn", "step"),
-    STEP_END: ("turn", "step"),
-    USER_MESSAGE: ("id", "role", "content", "source"),
-    ASSISTANT_MESSAGE: ("turn", "step", "message"),
-    TOOL_CALL: ("turn", "step", "call_id", "name", "arguments"),
-    TOOL_RESULT: ("turn", "step", "message"),
-    INBOX_SPLICED: ("target", "start", "inserted"),
+_REQUIRED: dict[str, frozenset[str]] = {
+    TURN_START: frozenset({"turn"}),
+    TURN_END: frozenset({"turn", "reason"}),
+    STEP_START: frozenset({"turn", "step"}),
+    STEP_END: frozenset({"turn", "step"}),
+    USER_MESSAGE: frozenset({"id", "role", "content", "source"}),
+    ASSISTANT_MESSAGE: frozenset({"turn", "step", "message"}),
+    TOOL_CALL: frozenset({"turn", "step", "call_id", "name", "arguments"}),
+    TOOL_RESULT: frozenset({"turn", "step", "message"}),
+    INBOX_SPLICED: frozenset({"target", "start", "inserted"}),
 }
 
 
@@ -272,27 +274,25 @@ def read_prefix(
             f"session {session_id} in {location} holds {len(events)} events before seq {count}; "
             "restore the file from a copy"
         )
-    replayed = InboxState()
+    queues: dict[str, list[Any]] = {NEXT_TURN: [], NEXT_STEP: []}
     history = []
     last_time = 0
+    required = _REQUIRED
     with gc_paused():
         for ev in events:
             try:
-                if (
-                    not isinstance(ev.data, dict)
-                    or not isinstance(ev.type, str)
-                    or not isinstance(ev.time, int)
-                ):
+                data, type_ = ev.data, ev.type
+                if type(data) is not dict or type(type_) is not str or type(ev.time) is not int:
                     raise ValueError("not an event record")
                 if ev.time < last_time:
                     raise ValueError(f"its time {ev.time} is before the previous event's {last_time}")
                 last_time = ev.time
-                missing = [k for k in _REQUIRED.get(ev.type, ()) if k not in ev.data]
-                if missing:
-                    raise ValueError(f"a {ev.type} event without {', '.join(missing)}")
-                if ev.type == INBOX_SPLICED:
-                    replayed = replay_splice(replayed, ev.data, ev.seq)
-                elif ev.type in MESSAGE_EVENTS:
+                keys = required.get(type_)
+                if keys is not None and not data.keys() >= keys:
+                    raise ValueError(f"a {type_} event without {', '.join(sorted(keys - data.keys()))}")
+                if type_ == INBOX_SPLICED:
+                    replay_raw(queues, data, ev.seq)
+                elif type_ in MESSAGE_EVENTS:
                     message = history_message(ev)
                     if message is not None:
                         history.append(message)
@@ -303,7 +303,9 @@ def read_prefix(
                     f"session {session_id} in {location}: the record at seq {ev.seq} is damaged ({exc}); "
                     "restore the file from a copy (nbagent does not truncate logs)"
                 ) from None
-    if replayed != inbox:
+    if queues[NEXT_TURN] != [m.to_json() for m in inbox.next_turn] or queues[NEXT_STEP] != [
+        m.to_json() for m in inbox.next_step
+    ]:
         raise SessionCorruptError(
             f"session {session_id} in {location}: replaying its inbox splices from the start does not "
             "give the inbox its last quiet point gives; restore the file from a copy"
