@@ -16,9 +16,10 @@ from nbagent.errors import (
 from nbagent.events import Event
 from nbagent.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
 from nbagent.messages import AssistantMessage, Message, UserMessage
+from nbagent.reading import list_sessions, read_events
 from nbagent.retry import RetryPolicy
 from nbagent.runs import Run
-from nbagent.session import list_sessions, open_session, resume_session
+from nbagent.session import open_session, resume_session
 from nbagent.store import SessionRow
 from nbagent.tools import Tool, ToolResult, tool
 
@@ -51,6 +52,7 @@ __all__ = [
     "UserMessage",
     "list_sessions",
     "open_session",
+    "read_events",
     "resume_session",
     "tool",
 ]

@@ -20,18 +20,19 @@ class ReentrantDeliveryError(NbagentError):
 
 
 class SessionFileError(NbagentError):
-    """The SQLite file is not an nbagent session file, or is of a newer schema."""
+    """A session file cannot be used: not an nbagent file, a newer schema, a directory, no
+    permission, a read-only mount, a full disk. The message names the path and the way out."""
 
 
-class SessionCorruptError(NbagentError):
-    """A stored record is damaged or impossible; the session cannot be loaded as is."""
+class SessionCorruptError(SessionFileError):
+    """A stored record or the file itself is damaged or impossible; the session cannot be loaded as is."""
 
 
 class SessionNotFoundError(NbagentError):
     """No session with that id (or no session at all) is in the file."""
 
 
-class SessionWriteError(NbagentError):
+class SessionWriteError(SessionFileError):
     """A durable write failed; nothing of it was recorded."""
 
 

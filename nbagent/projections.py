@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from nbagent._json import gc_paused
 from nbagent.events import ASSISTANT_MESSAGE, MESSAGE_EVENTS, Event
 from nbagent.messages import Message, message_from_json
 
@@ -94,8 +95,6 @@ class History:
 
 def derive_history(events: Iterable[Event]) -> tuple[Message, ...]:
     """The model-visible history of a log: ``user/message``, non-empty ``assistant/message``, ``tool/result``."""
-    from nbagent.store import gc_paused
-
     out = []
     with gc_paused():
         for event in events:

@@ -29,13 +29,13 @@ from nbagent.events import (
 )
 from nbagent.inbox import InboxState, replay_splice
 from nbagent.journal import Draft, Plan
-from nbagent.lease import Lease
 from nbagent.messages import tool_result_message
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.projections import derive_history
 from nbagent.retry import RetryPolicy
-from nbagent.store import SessionFile, SessionRow
+from nbagent.sqlite_store import SessionFile
+from nbagent.store import SessionRow
 from nbagent.tools import Tool
 
 PathLike = str | os.PathLike[str]
@@ -77,7 +77,7 @@ def open_session(
         try:
             if file.session_row(sid) is not None:
                 raise NbagentError(f"session {sid} already exists in {file.path}; use resume_session()")
-            lease = Lease(file.path, sid)
+            lease = file.lease(sid)
             row = (
                 sid,
                 int(time.time() * 1000),
@@ -91,7 +91,7 @@ def open_session(
         except BaseException:
             if lease is not None:
                 lease.release()
-            file.close()
+            file.close(checkpoint=False)
             raise
     agent = Agent(
         loop=loop,
@@ -124,7 +124,7 @@ def resume_session(
     resume is read lazily, so the agent takes deliveries at once even for a long session.
     """
     loop = _running_loop()
-    file = SessionFile(path, create=False)
+    file = SessionFile(path, mode="write")
     lease = None
     try:
         if session_id is None:
@@ -135,12 +135,12 @@ def resume_session(
         row = file.session_row(session_id)
         if row is None:
             raise SessionNotFoundError(f"no session {session_id} in {file.path}; see list_sessions()")
-        lease = Lease(file.path, session_id)
+        lease = file.lease(session_id)
         state = _load_state(file, session_id)
     except BaseException:
         if lease is not None:
             lease.release()
-        file.close()
+        file.close(checkpoint=False)
         raise
     if model is None:
         model = _stored_model(row)
@@ -169,15 +169,6 @@ def resume_session(
         agent.repaired = True
     loop.call_soon(lambda: loop.create_task(agent._session_start("resume")))
     return agent
-
-
-def list_sessions(path: PathLike) -> list[SessionRow]:
-    """Metadata rows of every session in the file, most recent activity first."""
-    file = SessionFile(path, create=False)
-    try:
-        return file.sessions()
-    finally:
-        file.close()
 
 
 def _prefix_history(agent: Agent, path: Any, session_id: str, stop: int) -> list[Any]:
