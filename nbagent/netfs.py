@@ -61,7 +61,7 @@ def _existing(path: Path) -> Path:
 
 def filesystem_magic(path: str | os.PathLike[str]) -> int | None:
     """``statfs(2)``'s ``f_type`` for ``path`` (or its nearest existing parent); None where unknown."""
-    if not os.uname().sysname == "Linux":
+    if os.uname().sysname != "Linux":
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)

@@ -77,9 +77,7 @@ def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise NbagentError(
-            "a postgresql:// store needs psycopg 3: pip install 'nbagent[postgres]'"
-        ) from None
+        raise NbagentError("a postgresql:// store needs psycopg 3: pip install 'nbagent[postgres]'") from None
     return psycopg
 
 
@@ -219,7 +217,9 @@ class PostgresStore:
                 f"(URL: ?options=-c%20{SCHEMA_SETTING}%3Dname)"
             )
         try:
-            meta = dict(self.run(lambda c: c.execute(self._q("SELECT key, value FROM {schema}.meta")).fetchall()))
+            meta = dict(
+                self.run(lambda c: c.execute(self._q("SELECT key, value FROM {schema}.meta")).fetchall())
+            )
         except SessionFileError as exc:
             raise SessionFileError(
                 f"schema {self.schema} of {self.location} has a table `meta` nbagent cannot read "
@@ -433,7 +433,9 @@ class PostgresStore:
         """Every session, most recent activity first."""
         if self.empty:
             return []
-        sql = self._q(self._SESSION_SELECT + " ORDER BY coalesce(last.time, s.created_at) DESC, s.created_at DESC")
+        sql = self._q(
+            self._SESSION_SELECT + " ORDER BY coalesce(last.time, s.created_at) DESC, s.created_at DESC"
+        )
         return [self._session(r) for r in self.run(lambda c: c.execute(sql, (TURN_START,)).fetchall())]
 
     def tail(self, session_id: str) -> tuple[int, int]:
@@ -576,4 +578,3 @@ class PostgresStore:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-

@@ -34,8 +34,7 @@ from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.projections import derive_history
 from nbagent.retry import RetryPolicy
-from nbagent.sqlite_store import SessionFile
-from nbagent.store import SessionRow
+from nbagent.store import SessionRow, SessionStore, open_store
 from nbagent.tools import Tool
 
 PathLike = str | os.PathLike[str]
@@ -73,7 +72,7 @@ def open_session(
     resolved = resolve_model(model)
     file = lease = None
     if path is not None:
-        file = SessionFile(path)
+        file = open_store(path, "create")
         try:
             if file.session_row(sid) is not None:
                 raise NbagentError(f"session {sid} already exists in {file.path}; use resume_session()")
@@ -124,7 +123,7 @@ def resume_session(
     resume is read lazily, so the agent takes deliveries at once even for a long session.
     """
     loop = _running_loop()
-    file = SessionFile(path, mode="write")
+    file = open_store(path, "write")
     lease = None
     try:
         if session_id is None:
@@ -161,8 +160,8 @@ def resume_session(
         last_turn=state["last_turn"],
         last_header=state["header"],
         resumed=True,
-        events_loader=lambda: _read(file.path, sid, stop=state["count"]),
-        history_loader=lambda: _prefix_history(agent, file.path, sid, state["count"]),
+        events_loader=lambda: _read(file, sid, stop=state["count"]),
+        history_loader=lambda: _prefix_history(agent, file, sid, state["count"]),
     )
     if state["repair"]:
         agent._submit(lambda _s: Plan(drafts=state["repair"]))
@@ -171,11 +170,11 @@ def resume_session(
     return agent
 
 
-def _prefix_history(agent: Agent, path: Any, session_id: str, stop: int) -> list[Any]:
+def _prefix_history(agent: Agent, store: SessionStore, session_id: str, stop: int) -> list[Any]:
     """The history written before the resume: from the loaded events if any, else one typed read."""
     if agent._events.prefix_loaded:
         return list(derive_history(agent._events.prefix()))
-    return list(derive_history(_read(path, session_id, stop=stop, types=MESSAGE_EVENTS)))
+    return list(derive_history(_read(store, session_id, stop=stop, types=MESSAGE_EVENTS)))
 
 
 def _stored_model(row: SessionRow) -> Model:
@@ -185,16 +184,16 @@ def _stored_model(row: SessionRow) -> Model:
         return resolve_model(None)
 
 
-def _read(path: Any, session_id: str, **kwargs: Any) -> list[Event]:
+def _read(store: SessionStore, session_id: str, **kwargs: Any) -> list[Event]:
     """Read with a connection of its own, so lazy loads never share the writer's."""
-    file = SessionFile(path, create=False)
+    file = store.reader()
     try:
         return file.events(session_id, **kwargs)
     finally:
         file.close()
 
 
-def _load_state(file: SessionFile, session_id: str) -> dict[str, Any]:
+def _load_state(file: SessionStore, session_id: str) -> dict[str, Any]:
     """What a resumed agent needs at once: counters, the inbox, the header, and repair drafts."""
     count, last_time = file.tail(session_id)
     last_start = file.last_of_type(session_id, TURN_START)

@@ -556,6 +556,28 @@ class SessionFile:
                     )
         return out
 
+    # -- beside a writer, and for copying between stores ----------------------------------------
+
+    def reader(self) -> SessionFile:
+        """Another, read-only connection to the same file."""
+        return SessionFile(self.path, mode="read")
+
+    def raw_rows(self, session_id: str, *, start: int = 0, limit: int | None = None) -> list[Row]:
+        """Stored rows exactly as written (``data`` as its stored text), in seq order."""
+        if self.conn is None and self.header.empty:
+            return []
+        sql = "SELECT * FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
+        args = (session_id, start, -1 if limit is None else max(0, int(limit)))
+        return self._read(lambda c: c.execute(sql, args).fetchall())
+
+    def session_tuple(self, session_id: str) -> tuple[Any, ...] | None:
+        """The stored ``sessions`` row as written (the ``session=`` argument of :meth:`write`)."""
+        if self.conn is None and self.header.empty:
+            return None
+        return self._read(
+            lambda c: c.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        )
+
 
 def _event(row: Sequence[Any], path: Path) -> Event:
     try:
