@@ -44,6 +44,8 @@ APPLICATION = "nbagent"
 SCHEMA_VERSION = 1
 TABLES = frozenset({"meta", "sessions", "events"})
 CONNECT_TIMEOUT_S = 10
+LEASE_WAIT_MS = 300
+"""How long taking a lease waits for a holder whose connection is closing (a killed writer)."""
 STATEMENT_ROWS = 1000
 """Rows per ``INSERT`` statement (6 parameters each, far below the protocol's 65535)."""
 
@@ -103,14 +105,26 @@ class AdvisoryLease:
         self.session_id = session_id
         self._store: PostgresStore | None = store
         self._key = lock_key(store.schema, session_id)
-        got = store.run(lambda c: c.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()[0])
-        if not got:
+        if not store.run(self._take):
             self._store = None
             raise SessionLockedError(
                 f"session {session_id} in {store.location} is open for writing by "
                 f"{store.lock_holder(self._key)}; close it there (agent.close() or %agent close) or stop "
                 "that kernel, then try again"
             )
+
+    def _take(self, conn: psycopg.Connection[Any]) -> bool:
+        """Lock, waiting up to ``LEASE_WAIT_MS`` for a holder that is going away (a killed writer's
+        backend notices its client is gone within moments); a live holder keeps it: False."""
+        from psycopg import errors
+
+        try:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL lock_timeout = {LEASE_WAIT_MS}")
+                conn.execute("SELECT pg_advisory_lock(%s)", (self._key,))
+        except errors.LockNotAvailable:
+            return False
+        return True
 
     @property
     def held(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from eventtrace import run, trace
 
 import nbagent
@@ -11,6 +12,8 @@ from nbagent import Enter, Reject, Retry, UserMessage
 from nbagent.models import Failure, Response, ScriptedModel
 from nbagent.retry import RetryPolicy
 from nbagent.testing import check_invariants
+
+pytestmark = pytest.mark.stores
 
 FAST = RetryPolicy(base_delay_ms=1)
 
