@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import logging
 import os
 from pathlib import Path
 
@@ -118,3 +119,19 @@ def notice(path: str | os.PathLike[str], kind: str) -> str:
         "using the rollback journal (slower; one writer at a time). For shared or network-home "
         "sessions use PostgreSQL: NBAGENT_DB=postgresql://…"
     )
+
+
+_noticed: set[str] = set()
+
+
+def journal_mode(path: str | os.PathLike[str]) -> str:
+    """``"WAL"``, or ``"DELETE"`` (the rollback journal) on a network file system, saying why once
+    per file and process on the ``nbagent`` logger (a warning: shown in notebooks and scripts)."""
+    kind = network_filesystem(path)
+    if kind is None:
+        return "WAL"
+    key = os.path.abspath(path)
+    if key not in _noticed:
+        _noticed.add(key)
+        logging.getLogger("nbagent").warning(notice(key, kind))
+    return "DELETE"
