@@ -86,7 +86,7 @@ def mount_type(path: str | os.PathLike[str], mountinfo: str | None = None) -> st
             mountinfo = Path("/proc/self/mountinfo").read_text()
         except OSError:
             return None
-    target = os.path.realpath(_existing(Path(path)))
+    target = os.path.realpath(path)
     best: tuple[int, str] | None = None
     for line in mountinfo.splitlines():
         left, sep, right = line.partition(" - ")
