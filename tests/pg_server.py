@@ -22,7 +22,9 @@ from urllib.parse import quote
 def find_bindir() -> Path | None:
     """The folder holding ``initdb``/``pg_ctl``: ``$PG_BINDIR``, the newest Debian version, or ``$PATH``."""
     env = os.environ.get("PG_BINDIR")
-    candidates = [Path(env)] if env else []
+    if env:  # explicit: only there (PG_BINDIR=/nowhere skips the PostgreSQL tests)
+        return Path(env) if (Path(env) / "initdb").exists() else None
+    candidates: list[Path] = []
     debian = Path("/usr/lib/postgresql")
     if debian.is_dir():
         versions = sorted(
@@ -54,7 +56,7 @@ def unavailable_reason() -> str | None:
     if find_bindir() is None:
         return (
             "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found; install Debian's "
-            "`postgresql` package (scripts/test.sh does when run as root) or set PG_BINDIR"
+            "`postgresql` package (scripts/test.sh does when run as root) or set PG_BINDIR to their folder"
         )
     if _run_as() == "":
         return "running as root but there is no `postgres` system user to run the server as"
