@@ -20,6 +20,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from nbagent import _json
 from nbagent._json import gc_paused
@@ -159,7 +160,7 @@ class PostgresStore:
             self.conn: psycopg.Connection[Any] = psycopg.connect(url, **kwargs)
         except psycopg.Error as exc:
             raise SessionFileError(
-                f"cannot connect to {self.location}: {_first_line(exc)}; check the URL, the PG* "
+                f"cannot connect to {self.location}: {self._say(exc)}; check the URL, the PG* "
                 "variables or ~/.pgpass, and that the server is running"
             ) from None
         try:
@@ -299,17 +300,25 @@ class PostgresStore:
             return self._lost(exc)
         cls = SessionWriteError if doing.startswith("writing") else SessionFileError
         tail = "; nothing was recorded" if cls is SessionWriteError else ""
-        return cls(f"{doing} {self.location} failed: {_first_line(exc)}{tail}")
+        return cls(f"{doing} {self.location} failed: {self._say(exc)}{tail}")
 
     def _lost(self, exc: BaseException) -> SessionWriteError:
         if self.broken is None:
             self.broken = SessionWriteError(
-                f"lost the connection to {self.location} ({_first_line(exc)}); the session's write lease "
+                f"lost the connection to {self.location} ({self._say(exc)}); the session's write lease "
                 "went with it, so this agent records nothing more — events it had not confirmed may or "
                 "may not be stored. Resume the session (resume_session() or %agent resume) once the "
                 "server is reachable"
             )
         return self.broken
+
+    def _say(self, exc: BaseException) -> str:
+        """The first line of a database error, with any password masked."""
+        text = str(exc).strip()
+        line = text.splitlines()[0] if text else type(exc).__name__
+        for secret in _secrets(self._url):
+            line = line.replace(secret, "***")
+        return line
 
     def lock_holder(self, key: int) -> str:
         """Who holds the advisory lock ``key``, as far as this role may see."""
@@ -589,6 +598,12 @@ class PostgresStore:
             ) from None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+def _secrets(url: str) -> list[str]:
+    """The passwords that could appear in a libpq message: the URL's, and ``PGPASSWORD``."""
+    found = [os.environ.get("PGPASSWORD", "")]
+    try:
+        found.append(unquote(urlsplit(url.strip()).password or ""))
+    except ValueError:
+        pass
+    found += [unquote(v) for v in parse_qs(urlsplit(url.strip()).query).get("password", [])]
+    return [s for s in found if s]

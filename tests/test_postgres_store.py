@@ -189,6 +189,9 @@ def test_credentials_come_from_pgpass_or_pg_variables_and_are_never_shown_or_sto
         with pytest.raises(SessionFileError, match="password authentication failed") as info:
             nbagent.open_session(f"postgresql://alice:not-{PASSWORD}@{tcp}/postgres?{options}")
         seen.append(str(info.value))
+        with pytest.raises(SessionFileError, match="unexpected spaces") as info:  # libpq quotes the URL
+            nbagent.open_session(f"postgresql://alice:{PASSWORD} x@{tcp}/postgres?{options}")
+        seen.append(str(info.value))
 
     run(wrong())
     assert len(nbagent.list_sessions(pg_url)) == 3
