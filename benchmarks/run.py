@@ -124,12 +124,12 @@ def label(n: int) -> str:
 class Bench:
     def __init__(self, cfg: Config, workdir: Path) -> None:
         import nbagent
-        import nbagent.store
+        import nbagent.sqlite_store
 
         self.nbagent = nbagent
         self.cfg = cfg
         self.dir = workdir
-        self.sync = nbagent.store.SYNCHRONOUS
+        self.sync = nbagent.sqlite_store.SYNCHRONOUS
         self.rows: list[Row] = []
         self.bases: dict[int, tuple[Path, str, int]] = {}
         self.info: list[str] = []
@@ -204,7 +204,7 @@ class Bench:
         conn = self.bare_conn(path)
         bare_sid = "bare-" + uuid.uuid4().hex
         agent.inject(INJECT_TEXT)  # warm-up, and the splice whose JSON the bare row copies
-        splice = agent._events.since(agent._journal.committed - 1)[0]
+        splice = agent.driver.projections.since(agent.driver.committed - 1)[0]
         assert splice.type == "agent/inbox/spliced"
         data = self.nbagent._json.dumps(splice.data)
         seq = 0
@@ -302,7 +302,7 @@ class Bench:
         assert path is not None
         agent.inject("warm-up")
         agent.inbox.clear()
-        file = agent._journal.file
+        file = agent.driver.journal.file
         real_write = file.write
         writes = [0]
 
@@ -314,7 +314,7 @@ class Bench:
         conn = self.bare_conn(path)
         bare_sid = "bare-" + uuid.uuid4().hex
         agent.inject(INJECT_TEXT)
-        data = self.nbagent._json.dumps(agent._events.since(agent._journal.committed - 1)[0].data)
+        data = self.nbagent._json.dumps(agent.driver.projections.since(agent.driver.committed - 1)[0].data)
         agent.inbox.clear()
         writes[0] = 0
         seq = 0
@@ -397,23 +397,23 @@ class Bench:
 
     async def loop_agent(self, n: int, store: str) -> tuple[Any, Any, int]:
         """A warmed-up agent after ``n`` prior events, its model, and the turns per timed block."""
-        import nbagent.store
+        import nbagent.sqlite_store
 
         cfg = self.cfg
         model = self.scripted()
         tools = [self.tool()]
-        saved = nbagent.store.SYNCHRONOUS
+        saved = nbagent.sqlite_store.SYNCHRONOUS
         if store == "memory":
             agent = self.nbagent.open_session(None, model=model, tools=tools)
-            while len(agent._events) < n:  # build the prior history by running real turns
+            while len(agent.driver.projections) < n:  # build the prior history by running real turns
                 await self._turns(agent, model, 20)
             turns = cfg.loop_turns_mem
         else:
-            nbagent.store.SYNCHRONOUS = store.split(":")[1]
+            nbagent.sqlite_store.SYNCHRONOUS = store.split(":")[1]
             try:
                 agent, _ = await self.session(n, "loop", model=model, tools=tools)
             finally:
-                nbagent.store.SYNCHRONOUS = saved
+                nbagent.sqlite_store.SYNCHRONOUS = saved
             turns = cfg.loop_turns_file if store.endswith(saved) else cfg.loop_turns_mem // 2
         await self._turns(agent, model, 2)  # warm-up: loads a resumed prefix, writes the resume header
         return agent, model, max(1, turns // 8)
@@ -481,7 +481,7 @@ class Bench:
     def materialize(agent: Any, count: int) -> float:
         t0 = perf()
         events = agent.events
-        history = agent._history.snapshot()
+        history = agent.driver.history()
         dt = perf() - t0
         assert len(events) == count and history
         return dt
@@ -537,7 +537,7 @@ class Bench:
             agent = nb.resume_session(path, sid, model=self.scripted(), tools=tools)
             tracemalloc.start()
             base = tracemalloc.get_traced_memory()[0]
-            kept = (agent.events, agent._history.snapshot())
+            kept = (agent.events, agent.driver.history())
             nb_peak = tracemalloc.get_traced_memory()[1] - base
             tracemalloc.stop()
             del kept

@@ -11,7 +11,7 @@ from nbagent.events import NEXT_STEP, NEXT_TURN
 from nbagent.messages import UserMessage, message_from_json
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent
+    from nbagent.driver import Driver
 
 Target = Literal["next-turn", "next-step"]
 TARGETS: tuple[Target, Target] = (NEXT_TURN, NEXT_STEP)
@@ -122,22 +122,22 @@ def replay_splice(state: InboxState, data: Mapping[str, Any], seq: int) -> Inbox
 class Inbox:
     """``agent.inbox``: the pending queues (committed state) and the mutation operations."""
 
-    __slots__ = ("_agent",)
+    __slots__ = ("_driver",)
 
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
+    def __init__(self, driver: Driver) -> None:
+        self._driver = driver
 
     @property
     def next_turn(self) -> tuple[UserMessage, ...]:
-        return self._agent._journal.inbox.next_turn
+        return self._driver.journal.inbox.next_turn
 
     @property
     def next_step(self) -> tuple[UserMessage, ...]:
-        return self._agent._journal.inbox.next_step
+        return self._driver.journal.inbox.next_step
 
     @property
     def has_pending(self) -> bool:
-        return self._agent._journal.inbox.pending > 0
+        return self._driver.journal.inbox.pending > 0
 
     def append(self, target: Target, message: UserMessage | str) -> UserMessage:
         """Insert at the end of ``target``; returns the recorded message."""
@@ -154,19 +154,20 @@ class Inbox:
         count: int,
         m: UserMessage | str,
     ) -> UserMessage:
-        msg = self._agent._accept(m)
-        self._agent._mutate(lambda s: [plan_splice(s, target, where(s.queue(target)), count, (msg,))])
+        _check_target(target)
+        msg = self._driver.accept(m)
+        self._driver.mutate(lambda s: [plan_splice(s, target, where(s.queue(target)), count, (msg,))])
         return msg
 
     def replace(self, message_id: str, message: UserMessage | str) -> bool:
         """Replace the pending message ``message_id`` in place; ``False`` if it is not pending."""
-        msg = self._agent._accept(message)
+        msg = self._driver.accept(message)
 
         def plan(s: InboxState) -> list[Splice | None]:
             found = s.find(message_id)
             return [] if found is None else [plan_splice(s, found[0], found[1], 1, (msg,))]
 
-        return len(self._agent._mutate(plan)) > 0
+        return len(self._driver.mutate(plan)) > 0
 
     def remove(self, message_id: str) -> bool:
         """Cancel the pending message ``message_id``; ``False`` if it is not pending."""
@@ -175,11 +176,11 @@ class Inbox:
             found = s.find(message_id)
             return [] if found is None else [plan_splice(s, found[0], found[1], 1, ())]
 
-        return len(self._agent._mutate(plan)) > 0
+        return len(self._driver.mutate(plan)) > 0
 
     def clear(self) -> int:
         """Cancel everything pending, ``next-step`` first; returns how many messages were removed."""
-        return self._agent._clear()
+        return self._driver.clear()
 
     def splice(
         self,
@@ -189,16 +190,10 @@ class Inbox:
         inserted: Iterable[UserMessage] = (),
     ) -> tuple[UserMessage, ...]:
         """List-splice ``target``; returns the removed messages."""
-        msgs = tuple(self._agent._accept(m) for m in inserted)
-        removed: list[UserMessage] = []
-
-        def plan(s: InboxState) -> list[Splice | None]:
-            sp = plan_splice(s, target, start, delete_count, msgs)
-            removed[:] = sp.removed if sp else ()
-            return [sp]
-
-        self._agent._mutate(plan)
-        return tuple(removed)
+        _check_target(target)
+        msgs = tuple(self._driver.accept(m) for m in inserted)
+        splices = self._driver.mutate(lambda s: [plan_splice(s, target, start, delete_count, msgs)])
+        return splices[0].removed if splices else ()
 
     def __repr__(self) -> str:
         return f"Inbox(next_turn={len(self.next_turn)}, next_step={len(self.next_step)})"

@@ -1,10 +1,17 @@
 """The append path: seq and time assignment, group commit, the committed inbox projection.
 
 Callers on any thread submit a *build* function that plans events against the staged state under
-the journal's lock. One caller at a time (the leader) writes every staged event in a single SQLite
-transaction while others keep staging; followers wait for their batch. A failed write drops every
-staged event, resets the staged state to the committed one, and raises to each affected caller, so
-memory and disk stay consistent.
+the journal's lock. Staging is all-or-nothing: a plan is validated and encoded before ``seq``, the
+staged inbox or any counter moves, so a value the log cannot store is refused with nothing
+consumed. One caller at a time (the leader) writes every staged event in a single SQLite
+transaction while others keep staging; followers wait for their batch.
+
+Two kinds of change are staged. A caller's change (:meth:`Journal.submit`) is committed before the
+call returns; if the write carrying it fails, that call raises and its change is dropped. The
+driver's own changes (:meth:`Journal.stage`) wait for the driver's next commit; a failed write
+never drops them: they are planned again on what is durable and go out with the next write (or,
+when the session stops after a failure, the log on disk simply ends before them, which resume
+repairs). Nothing staged is ever dropped silently.
 """
 
 from __future__ import annotations
@@ -20,27 +27,13 @@ from nbagent._json import FrozenDict
 from nbagent.errors import SessionWriteError
 from nbagent.events import INBOX_SPLICED, Event
 from nbagent.inbox import InboxState
-from nbagent.store import SessionFile
+from nbagent.store import SessionStore
 
 Draft = tuple[str, Any, Any]
 """``(type, data, attachment)``: an event to write and its in-memory companion: the Message of a
 message event, the ``InboxState`` after a splice, else ``None``."""
 
 Notice = tuple[str, Any]
-
-
-@dataclass(eq=False, slots=True)
-class Ticket:
-    """One caller's staged events and the notices to publish once they commit."""
-
-    events: list[Event]
-    attachments: list[Any]
-    notices: list[Notice]
-    encoded: list[str] = field(default_factory=list)
-    done: bool = False
-    error: BaseException | None = None
-    waiter: threading.Condition | None = None
-    """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
 
 
 @dataclass(slots=True)
@@ -51,6 +44,44 @@ class Plan:
     notices: list[Notice] = field(default_factory=list)
     inbox: InboxState | None = None
     """The staged inbox after these drafts, when they splice it."""
+    result: Any = None
+    """What the submitting call returns once the plan is durable (e.g. the removed messages)."""
+
+
+Build = Callable[[InboxState], Plan]
+
+
+@dataclass(eq=False, slots=True)
+class Ticket:
+    """One staged change: how to plan it, its planned events, and who waits for it."""
+
+    build: Build
+    waiting: bool
+    """A caller waits for this change: it fails with the write that carries it. The driver's
+    staged changes do not wait: a failed write leaves them staged for its next commit."""
+    marker: bool = False
+    """The driver's commit of what it staged: done once everything staged before it is durable."""
+    events: list[Event] = field(default_factory=list)
+    attachments: list[Any] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    encoded: list[str] = field(default_factory=list)
+    inbox: InboxState | None = None
+    result: Any = None
+    done: bool = False
+    error: BaseException | None = None
+    waiter: threading.Condition | None = None
+    """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
+
+
+def _fixed(plan: Plan) -> Build:
+    return lambda _state: plan
+
+
+def _encode(type_: str, data: Any) -> str:
+    try:
+        return _json.dumps(data)
+    except TypeError as exc:  # orjson: lone surrogates, ints beyond 64 bits, nesting, odd types
+        raise ValueError(f"the {type_} event cannot be stored ({exc}); nothing was recorded") from None
 
 
 class Journal:
@@ -59,7 +90,7 @@ class Journal:
     def __init__(
         self,
         *,
-        file: SessionFile | None,
+        file: SessionStore | None,
         session_id: str,
         next_seq: int,
         last_time: int,
@@ -71,10 +102,12 @@ class Journal:
         self.session_id = session_id
         self._lock = threading.Lock()
         self._next_seq = self._committed_seq = next_seq
-        self._last_time = self._committed_time = last_time
+        self._last_time = last_time
         self.staged_inbox = self.inbox = inbox
         self._staged: list[Ticket] = []
         self._writing = False
+        self._lost: BaseException | None = None
+        """A driver change that could not be planned again after a failed write (raised by its next commit)."""
         self._on_commit = on_commit
         self._publish = publish
         self.publish_events = False
@@ -85,40 +118,87 @@ class Journal:
         """How many events are durable."""
         return self._committed_seq
 
-    def submit(self, build: Callable[[InboxState], Plan], *, flush: bool = True) -> list[Event]:
-        """Plan with ``build`` against the staged state, stage, and (by default) commit durably."""
-        with self._lock:
-            plan = build(self.staged_inbox)
-            if not plan.drafts:
-                return []
-            ticket = self._stage(plan)
-            if not flush:
-                return ticket.events
-            self._flush_locked(ticket)
-        return ticket.events
-
-    def append(self, drafts: list[Draft], *, flush: bool = True) -> list[Event]:
-        """Stage events that do not depend on the inbox (the driver's own), optionally committing."""
-        with self._lock:
-            ticket = self._stage(Plan(drafts=drafts))
-            if flush:
-                self._flush_locked(ticket)
-        return ticket.events
-
-    def flush(self) -> None:
-        """Commit whatever is staged (e.g. batched chunks)."""
-        with self._lock:
-            if self._staged:
-                self._flush_locked(self._staged[-1])
+    @property
+    def next_seq(self) -> int:
+        """The seq the next staged event gets."""
+        return self._next_seq
 
     def has_staged(self) -> bool:
-        return bool(self._staged)
+        return bool(self._staged) or self._lost is not None
 
-    def _stage(self, plan: Plan) -> Ticket:
+    # -- the two kinds of change ----------------------------------------------------------------
+
+    def submit(self, build: Build) -> Any:
+        """A caller's change: plan with ``build`` on the staged state, commit it, return its result.
+
+        Raises what ``build`` raises, ``ValueError`` for a value the log cannot store (nothing
+        recorded, nothing consumed), or :class:`SessionWriteError` when the write fails.
+        """
+        with self._lock:
+            ticket = Ticket(build, waiting=True)
+            if not self._stage(ticket):
+                return ticket.result
+            self._flush_locked(ticket)
+            return ticket.result
+
+    def stage(self, build: Build | list[Draft]) -> None:
+        """The driver's change, committed by the driver's next :meth:`commit` (or anyone's write)."""
+        with self._lock:
+            self._stage(Ticket(_fixed(Plan(drafts=build)) if isinstance(build, list) else build, False))
+
+    def commit(self, build: Build | list[Draft] | None = None) -> Any:
+        """The driver's commit: everything staged so far (plus ``build``) is durable on return.
+
+        On a failed write the driver's staged changes stay staged (they go out with its next
+        commit), ``build``'s own change is dropped, and :class:`SessionWriteError` is raised.
+        """
+        with self._lock:
+            if self._lost is not None:
+                lost, self._lost = self._lost, None
+                raise lost
+            ticket = None
+            if build is not None:
+                ticket = Ticket(_fixed(Plan(drafts=build)) if isinstance(build, list) else build, True)
+                if not self._stage(ticket):
+                    ticket = None
+            if ticket is None:
+                if not self._staged:
+                    return None
+                ticket = Ticket(_fixed(Plan()), True, marker=True)
+                self._staged.append(ticket)
+            self._flush_locked(ticket)
+            return ticket.result
+
+    def discard_staged(self) -> None:
+        """Forget the driver's staged changes (the session stopped after a failed write)."""
+        with self._lock:
+            for ticket in self._staged:
+                ticket.done = True
+                ticket.error = ticket.error or SessionWriteError(
+                    "the session stopped before this was written"
+                )
+                if ticket.waiter is not None:
+                    ticket.waiter.notify()
+            self._staged = []
+            self._lost = None
+            self.staged_inbox = self.inbox
+            self._next_seq = self._committed_seq
+
+    # -- staging ----------------------------------------------------------------------------------
+
+    def _stage(self, ticket: Ticket) -> bool:
+        """Plan, validate and encode ``ticket``; only then advance seq, time and the staged inbox.
+
+        Returns ``False`` (staging nothing) when the plan has no drafts.
+        """
+        plan = ticket.build(self.staged_inbox)
+        ticket.result = plan.result
+        if not plan.drafts:
+            return False
+        encoded = [_encode(type_, data) for type_, data, _ in plan.drafts]
         now = int(time.time() * 1000)
         if now < self._last_time:
             now = self._last_time
-        self._last_time = now
         seq = self._next_seq
         events = []
         for type_, data, _ in plan.drafts:
@@ -126,15 +206,20 @@ class Journal:
                 data = FrozenDict(data)
             events.append(Event(seq, now, type_, data))
             seq += 1
+        # Nothing above changed the journal: from here on nothing can fail.
+        ticket.events = events
+        ticket.attachments = [a for _, _, a in plan.drafts]
+        ticket.notices = plan.notices
+        ticket.encoded = encoded
+        ticket.inbox = plan.inbox
+        self._last_time = now
         self._next_seq = seq
         if plan.inbox is not None:
             self.staged_inbox = plan.inbox
-        ticket = Ticket(events, [a for _, _, a in plan.drafts], plan.notices)
-        if self.file is not None:
-            # Encoded by the caller while a leader may be writing: the leader's lock-free part.
-            ticket.encoded = [_json.dumps(ev.data) for ev in events]
         self._staged.append(ticket)
-        return ticket
+        return True
+
+    # -- writing ----------------------------------------------------------------------------------
 
     def _flush_locked(self, ticket: Ticket) -> None:
         while not ticket.done:
@@ -149,20 +234,19 @@ class Journal:
             self._lock.release()
             error: BaseException | None = None
             try:
-                if self.file is not None:
+                if self.file is not None and rows:
                     self.file.write(rows)
             except BaseException as exc:
                 error = exc
             finally:
                 self._lock.acquire()
             self._writing = False
-            finished = batch
             if error is None:
                 self._commit(batch)
+                finished = batch
             else:
-                finished = batch + self._staged  # staged after this batch was planned on it: dropped too
-                self._fail(batch, error)
-            # Wake the callers of this batch, and one caller of what was staged meanwhile: it leads next.
+                finished = self._recover(batch, error)
+            # Wake the callers finished here, and one caller of what is staged now: it leads next.
             for done in finished:
                 if done.waiter is not None:
                     done.waiter.notify()
@@ -185,27 +269,56 @@ class Journal:
     def _commit(self, batch: list[Ticket]) -> None:
         notices: list[Notice] = []
         for ticket in batch:
-            for ev, attached in zip(ticket.events, ticket.attachments):
-                if ev.type == INBOX_SPLICED:
-                    self.inbox = attached
-            last = ticket.events[-1]
-            self._committed_seq = last.seq + 1
-            self._committed_time = last.time
-            self._on_commit(ticket.events, ticket.attachments)
-            if self.publish_events:
-                notices.extend(("event", ev) for ev in ticket.events)
-            notices.extend(ticket.notices)
+            if ticket.events:
+                for ev, attached in zip(ticket.events, ticket.attachments):
+                    if ev.type == INBOX_SPLICED:
+                        self.inbox = attached
+                self._committed_seq = ticket.events[-1].seq + 1
+                self._on_commit(ticket.events, ticket.attachments)
+                if self.publish_events:
+                    notices.extend(("event", ev) for ev in ticket.events)
+                notices.extend(ticket.notices)
             ticket.done = True
         if notices:
             self._publish(notices)
 
-    def _fail(self, batch: list[Ticket], error: BaseException) -> None:
+    def _recover(self, batch: list[Ticket], error: BaseException) -> list[Ticket]:
+        """After a failed write: fail its waiting callers; plan everything else again, in order.
+
+        The driver's staged changes in ``batch`` and every change staged during the write are
+        planned again on the durable state. A caller whose change cannot be planned again gets
+        that error (or, when its change has become empty, its new result); a driver change that
+        cannot is remembered and fails the driver's next commit. Returns the finished tickets.
+        """
         if not isinstance(error, SessionWriteError):
             error = SessionWriteError(f"writing the session log failed: {error!r}; nothing was recorded")
-        for ticket in batch + self._staged:
-            ticket.done = True
-            ticket.error = error
+        finished: list[Ticket] = []
+        again: list[Ticket] = []
+        for ticket in batch:
+            if ticket.waiting:
+                ticket.done, ticket.error = True, error
+                finished.append(ticket)
+            else:
+                again.append(ticket)
+        again += self._staged
         self._staged = []
         self.staged_inbox = self.inbox
         self._next_seq = self._committed_seq
-        self._last_time = self._committed_time
+        for ticket in again:
+            if ticket.marker:
+                self._staged.append(ticket)
+                continue
+            try:
+                staged = self._stage(ticket)
+            except Exception as exc:
+                staged = False
+                if ticket.waiting:
+                    ticket.error = exc
+                else:
+                    self._lost = SessionWriteError(
+                        f"a change the turn had staged could not be recorded after a failed write ({exc})"
+                    )
+            if not staged:
+                ticket.done = True
+                finished.append(ticket)
+        return finished

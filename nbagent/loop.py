@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from nbagent._json import fix_text, storable
 from nbagent.errors import SessionWriteError
 from nbagent.events import (
     ASSISTANT_MESSAGE,
     LLM_RETRY,
-    REQUEST_HEADER,
     STEP_END,
     STEP_START,
     TURN_END,
@@ -30,11 +30,11 @@ from nbagent.models.base import (
     chunk_to_json,
     model_provider,
 )
-from nbagent.signal import CancelSignal
+from nbagent.signal import CancelSignal, settle
 from nbagent.tool_batch import run_tool_batch
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent, OpenTurn
+    from nbagent.driver import Driver, OpenTurn
 
 
 class Aborted(Exception):
@@ -63,26 +63,24 @@ def describe(exc: BaseException) -> str:
         seen.add(id(cur))
         parts.append(f"{type(cur).__name__}: {cur}" if str(cur) else type(cur).__name__)
         cur = cur.__cause__ or cur.__context__
-    return " <- ".join(parts)
+    return fix_text(" <- ".join(parts))
 
 
-async def drive(agent: Agent, turn: OpenTurn | None) -> None:
+async def drive(driver: Driver, turn: OpenTurn | None) -> None:
     """The driver task: run turns while there is pending work and each turn ends normally."""
     try:
         while turn is not None:
-            proceed = await run_turn(agent, turn)
-            if not proceed or agent._closing or agent._fault is not None:
+            proceed = await run_turn(driver, turn)
+            if not proceed or driver.stopping or not driver.staged_inbox.pending:
                 break
-            if not agent._journal.staged_inbox.pending:
-                break
-            agent._signal = CancelSignal(agent._loop)
-            turn = agent._open_turn()
+            turn = driver.next_turn()
     finally:
-        agent._driver_finished()
+        driver.converged()
 
 
-async def run_turn(agent: Agent, turn: OpenTurn) -> bool:
+async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
     """Run one opened turn to its ``turn/end``; ``True`` if the driver may open the next one."""
+    agent = driver.agent
     signal, number = turn.signal, turn.number
     step = 0
     owes_step = False
@@ -95,10 +93,14 @@ async def run_turn(agent: Agent, turn: OpenTurn) -> bool:
         while True:
             if not first:
                 check(signal)
-                claimed = agent._claim(number)
+                if step >= agent.max_steps:  # checked before the claim: nothing is claimed for it
+                    raise TurnFailed(
+                        {"message": f"the turn reached max_steps={agent.max_steps}", "code": "STEP_LIMIT"}
+                    )
+                claimed = driver.claim(number)
             first = False
             check(signal)
-            decision = await _pre_step(agent, claimed, number, step + 1, signal)
+            decision = await _pre_step(driver, claimed, number, step + 1, signal)
             check(signal)
             if isinstance(decision, Reject):
                 reason = {"kind": "blocked"}
@@ -108,76 +110,71 @@ async def run_turn(agent: Agent, turn: OpenTurn) -> bool:
                 reason = {"kind": "max-tokens" if max_tokens else "completed"}
                 proceed = step > 0
                 break
-            if step >= agent.max_steps:
-                raise TurnFailed(
-                    {"message": f"the turn reached max_steps={agent.max_steps}", "code": "STEP_LIMIT"}
-                )
             step += 1
-            result = await run_step(agent, number, step, messages, signal)
+            result = await run_step(driver, number, step, messages, signal)
             max_tokens = max_tokens or result == "max-tokens"
             owes_step = result == "continue"
             check(signal)
-            if not owes_step and not agent._journal.staged_inbox.next_step:
+            if not owes_step and not driver.staged_inbox.next_step:
                 if agent.hooks.turn_stopping.listeners:
-                    agent._flush()
+                    driver.flush()
                 for listener in agent.hooks.turn_stopping.listeners:
                     await listener(TurnStopping(agent, number, signal))
                     check(signal)
-                if not agent._journal.staged_inbox.next_step:
+                if not driver.staged_inbox.next_step:
                     reason = {"kind": "max-tokens" if max_tokens else "completed"}
                     proceed = True
                     break
     except BaseException as exc:
         proceed = False
-        reason = _failure_reason(agent, exc, signal, number)
+        reason = _failure_reason(driver, exc, signal, number)
         if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit) and not isinstance(
             exc, Aborted
         ):
-            _end_turn(agent, number, signal, reason)
+            _end_turn(driver, number, signal, reason)
             raise
-    _end_turn(agent, number, signal, reason)
-    return proceed
+    return _end_turn(driver, number, signal, reason) and proceed
 
 
 def _failure_reason(
-    agent: Agent, exc: BaseException, signal: CancelSignal, number: int
+    driver: Driver, exc: BaseException, signal: CancelSignal, number: int
 ) -> dict[str, Any] | None:
-    if isinstance(exc, SessionWriteError) or agent._fault is not None:
-        agent._fault = agent._fault or exc
-        agent._report_error(exc, number)
+    if driver.fault is not None:
         return None
     if isinstance(exc, asyncio.CancelledError) and not signal.cancelled:
         signal.cancel("closed")
     if signal.cancelled:
         return {"kind": "aborted", "reason": {"kind": signal.cause}}
     failure = exc.failure if isinstance(exc, TurnFailed) else {"message": describe(exc), "code": "UNKNOWN"}
-    agent._report_error(failure, number)
-    return {"kind": "error", "error": failure}
+    driver.report_error(failure, number)
+    return {"kind": "error", "error": storable(failure)}
 
 
-def _end_turn(agent: Agent, number: int, signal: CancelSignal, reason: dict[str, Any] | None) -> None:
-    signal.sealed = True
-    if reason is None or agent._fault is not None:
-        return
+def _end_turn(driver: Driver, number: int, signal: CancelSignal, reason: dict[str, Any] | None) -> bool:
+    """Commit ``turn/end`` (with everything the turn staged); ``False`` if that failed."""
+    signal.seal()
+    if reason is None or driver.fault is not None:
+        return False
     try:
-        agent._write([(TURN_END, {"turn": number, "reason": reason}, None)])
-    except SessionWriteError as exc:
-        agent._fault = exc
-        agent._report_error(exc, number)
+        driver.commit([(TURN_END, {"turn": number, "reason": reason}, None)])
+    except (SessionWriteError, ValueError) as exc:
+        driver.fail(exc, number)
+        return False
+    return True
 
 
 async def _pre_step(
-    agent: Agent, claimed: tuple[UserMessage, ...], turn: int, step: int, signal: CancelSignal
+    driver: Driver, claimed: tuple[UserMessage, ...], turn: int, step: int, signal: CancelSignal
 ) -> Any:
-    listeners = agent.hooks.pre_step.listeners
+    listeners = driver.agent.hooks.pre_step.listeners
     if not listeners:
         return Enter(claimed)
-    agent._flush()  # the claim is durable before outside code sees it
+    driver.flush()  # the claim is durable before outside code sees it
 
     async def default() -> Enter:
         return Enter(claimed)
 
-    return await waterfall(listeners, PreStepPayload(agent, claimed, turn, step, signal), default)
+    return await waterfall(listeners, PreStepPayload(driver.agent, claimed, turn, step, signal), default)
 
 
 def _entered(decision: Any) -> tuple[UserMessage, ...]:
@@ -192,25 +189,8 @@ def _entered(decision: Any) -> tuple[UserMessage, ...]:
     return messages
 
 
-def _header(agent: Agent) -> tuple[str, dict[str, Any]] | None:
-    """The ``request/header`` draft when the header is new or changed since the last one."""
-    tools = list(agent.tool_schemas)
-    header: dict[str, Any] = {"model": agent.model.name}
-    if agent.system is not None:
-        header["system"] = agent.system
-    if tools:
-        header["tools"] = tools
-    last = agent._last_header
-    reason = agent._header_reason
-    if last is not None and reason == "change" and {k: v for k, v in last.items() if k != "reason"} == header:
-        return None
-    agent._last_header = header
-    agent._header_reason = "change"
-    return REQUEST_HEADER, {**header, "reason": reason}
-
-
 async def run_step(
-    agent: Agent, turn: int, step: int, messages: tuple[UserMessage, ...], signal: CancelSignal
+    driver: Driver, turn: int, step: int, messages: tuple[UserMessage, ...], signal: CancelSignal
 ) -> str:
     """One step: ``step/start``, its messages, the request (with retries), the tools, ``step/end``.
 
@@ -218,40 +198,40 @@ async def run_step(
     """
     drafts: list[Any] = [(STEP_START, {"turn": turn, "step": step}, None)]
     drafts += [(USER_MESSAGE, m.to_json(), m) for m in messages]
-    header = _header(agent)
+    header = driver.header_draft()
     if header is not None:
-        drafts.append((*header, None))
-    agent._write(drafts, flush=False)
+        drafts.append(header)
+    driver.stage(drafts)
     try:
         attempt = 1
         while True:
             check(signal)
-            if attempt > 1 and (header := _header(agent)) is not None:
-                agent._write([(*header, None)], flush=False)
-            answer = await _request(agent, turn, step, attempt, signal)
+            if attempt > 1 and (header := driver.header_draft()) is not None:
+                driver.stage([header])
+            answer = await _request(driver, turn, step, attempt, signal)
             if answer.failure is None:
                 break
-            decision = await _request_error(agent, turn, step, attempt, answer.failure, signal)
+            decision = await _request_error(driver, turn, step, attempt, answer.failure, signal)
             check(signal)
             if isinstance(decision, Retry):
                 attempt += 1
                 continue
             raise TurnFailed(answer.failure)
         calls = answer.calls if answer.finish != "max-tokens" else []
-        message = answer.message(agent, with_calls=bool(calls))
+        message = answer.message(driver, with_calls=bool(calls))
         data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
         if answer.usage is not None:
             data["usage"] = answer.usage
-        agent._write([(ASSISTANT_MESSAGE, data, message)], flush=False)
+        driver.stage([(ASSISTANT_MESSAGE, data, message)])
         if answer.finish == "max-tokens":
             return "max-tokens"
         if not calls:
             return "completed"
-        concluded = await run_tool_batch(agent, turn, step, calls, signal)
+        concluded = await run_tool_batch(driver, turn, step, calls, signal)
         return "completed" if concluded else "continue"
     finally:
-        if agent._fault is None:
-            agent._write([(STEP_END, {"turn": turn, "step": step}, None)], flush=False)
+        if driver.fault is None:
+            driver.stage([(STEP_END, {"turn": turn, "step": step}, None)])
 
 
 class _Answer:
@@ -267,20 +247,21 @@ class _Answer:
         self.finish: str | None = None
         self.failure: dict[str, Any] | None = None
 
-    def feed(self, chunk: Any) -> None:
+    def feed(self, chunk: Any, stored: dict[str, Any]) -> None:
+        """Take ``chunk``, whose storable JSON form is ``stored`` (text made valid Unicode)."""
         if isinstance(chunk, TextDelta):
-            self.text.append(chunk.text)
+            self.text.append(stored["text"])
         elif isinstance(chunk, ReasoningDelta):
-            self.reasoning.append(chunk.text)
+            self.reasoning.append(stored["text"])
         elif isinstance(chunk, ToolCallChunk):
-            self.calls.append(chunk)
+            self.calls.append(ToolCallChunk(stored["id"], stored["name"], stored["arguments"]))
         elif isinstance(chunk, Usage):
             self.usage = {"input_tokens": chunk.input_tokens, "output_tokens": chunk.output_tokens}
         elif isinstance(chunk, Finish):
             self.finish = chunk.kind
             if chunk.kind == "error":
                 f = chunk.failure
-                self.failure = (
+                self.failure = storable(
                     f.to_json() if f is not None else {"message": "request failed", "code": "UNKNOWN"}
                 )
 
@@ -288,7 +269,7 @@ class _Answer:
     def visible(self) -> bool:
         return bool("".join(self.text) or "".join(self.reasoning))
 
-    def message(self, agent: Agent, *, with_calls: bool) -> AssistantMessage:
+    def message(self, driver: Driver, *, with_calls: bool) -> AssistantMessage:
         content: list[dict[str, Any]] = []
         if self.reasoning:
             content.append({"type": "reasoning", "text": "".join(self.reasoning)})
@@ -299,29 +280,33 @@ class _Answer:
                 {"type": "tool-call", "id": c.id, "name": c.name, "arguments": c.arguments}
                 for c in self.calls
             ]
-        model = agent.model
+        model = driver.agent.model
         return assistant_message(
-            content, provider=model_provider(model), model=getattr(model, "model", None) or model.name
+            content,
+            provider=fix_text(model_provider(model)),
+            model=fix_text(getattr(model, "model", None) or model.name),
         )
 
 
-async def _request(agent: Agent, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:
+async def _request(driver: Driver, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:
     """Send one request and stream its answer; on cancel, keep the visible prefix and abort."""
-    agent._flush()  # everything model-visible is durable before the request is sent
+    driver.flush()  # everything model-visible is durable before the request is sent
+    agent = driver.agent
     request = ModelRequest(
-        messages=agent._history.snapshot(),
+        messages=driver.history(),
         tools=agent.tool_schemas,
         system=agent.system,
         turn=turn,
         step=step,
         attempt=attempt,
-        log_length=agent._journal.committed,
+        log_length=driver.committed,
     )
     answer = _Answer()
-    consumer = asyncio.get_running_loop().create_task(_consume(agent, request, signal, answer))
+    consumer = asyncio.get_running_loop().create_task(_consume(driver, request, signal, answer))
     remove = signal.on_cancel(consumer.cancel)
     try:
-        await consumer
+        if await settle(consumer, signal, driver.cancel_grace):
+            consumer.result()
     except asyncio.CancelledError:
         if not (signal.cancelled and consumer.cancelled()):
             raise
@@ -331,7 +316,7 @@ async def _request(agent: Agent, turn: int, step: int, attempt: int, signal: Can
         if answer.visible and answer.failure is None:
             prefix = _Answer()
             prefix.text, prefix.reasoning, prefix.usage = answer.text, answer.reasoning, answer.usage
-            message = prefix.message(agent, with_calls=False)
+            message = prefix.message(driver, with_calls=False)
             data: dict[str, Any] = {
                 "turn": turn,
                 "step": step,
@@ -340,21 +325,22 @@ async def _request(agent: Agent, turn: int, step: int, attempt: int, signal: Can
             }
             if answer.usage is not None:
                 data["usage"] = answer.usage
-            agent._write([(ASSISTANT_MESSAGE, data, message)], flush=False)
+            driver.stage([(ASSISTANT_MESSAGE, data, message)])
         raise Aborted
     return answer
 
 
-async def _consume(agent: Agent, request: ModelRequest, signal: CancelSignal, answer: _Answer) -> None:
+async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, answer: _Answer) -> None:
     """Stream the model's chunks into the log (batched) and into ``answer``."""
     turn, step = request.turn, request.step
-    stream = agent.model.stream(request, signal)
+    stream = driver.agent.model.stream(request, signal)
     try:
         async for chunk in stream:
             if signal.cancelled:
                 return
-            agent._stage_chunk({"turn": turn, "step": step, "chunk": chunk_to_json(chunk)})
-            answer.feed(chunk)
+            stored = storable(chunk_to_json(chunk))
+            driver.stage_chunk({"turn": turn, "step": step, "chunk": stored})
+            answer.feed(chunk, stored)
             if answer.finish is not None:
                 return
         if not signal.cancelled:
@@ -366,7 +352,9 @@ async def _consume(agent: Agent, request: ModelRequest, signal: CancelSignal, an
         raise
     except ModelError as exc:
         if not signal.cancelled:
-            answer.failure = exc.failure.to_json()
+            answer.failure = storable(exc.failure.to_json())
+    except SessionWriteError:
+        raise
     except Exception as exc:
         if not signal.cancelled:
             answer.failure = {"message": describe(exc), "code": getattr(exc, "code", None) or "UNKNOWN"}
@@ -378,18 +366,19 @@ async def _consume(agent: Agent, request: ModelRequest, signal: CancelSignal, an
 
 
 async def _request_error(
-    agent: Agent, turn: int, step: int, attempt: int, failure: dict[str, Any], signal: CancelSignal
+    driver: Driver, turn: int, step: int, attempt: int, failure: dict[str, Any], signal: CancelSignal
 ) -> Any:
+    agent = driver.agent
     payload = RequestFailure(agent, turn, step, attempt, failure, signal)
     if agent.hooks.request_error.listeners:
-        agent._flush()
+        driver.flush()
 
     async def default() -> Retry | None:
         policy = agent.retry_policy
         if not policy.should_retry(failure.get("code", "UNKNOWN"), attempt):
             return None
         delay = policy.delay_ms(attempt, failure.get("retry_after_ms"))
-        agent._write(
+        driver.commit(
             [
                 (
                     LLM_RETRY,

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from nbagent._json import FrozenDict, FrozenList, freeze
+from nbagent._json import FrozenDict, FrozenList, check_str, freeze
 
 Block = Mapping[str, Any]
 """A content block: ``{"type": "text" | "image" | "tool-call" | "tool-result" | "reasoning", ...}``."""
@@ -75,7 +75,7 @@ class Message(BaseModel):
     def _check_id(cls, value: str) -> str:
         if not value:
             raise ValueError("message id must be a non-empty string")
-        return value
+        return check_str(value, "message id")
 
     def to_json(self) -> FrozenDict:
         """The message as stored in events (plain JSON, frozen)."""
@@ -119,11 +119,13 @@ class UserMessage(Message):
         """A one-text-block message; the source defaults to the user."""
         if not isinstance(text, str):
             raise TypeError(f"UserMessage.text needs a str, got {type(text).__name__}")
-        # The block is built here from a str, so only the source needs validating.
+        if id is not None and not isinstance(id, str):
+            raise TypeError(f"a message id must be a str, got {type(id).__name__}")
+        # The block is built here from a str, so only the text and the source need validating.
         return cls.model_construct(
-            id=id or _new_id(),
+            id=check_str(id, "message id") if id else _new_id(),
             role="user",
-            content=(FrozenDict(type="text", text=str(text)),),
+            content=(FrozenDict(type="text", text=text if text.isascii() else check_str(str(text), "text")),),
             source=freeze_source(source),
         )
 

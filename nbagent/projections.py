@@ -6,14 +6,13 @@ is read lazily from the file on first use, so a long session is ready for delive
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nbagent._json import gc_paused
 from nbagent.events import ASSISTANT_MESSAGE, MESSAGE_EVENTS, Event
 from nbagent.messages import Message, message_from_json
-
-Loader = Callable[[], list[Event]]
 
 
 def history_message(event: Event) -> Message | None:
@@ -26,71 +25,77 @@ def history_message(event: Event) -> Message | None:
     return message_from_json(data)
 
 
-class EventList:
-    """``agent.events``: committed events, with an optional lazily loaded prefix."""
+Prefix = tuple[list[Event], list[Message]]
+"""A resumed session's events before the resume and the history they derive, read and validated."""
 
-    def __init__(self, base: int = 0, loader: Loader | None = None) -> None:
+
+class Projections:
+    """``agent.events`` and the model history, grown incrementally as events commit.
+
+    After a resume, the part of the log written before it is read (and validated) by ``loader``
+    on first use, so a long session is ready for deliveries at once.
+    """
+
+    def __init__(self, base: int = 0, loader: Callable[[], Prefix] | None = None) -> None:
         self._base = base
-        self._loader = loader
-        self._prefix: list[Event] | None = None if base else []
+        self._loader = loader if base else None
+        self._prefix: list[Event] | None = None if self._loader else []
+        self._prefix_history: list[Message] = []
         self._items: list[Event] = []
-        self._cache: tuple[Event, ...] | None = None
-
-    def extend(self, events: Iterable[Event]) -> None:
-        self._items.extend(events)
-        self._cache = None
-
-    def __len__(self) -> int:
-        return self._base + len(self._items)
-
-    def _load(self) -> list[Event]:
-        if self._prefix is None:
-            self._prefix = self._loader() if self._loader else []
-        return self._prefix
+        self._history: list[Message] = []
+        self._events_cache: tuple[Event, ...] | None = None
+        self._history_cache: tuple[Message, ...] | None = None
+        self._lock = threading.Lock()
 
     @property
-    def prefix_loaded(self) -> bool:
+    def loaded(self) -> bool:
+        """Whether the prefix written before a resume has been read (always, for a new session)."""
         return self._prefix is not None
 
-    def prefix(self) -> list[Event]:
-        """The events written before this agent started (loaded on first use)."""
-        return self._load()
-
-    def all(self) -> tuple[Event, ...]:
-        if self._cache is None:
-            self._cache = tuple(self._load()) + tuple(self._items)
-        return self._cache
-
-    def since(self, seq: int) -> list[Event]:
-        """Events with ``seq >= seq`` (loads the prefix only if ``seq`` reaches into it)."""
-        if seq >= self._base:
-            return self._items[seq - self._base :]
-        return list(self.all()[seq:])
-
-
-class History:
-    """The derived model history, maintained incrementally (tuple snapshots for requests)."""
-
-    def __init__(self, loader: Callable[[], list[Message]] | None = None) -> None:
-        self._loader = loader
-        self._prefix: list[Message] | None = None if loader else []
-        self._items: list[Message] = []
-        self._snapshot: tuple[Message, ...] | None = None
+    def materialise(self) -> None:
+        """Read and validate the prefix now (raises ``SessionCorruptError`` on damage)."""
+        if self._prefix is not None:
+            return
+        with self._lock:
+            if self._prefix is None and self._loader is not None:
+                events, history = self._loader()
+                self._prefix_history = history
+                self._prefix = events
+                self._events_cache = self._history_cache = None
 
     def add(self, events: Sequence[Event], attachments: Sequence[Any]) -> None:
+        """Record committed events (and the messages the history gains from them)."""
+        self._items.extend(events)
+        self._events_cache = None
         for event, attached in zip(events, attachments):
             if event.type in MESSAGE_EVENTS:
                 message = attached if isinstance(attached, Message) else history_message(event)
                 if message is not None and (event.type != ASSISTANT_MESSAGE or message.content):
-                    self._items.append(message)
-                    self._snapshot = None
+                    self._history.append(message)
+                    self._history_cache = None
 
-    def snapshot(self) -> tuple[Message, ...]:
-        if self._snapshot is None:
-            if self._prefix is None:
-                self._prefix = self._loader() if self._loader else []
-            self._snapshot = tuple(self._prefix) + tuple(self._items)
-        return self._snapshot
+    def __len__(self) -> int:
+        return self._base + len(self._items)
+
+    def events(self) -> tuple[Event, ...]:
+        if self._events_cache is None:
+            self.materialise()
+            assert self._prefix is not None
+            self._events_cache = tuple(self._prefix) + tuple(self._items)
+        return self._events_cache
+
+    def since(self, seq: int) -> list[Event]:
+        """Events with ``seq >= seq`` (reads the prefix only if ``seq`` reaches into it)."""
+        if seq >= self._base:
+            return self._items[seq - self._base :]
+        return list(self.events()[seq:])
+
+    def history(self) -> tuple[Message, ...]:
+        """The derived model history (a tuple snapshot, as requests carry it)."""
+        if self._history_cache is None:
+            self.materialise()
+            self._history_cache = tuple(self._prefix_history) + tuple(self._history)
+        return self._history_cache
 
 
 def derive_history(events: Iterable[Event]) -> tuple[Message, ...]:

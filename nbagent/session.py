@@ -10,8 +10,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from nbagent import _json
+from nbagent._json import gc_paused
 from nbagent.agent import Agent
-from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.driver import Resumed
+from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.events import (
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
@@ -25,14 +27,15 @@ from nbagent.events import (
     TOOL_RESULT,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
     Event,
 )
 from nbagent.inbox import InboxState, replay_splice
-from nbagent.journal import Draft, Plan
+from nbagent.journal import Draft
 from nbagent.messages import tool_result_message
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.projections import derive_history
+from nbagent.projections import history_message
 from nbagent.retry import RetryPolicy
 from nbagent.store import SessionRow, SessionStore, open_store
 from nbagent.tools import Tool
@@ -59,6 +62,7 @@ def open_session(
     system: str | None = None,
     max_steps: int = 50,
     retry: RetryPolicy | None = None,
+    cancel_grace: float = 10.0,
     title: str | None = None,
     notebook: str | None = None,
     metadata: dict[str, Any] | None = None,
@@ -66,6 +70,8 @@ def open_session(
     """Create a new session in the SQLite file at ``path`` (created if missing); appends no event.
 
     ``path=None`` keeps the session in memory only (nothing durable), for scratch work and tests.
+    ``cancel_grace`` is how long a cancelled turn waits for a started tool (or model stream) that
+    ignores the cancellation before abandoning it (SPEC §5.6).
     """
     loop = _running_loop()
     sid = session_id or uuid.uuid4().hex
@@ -75,7 +81,7 @@ def open_session(
         file = open_store(path, "create")
         try:
             if file.session_row(sid) is not None:
-                raise NbagentError(f"session {sid} already exists in {file.path}; use resume_session()")
+                raise NbagentError(f"session {sid} already exists in {file.location}; use resume_session()")
             lease = file.lease(sid)
             row = (
                 sid,
@@ -90,21 +96,27 @@ def open_session(
         except BaseException:
             if lease is not None:
                 lease.release()
-            file.close(checkpoint=False)
+            file.close()
             raise
-    agent = Agent(
-        loop=loop,
-        file=file,
-        lease=lease,
-        session_id=sid,
-        model=resolved,
-        tools=tools,
-        system=system,
-        max_steps=max_steps,
-        retry=retry,
-    )
-    loop.call_soon(lambda: loop.create_task(agent._session_start("open")))
-    return agent
+    try:
+        return Agent(
+            loop=loop,
+            file=file,
+            lease=lease,
+            session_id=sid,
+            model=resolved,
+            tools=tools,
+            system=system,
+            max_steps=max_steps,
+            retry=retry,
+            cancel_grace=cancel_grace,
+        )
+    except BaseException:
+        if lease is not None:
+            lease.release()
+        if file is not None:
+            file.close()
+        raise
 
 
 def resume_session(
@@ -116,65 +128,65 @@ def resume_session(
     system: str | None = None,
     max_steps: int = 50,
     retry: RetryPolicy | None = None,
+    cancel_grace: float = 10.0,
 ) -> Agent:
     """Reopen a session (the most recent when no id is given), repairing it if it ended mid-turn.
 
-    Appends only the repair events of SPEC §6.3; never starts a turn. The log written before the
-    resume is read lazily, so the agent takes deliveries at once even for a long session.
+    Appends only the repair events of SPEC §6.3; never starts a turn. Before returning it checks
+    in SQL that the log is continuous and every record is valid JSON; the rest of the log is read
+    (and checked) by the first waking call, before that call records anything, so the agent is
+    ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
     """
     loop = _running_loop()
+    # Found and checked read-only first: a non-session or a damaged log changes nothing at all.
+    session_id, row, checked = _find_session(path, session_id)
     file = open_store(path, "write")
     lease = None
     try:
-        if session_id is None:
-            rows = file.sessions()
-            if not rows:
-                raise SessionNotFoundError(f"{file.path} holds no session; start one with open_session()")
-            session_id = rows[0].id
-        row = file.session_row(session_id)
-        if row is None:
-            raise SessionNotFoundError(f"no session {session_id} in {file.path}; see list_sessions()")
         lease = file.lease(session_id)
-        state = _load_state(file, session_id)
+        resumed = _load_state(file, session_id, checked)
+        agent = Agent(
+            loop=loop,
+            file=file,
+            lease=lease,
+            session_id=session_id,
+            model=_stored_model(row) if model is None else model,
+            tools=tools,
+            system=system,
+            max_steps=max_steps,
+            retry=retry,
+            cancel_grace=cancel_grace,
+            resumed=resumed,
+        )
     except BaseException:
         if lease is not None:
             lease.release()
         file.close(checkpoint=False)
         raise
-    if model is None:
-        model = _stored_model(row)
-    sid = session_id
-    agent = Agent(
-        loop=loop,
-        file=file,
-        lease=lease,
-        session_id=sid,
-        model=model,
-        tools=tools,
-        system=system,
-        max_steps=max_steps,
-        retry=retry,
-        next_seq=state["count"],
-        last_time=state["last_time"],
-        inbox=state["inbox"],
-        last_turn=state["last_turn"],
-        last_header=state["header"],
-        resumed=True,
-        events_loader=lambda: _read(file, sid, stop=state["count"]),
-        history_loader=lambda: _prefix_history(agent, file, sid, state["count"]),
-    )
-    if state["repair"]:
-        agent._submit(lambda _s: Plan(drafts=state["repair"]))
-        agent.repaired = True
-    loop.call_soon(lambda: loop.create_task(agent._session_start("resume")))
     return agent
 
 
-def _prefix_history(agent: Agent, store: SessionStore, session_id: str, stop: int) -> list[Any]:
-    """The history written before the resume: from the loaded events if any, else one typed read."""
-    if agent._events.prefix_loaded:
-        return list(derive_history(agent._events.prefix()))
-    return list(derive_history(_read(store, session_id, stop=stop, types=MESSAGE_EVENTS)))
+def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int]]:
+    """The session to resume, its row, and its checked ``(count, last time)``, all read-only."""
+    reader = open_store(path, "read")
+    try:
+        if session_id is None:
+            rows = reader.sessions()
+            if not rows:
+                raise SessionNotFoundError(
+                    f"{reader.location} holds no session; start one with open_session()"
+                )
+            row = rows[0]
+        else:
+            found = reader.session_row(session_id)
+            if found is None:
+                raise SessionNotFoundError(
+                    f"no session {session_id} in {reader.location}; see list_sessions()"
+                )
+            row = found
+        return row.id, row, reader.check_log(row.id)
+    finally:
+        reader.close()
 
 
 def _stored_model(row: SessionRow) -> Model:
@@ -184,18 +196,14 @@ def _stored_model(row: SessionRow) -> Model:
         return resolve_model(None)
 
 
-def _read(store: SessionStore, session_id: str, **kwargs: Any) -> list[Event]:
-    """Read with a connection of its own, so lazy loads never share the writer's."""
-    file = store.reader()
-    try:
-        return file.events(session_id, **kwargs)
-    finally:
-        file.close()
+def _load_state(file: SessionStore, session_id: str, checked: tuple[int, int]) -> Resumed:
+    """What a resumed agent needs at once: counters, the inbox, the header, and repair drafts.
 
-
-def _load_state(file: SessionStore, session_id: str) -> dict[str, Any]:
-    """What a resumed agent needs at once: counters, the inbox, the header, and repair drafts."""
+    ``checked`` is what the read-only check found; if a writer appended since, check again.
+    """
     count, last_time = file.tail(session_id)
+    if (count, last_time) != checked:
+        count, last_time = file.check_log(session_id)
     last_start = file.last_of_type(session_id, TURN_START)
     last_end = file.last_of_type(session_id, TURN_END)
     header_event = file.last_of_type(session_id, REQUEST_HEADER)
@@ -205,18 +213,102 @@ def _load_state(file: SessionStore, session_id: str) -> dict[str, Any]:
         inbox = replay_splice(inbox, ev.data, ev.seq)
     repair: list[Draft] = []
     if last_start is not None and (last_end is None or last_end.seq < last_start.seq):
-        repair = repair_drafts(file.events(session_id, start=last_start.seq))
+        repair = _corrupt_if_bad(lambda: repair_drafts(file.events(session_id, start=last_start.seq)))
     header = None
     if header_event is not None:
         header = {k: v for k, v in header_event.data.items() if k != "reason"}
-    return {
-        "count": count,
-        "last_time": last_time,
-        "inbox": inbox,
-        "last_turn": last_start.data["turn"] if last_start else 0,
-        "header": header,
-        "repair": repair,
-    }
+    return Resumed(
+        next_seq=count,
+        last_time=last_time,
+        inbox=inbox,
+        last_turn=_corrupt_if_bad(lambda: int(last_start.data["turn"])) if last_start else 0,
+        last_header=header,
+        prefix=lambda: read_prefix(file, session_id, count, inbox),
+        repair=repair,
+    )
+
+
+def _corrupt_if_bad(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, SessionCorruptError):
+            raise
+        raise SessionCorruptError(
+            f"a record of the open turn is damaged ({exc!r}); restore the file from a copy"
+        ) from None
+
+
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    TURN_START: ("turn",),
+    TURN_END: ("turn", "reason"),
+    STEP_START: ("turn", "step"),
+    STEP_END: ("turn", "step"),
+    USER_MESSAGE: ("id", "role", "content", "source"),
+    ASSISTANT_MESSAGE: ("turn", "step", "message"),
+    TOOL_CALL: ("turn", "step", "call_id", "name", "arguments"),
+    TOOL_RESULT: ("turn", "step", "message"),
+    INBOX_SPLICED: ("target", "start", "inserted"),
+}
+
+
+def read_prefix(
+    store: SessionStore, session_id: str, count: int, inbox: InboxState
+) -> tuple[list[Event], list[Any]]:
+    """Read a resumed session's log before the resume in full, and check every record decodes.
+
+    Replays every splice from the start (an impossible one names its seq) and requires the result
+    to equal the inbox the resume started from; decodes every model-visible message. Returns the
+    events and the history they derive; raises ``SessionCorruptError`` naming the first bad seq.
+    """
+    location = store.location
+    reader = store.reader()  # a connection of its own: never the writer's
+    try:
+        events = reader.events(session_id, stop=count)
+    finally:
+        reader.close()
+    if len(events) != count:
+        raise SessionCorruptError(
+            f"session {session_id} in {location} holds {len(events)} events before seq {count}; "
+            "restore the file from a copy"
+        )
+    replayed = InboxState()
+    history = []
+    last_time = 0
+    with gc_paused():
+        for ev in events:
+            try:
+                if (
+                    not isinstance(ev.data, dict)
+                    or not isinstance(ev.type, str)
+                    or not isinstance(ev.time, int)
+                ):
+                    raise ValueError("not an event record")
+                if ev.time < last_time:
+                    raise ValueError(f"its time {ev.time} is before the previous event's {last_time}")
+                last_time = ev.time
+                missing = [k for k in _REQUIRED.get(ev.type, ()) if k not in ev.data]
+                if missing:
+                    raise ValueError(f"a {ev.type} event without {', '.join(missing)}")
+                if ev.type == INBOX_SPLICED:
+                    replayed = replay_splice(replayed, ev.data, ev.seq)
+                elif ev.type in MESSAGE_EVENTS:
+                    message = history_message(ev)
+                    if message is not None:
+                        history.append(message)
+            except SessionCorruptError:
+                raise
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise SessionCorruptError(
+                    f"session {session_id} in {location}: the record at seq {ev.seq} is damaged ({exc}); "
+                    "restore the file from a copy (nbagent does not truncate logs)"
+                ) from None
+    if replayed != inbox:
+        raise SessionCorruptError(
+            f"session {session_id} in {location}: replaying its inbox splices from the start does not "
+            "give the inbox its last quiet point gives; restore the file from a copy"
+        )
+    return events, history
 
 
 _OUTCOME_UNKNOWN = (

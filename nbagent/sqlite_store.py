@@ -68,6 +68,12 @@ CREATE TABLE events (
 CREATE INDEX events_by_type ON events (session_id, type, seq);
 CREATE INDEX events_inbox_quiet ON events (session_id, seq) WHERE inbox_pending = 0;
 """
+_INVALID_INDEX = "events_invalid"
+_INVALID_INDEX_SQL = (
+    f"CREATE INDEX IF NOT EXISTS {_INVALID_INDEX} ON events (session_id, seq) WHERE NOT json_valid(data)"
+)
+"""A partial index of the rows that are not valid JSON: SQLite keeps it on every insert and update,
+so "every row holds valid JSON" is one index lookup at resume instead of a scan of the whole log."""
 
 
 # -- errors ------------------------------------------------------------------------------------------
@@ -139,10 +145,18 @@ def _init_schema(conn: sqlite3.Connection) -> None:
             for stmt in _SCHEMA.split(";"):
                 if stmt.strip():
                     conn.execute(stmt)
+            _add_invalid_index(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _add_invalid_index(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute(_INVALID_INDEX_SQL)
+    except sqlite3.OperationalError as exc:  # an SQLite built without JSON functions: scan instead
+        log.info("nbagent: no index of invalid rows (%s); resume checks by scanning", exc)
 
 
 def _create(path: Path) -> None:
@@ -244,8 +258,12 @@ class SessionFile:
         conn = self.conn
         if header.empty:
             _guard(path, "initialising", lambda: _init_schema(conn))
+        elif self.mode == "create":
+            self._check_integrity()
         self._check_tables()
         _guard(path, "opening", self._set_wal)
+        if not self._has_invalid_index():
+            _guard(path, "upgrading", self._upgrade)
 
     def _check_writable(self) -> None:
         path = self.path
@@ -260,6 +278,40 @@ class SessionFile:
                 f"{path.parent} is not writable, and SQLite needs to create {path.name}-wal beside "
                 f"{path.name} to write to it; make the folder writable or pass a path in another folder"
             )
+
+    def _check_integrity(self) -> None:
+        """``PRAGMA quick_check`` before adding a session to an existing file (O(file size))."""
+        rows = _guard(self.path, "checking", lambda: self.connection.execute("PRAGMA quick_check").fetchall())
+        if rows != [("ok",)]:
+            problem = "; ".join(str(r[0]) for r in rows[:3])
+            raise SessionCorruptError(
+                f"{self.path} is damaged ({problem}); nbagent will not write to it — restore it from a "
+                "copy, or pass another path"
+            )
+
+    def _has_invalid_index(self) -> bool:
+        conn = self.connection
+        return (
+            _guard(
+                self.path,
+                "reading",
+                lambda: conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (_INVALID_INDEX,)
+                ).fetchone(),
+            )
+            is not None
+        )
+
+    def _upgrade(self) -> None:
+        """Add what a file written by an older nbagent lacks (the index of invalid rows)."""
+        conn = self.connection
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _add_invalid_index(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def _set_wal(self) -> None:
         conn = self.connection
@@ -344,6 +396,10 @@ class SessionFile:
 
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
         """Insert ``rows`` (and optionally a new ``sessions`` row) in one transaction: all or nothing."""
+        with self.lock:
+            self._write(rows, session)
+
+    def _write(self, rows: Sequence[Row], session: tuple[Any, ...] | None) -> None:
         conn = self.connection
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -451,20 +507,28 @@ class SessionFile:
         naming the first missing or damaged seq.
         """
 
+        indexed = self._has_invalid_index()
+
         def scan(conn: sqlite3.Connection) -> tuple[int, int, int, int | None]:
             count, last = conn.execute(
                 "SELECT count(*), max(seq) FROM events WHERE session_id = ?", (session_id,)
             ).fetchone()
             if not count:
                 return 0, -1, 0, None
-            bad = conn.execute(
-                "SELECT seq FROM events WHERE session_id = ? AND NOT json_valid(data) ORDER BY seq LIMIT 1",
-                (session_id,),
-            ).fetchone()
+            if indexed:
+                (bad,) = conn.execute(
+                    f"SELECT min(seq) FROM events INDEXED BY {_INVALID_INDEX} "
+                    "WHERE session_id = ? AND NOT json_valid(data)",
+                    (session_id,),
+                ).fetchone()
+            else:
+                (bad,) = conn.execute(
+                    "SELECT min(seq) FROM events WHERE session_id = ? AND NOT json_valid(data)", (session_id,)
+                ).fetchone()
             time_ = conn.execute(
                 "SELECT time FROM events WHERE session_id = ? AND seq = ?", (session_id, last)
             ).fetchone()[0]
-            return count, last, time_, None if bad is None else bad[0]
+            return count, last, time_, bad
 
         count, last, last_time, bad = self._read(scan)
         if count != last + 1:

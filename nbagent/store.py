@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nbagent.events import Event
@@ -54,6 +55,8 @@ class SessionStore(Protocol):
 
     location: str
     """The path or address, as error messages and ``SessionRow.file`` show it."""
+    path: Path | str
+    """``agent.path``: the file's path, or (PostgreSQL) the address without credentials."""
 
     # -- writing (mode "create" / "write") ------------------------------------------------------
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
@@ -71,6 +74,9 @@ class SessionStore(Protocol):
 
     def sessions(self) -> list[SessionRow]:
         """Every session, most recent activity first."""
+
+    def tail(self, session_id: str) -> tuple[int, int]:
+        """``(event count, time of the last event)`` from the last row alone (no scan)."""
 
     def check_log(self, session_id: str) -> tuple[int, int]:
         """Validate the log cheaply (continuous seq, every row valid JSON); ``(count, last time)``.

@@ -7,16 +7,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nbagent._json import dumps, fix_text, storable
 from nbagent.events import APPROVAL_ASKED, APPROVAL_DECIDED, INBOX_SPLICED, NEXT_STEP, TOOL_CALL, TOOL_RESULT
 from nbagent.inbox import InboxState, plan_splice
 from nbagent.journal import Plan
 from nbagent.messages import UserMessage, coerce_user_message, freeze_content, tool_result_message
 from nbagent.models.base import ToolCallChunk
-from nbagent.signal import CancelSignal
+from nbagent.notices import LiveNotice
+from nbagent.signal import CancelSignal, settle
 from nbagent.tools import Tool, ToolArgumentsError, result_blocks
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent
+    from nbagent.driver import Driver
 
 
 @dataclass
@@ -26,21 +28,31 @@ class _Outcome:
     error: dict[str, str] | None = None
     contexts: tuple[UserMessage, ...] = ()
     concludes: bool = False
-    approval: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class _Call:
+    """One started call: its chunk, and where its approval stands (for an abandoned call)."""
+
+    chunk: ToolCallChunk
+    asked: dict[str, Any] | None = None
+    decided: bool = False
+    task: asyncio.Task[_Outcome] | None = field(default=None, repr=False)
 
 
 def _error(text: str, name: str, code: str) -> _Outcome:
-    return _Outcome([{"type": "text", "text": text}], True, {"name": name, "code": code})
+    return _Outcome([{"type": "text", "text": fix_text(text)}], True, {"name": fix_text(name), "code": code})
 
 
 async def run_tool_batch(
-    agent: Agent, turn: int, step: int, calls: Sequence[ToolCallChunk], signal: CancelSignal
+    driver: Driver, turn: int, step: int, calls: Sequence[ToolCallChunk], signal: CancelSignal
 ) -> bool:
     """Run ``calls`` in the model's order; ``True`` if a result concluded the turn.
 
-    Exclusive calls run alone; consecutive parallel-safe calls run together. Results are committed
+    Exclusive calls run alone; consecutive parallel-safe calls run together. Results are recorded
     in the model's order with their additional contexts queued right behind each result. After a
-    cancel no call starts: each unstarted call gets an ``ABORTED_BEFORE_DISPATCH`` pair.
+    cancel no call starts: each unstarted call gets an ``ABORTED_BEFORE_DISPATCH`` pair; a started
+    call gets ``cancel_grace`` seconds to finish, then is abandoned with an ``ABORTED`` result.
     """
     concluded = False
     i = 0
@@ -48,7 +60,7 @@ async def run_tool_batch(
         if signal.cancelled:
             for call in calls[i:]:
                 _record(
-                    agent,
+                    driver,
                     turn,
                     step,
                     call,
@@ -59,40 +71,39 @@ async def run_tool_batch(
                 )
             break
         group = [calls[i]]
-        if _parallel(agent, calls[i]):
-            while i + len(group) < len(calls) and _parallel(agent, calls[i + len(group)]):
+        if _parallel(driver, calls[i]):
+            while i + len(group) < len(calls) and _parallel(driver, calls[i + len(group)]):
                 group.append(calls[i + len(group)])
-        agent._write([(TOOL_CALL, _call_data(turn, step, c), None) for c in group])
-        if len(group) == 1:
-            outcomes = [await _run_one(agent, turn, step, group[0], signal)]
-            results = outcomes
-        else:
-            tasks = [
-                asyncio.get_running_loop().create_task(_run_one(agent, turn, step, c, signal)) for c in group
-            ]
-            results = []
-            for call, task in zip(group, tasks):
-                outcome = await _settle(task)
-                results.append(outcome)
-                concluded = _record(agent, turn, step, call, outcome) or concluded
-            i += len(group)
-            continue
-        concluded = _record(agent, turn, step, group[0], results[0]) or concluded
-        i += 1
+        driver.commit([(TOOL_CALL, _call_data(turn, step, c), None) for c in group])
+        started = [_Call(c) for c in group]
+        loop = asyncio.get_running_loop()
+        for call in started:
+            call.task = loop.create_task(_run_one(driver, turn, step, call, signal))
+        for call in started:
+            assert call.task is not None
+            if await settle(call.task, signal, driver.cancel_grace):
+                outcome = call.task.result()
+            else:
+                outcome = _abandoned(driver, call, driver.cancel_grace)
+            concluded = _record(driver, turn, step, call.chunk, outcome) or concluded
+        i += len(group)
     return concluded
 
 
-async def _settle(task: asyncio.Task[_Outcome]) -> _Outcome:
-    """Await a started tool to its end (never abandoned, even if the driver is cancelled)."""
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait({task})
-        raise
+def _abandoned(driver: Driver, call: _Call, grace: float) -> _Outcome:
+    """The result of a call still running ``grace`` seconds after the cancel (its approval closed)."""
+    if call.asked is not None and not call.decided:
+        driver.stage([(APPROVAL_DECIDED, {**call.asked, "outcome": "cancelled"}, None)])
+    return _error(
+        f"Error: tool call aborted; it was still running {grace:g} s after the cancel, so it was "
+        "abandoned and whatever it returns later is ignored",
+        "AbortError",
+        "ABORTED",
+    )
 
 
-def _parallel(agent: Agent, call: ToolCallChunk) -> bool:
-    tool = agent.tools.get(call.name)
+def _parallel(driver: Driver, call: ToolCallChunk) -> bool:
+    tool = driver.agent.tools.get(call.name)
     return tool is not None and tool.parallel_safe and not tool.requires_approval
 
 
@@ -100,10 +111,12 @@ def _call_data(turn: int, step: int, call: ToolCallChunk) -> dict[str, Any]:
     return {"turn": turn, "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments}
 
 
-async def _run_one(agent: Agent, turn: int, step: int, call: ToolCallChunk, signal: CancelSignal) -> _Outcome:
-    tool: Tool | None = agent.tools.get(call.name)
+async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
+    call = started.chunk
+    tools = driver.agent.tools
+    tool: Tool | None = tools.get(call.name)
     if tool is None:
-        known = ", ".join(sorted(agent.tools)) or "none"
+        known = ", ".join(sorted(tools)) or "none"
         return _error(
             f"Error: there is no tool named {call.name!r} (tools: {known})", "ToolNotFound", "TOOL_NOT_FOUND"
         )
@@ -112,7 +125,7 @@ async def _run_one(agent: Agent, turn: int, step: int, call: ToolCallChunk, sign
     except ToolArgumentsError as exc:
         return _error(f"Error: {exc}", "InvalidArguments", "INVALID_ARGUMENTS")
     if tool.requires_approval:
-        decided = await _approve(agent, turn, step, tool, call, signal)
+        decided = await _approve(driver, turn, step, tool, started, signal)
         if decided != "allowed-once":
             if decided == "cancelled" or signal.cancelled:
                 return _error("Error: tool call aborted", "AbortError", "ABORTED")
@@ -134,14 +147,18 @@ async def _run_one(agent: Agent, turn: int, step: int, call: ToolCallChunk, sign
     try:
         blocks, is_error, result = result_blocks(value)
         contexts = tuple(coerce_user_message(m) for m in (result.additional_contexts if result else ()))
-        blocks = list(freeze_content(blocks))
+        blocks = list(freeze_content(storable(blocks)))
+        for context in contexts:  # built by outside code: stored only if the log can hold it
+            dumps(context.to_json())
     except (TypeError, ValueError) as exc:
         return _error(
-            f"Error: the tool returned an invalid result: {exc}", type(exc).__name__, "INVALID_RESULT"
+            f"Error: the tool returned a result the log cannot store: {exc}",
+            type(exc).__name__,
+            "INVALID_RESULT",
         )
     outcome = _Outcome(blocks, is_error, None, contexts, bool(result and result.concludes_turn))
     if is_error and result is not None:
-        outcome.error = {"name": "ToolError", "code": result.code or "TOOL_ERROR"}
+        outcome.error = {"name": "ToolError", "code": fix_text(result.code or "TOOL_ERROR")}
     if signal.cancelled:
         aborted = _error("Error: tool call aborted", "AbortError", "ABORTED")
         aborted.contexts = contexts
@@ -150,13 +167,15 @@ async def _run_one(agent: Agent, turn: int, step: int, call: ToolCallChunk, sign
 
 
 async def _approve(
-    agent: Agent, turn: int, step: int, tool: Tool, call: ToolCallChunk, signal: CancelSignal
+    driver: Driver, turn: int, step: int, tool: Tool, started: _Call, signal: CancelSignal
 ) -> str:
     """Ask the agent's approver; exactly one ``approval/decided`` follows each ``approval/asked``."""
+    call = started.chunk
     approval_id = f"approval-{call.id}"
     base = {"id": approval_id, "tool": tool.name, "call_id": call.id}
-    agent._write([(APPROVAL_ASKED, {**base, "turn": turn, "step": step}, None)])
-    approver = agent.approver
+    driver.commit([(APPROVAL_ASKED, {**base, "turn": turn, "step": step}, None)])
+    started.asked = base
+    approver = driver.agent.approver
     outcome = "unavailable"
     if approver is not None:
         ask = asyncio.get_running_loop().create_task(approver(tool, call))
@@ -173,19 +192,21 @@ async def _approve(
             remove()
     if signal.cancelled:
         outcome = "cancelled"
-    agent._write([(APPROVAL_DECIDED, {**base, "outcome": outcome}, None)])
+    started.decided = True
+    driver.commit([(APPROVAL_DECIDED, {**base, "outcome": fix_text(outcome)}, None)])
     return outcome
 
 
 def _record(
-    agent: Agent, turn: int, step: int, call: ToolCallChunk, outcome: _Outcome, *, with_call: bool = False
+    driver: Driver, turn: int, step: int, call: ToolCallChunk, outcome: _Outcome, *, with_call: bool = False
 ) -> bool:
-    """Commit a result (and its contexts' splice) in one write; ``True`` if it concludes the turn."""
+    """Stage a result (and its contexts' splice) as one change; ``True`` if it concludes the turn."""
     message = tool_result_message(call.id, outcome.blocks, is_error=outcome.is_error)
     data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
     if outcome.error is not None:
         data["error"] = outcome.error
     contexts = outcome.contexts
+    subs = driver.notices
 
     def build(state: InboxState) -> Plan:
         plan = Plan()
@@ -197,14 +218,11 @@ def _record(
             if sp is not None:
                 plan.drafts.append((INBOX_SPLICED, sp.data, sp.after))
                 plan.inbox = sp.after
-                plan.notices.extend(("inbox/inserted", _inserted(m)) for m in sp.inserted)
+                if subs.wants("inbox/inserted"):
+                    plan.notices.extend(
+                        ("inbox/inserted", LiveNotice("inbox/inserted", m)) for m in sp.inserted
+                    )
         return plan
 
-    agent._submit(build, flush=False)  # committed with the next tool/call, request or turn/end
+    driver.stage(build)  # committed with the next tool/call, request or turn/end
     return outcome.concludes and not outcome.is_error
-
-
-def _inserted(message: UserMessage) -> Any:
-    from nbagent.agent import LiveNotice
-
-    return LiveNotice("inbox/inserted", message)

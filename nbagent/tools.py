@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from nbagent._json import FrozenDict, freeze
+from nbagent._json import FrozenDict, freeze, storable
 from nbagent.messages import UserMessage
 
 
@@ -177,8 +177,8 @@ def result_blocks(value: Any) -> tuple[list[Any], bool, ToolResult | None]:
         return [{"type": "text", "text": ""}], False, None
     if isinstance(value, bool | int | float):
         return [{"type": "text", "text": json.dumps(value)}], False, None
-    try:
-        text = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    try:  # text nbagent cannot store (lone surrogates, e.g. undecodable file names) gets U+FFFD
+        text = orjson.dumps(storable(value), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
         text = repr(value)
     return [{"type": "text", "text": text}], False, None

@@ -53,3 +53,59 @@ _schema_numbers = itertools.count()
 def pg_url(pg_cluster) -> str:
     """A ``postgresql://`` URL whose nbagent schema is fresh (nothing exists there yet)."""
     return pg_cluster.url(schema=f"t{os.getpid()}_{next(_schema_numbers)}")
+
+
+class SmallDisk:
+    """A tmpfs of a few MB mounted on a temp folder: fill it up, free it again."""
+
+    def __init__(self, path, size_kb: int) -> None:
+        self.path = path
+        self.size_kb = size_kb
+        self._filler = None
+
+    def fill(self) -> None:
+        """Take every free byte (a filler file written until the disk says it is full)."""
+        import errno
+        import os
+
+        self._filler = os.open(self.path / "filler", os.O_CREAT | os.O_WRONLY, 0o600)
+        block = b"\0" * 4096
+        while True:
+            try:
+                os.write(self._filler, block)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                break
+
+    def free(self) -> None:
+        import os
+
+        if self._filler is not None:
+            os.close(self._filler)
+            self._filler = None
+            os.unlink(self.path / "filler")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real full-disk condition: a 2 MB tmpfs (needs root; skipped where mount is not permitted)."""
+    import os
+    import subprocess
+
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    size_kb = 2048
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k,mode=0755", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'mount failed'}); run as root")
+    disk = SmallDisk(mnt, size_kb)
+    try:
+        yield disk
+    finally:
+        disk.free()
+        os.sync()
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

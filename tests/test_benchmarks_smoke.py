@@ -42,7 +42,7 @@ def test_synthetic_history_is_a_valid_log(tmp_path: Path) -> None:
         events = agent.events
         assert len(events) == count
         check_invariants(events, inbox=agent.inbox)
-        assert len(agent._history.snapshot()) == 4 * (count // 17)
+        assert len(agent.driver.history()) == 4 * (count // 17)
         assert not agent.inbox.has_pending
         await agent.close()
 

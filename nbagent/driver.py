@@ -1,0 +1,549 @@
+"""The turn driver's state and the narrow seams the loop, the tools and the inbox use.
+
+The :class:`Driver` owns what changes while an agent runs: the journal and the projections of
+the log, the status, the driver task and its cancellation signal, the wake latch (SPEC §1), the
+pending ``when_idle()`` waiters, and the batching of streamed chunks. ``Agent`` is the public face;
+``loop.py`` and ``tool_batch.py`` see only the methods here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
+from nbagent.events import (
+    ASSISTANT_CHUNK,
+    INBOX_SPLICED,
+    NEXT_STEP,
+    NEXT_TURN,
+    REQUEST_HEADER,
+    TURN_START,
+    Event,
+)
+from nbagent.hooks import SessionStart
+from nbagent.inbox import InboxState, Splice, plan_splice
+from nbagent.journal import Build, Draft, Journal, Plan
+from nbagent.lease import Lease
+from nbagent.messages import Message, UserMessage, coerce_user_message
+from nbagent.notices import LiveNotice, Notices
+from nbagent.projections import Prefix, Projections
+from nbagent.signal import CancelSignal
+from nbagent.store import SessionStore
+
+if TYPE_CHECKING:
+    from nbagent.agent import Agent
+
+log = logging.getLogger("nbagent")
+
+in_driver: contextvars.ContextVar[Any] = contextvars.ContextVar("nbagent_in_driver", default=None)
+"""The agent whose driver task (or a task it spawned) is running: ``close()`` refuses to deadlock."""
+
+
+@dataclass(slots=True)
+class OpenTurn:
+    number: int
+    claimed: tuple[UserMessage, ...]
+    signal: CancelSignal
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a resumed session starts from (read cheaply; the rest of the log is read on first use)."""
+
+    next_seq: int
+    last_time: int
+    inbox: InboxState
+    last_turn: int
+    last_header: dict[str, Any] | None
+    prefix: Callable[[], Prefix]
+    repair: list[Draft]
+
+
+class Driver:
+    """One agent's running state; every method named here is a seam for ``loop``/``tool_batch``/``inbox``."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        loop: asyncio.AbstractEventLoop,
+        file: SessionStore | None,
+        lease: Lease | None,
+        session_id: str,
+        cancel_grace: float,
+        resumed: Resumed | None,
+    ) -> None:
+        self.agent = agent
+        self.loop = loop
+        self.file = file
+        self._lease = lease
+        self.cancel_grace = float(cancel_grace)
+        self.notices = Notices(loop, threading.get_ident())
+        self.notices.after_event_round = self._after_event_round
+        self.notices.on_change = self._subscriptions_changed
+        self.projections = Projections(
+            resumed.next_seq if resumed else 0, resumed.prefix if resumed else None
+        )
+        self.journal = Journal(
+            file=file,
+            session_id=session_id,
+            next_seq=resumed.next_seq if resumed else 0,
+            last_time=resumed.last_time if resumed else 0,
+            inbox=resumed.inbox if resumed else InboxState(),
+            on_commit=self.projections.add,
+            publish=self.notices.enqueue,
+        )
+        self.status = "idle"
+        self.last_turn = resumed.last_turn if resumed else 0
+        self._last_header = resumed.last_header if resumed else None
+        self._header_reason = "resume" if resumed and resumed.last_header is not None else "initial"
+        self.signal: CancelSignal | None = None
+        self.driving = False
+        self.task: asyncio.Task[None] | None = None
+        self.latched = False
+        self.closing = False
+        self.closed = False
+        self.fault: BaseException | None = None
+        self._deferred_clear = False
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._wakes_in_flight = 0
+        self._wake_lock = threading.Lock()
+        self._chunk_timer: asyncio.TimerHandle | None = None
+        self._last_chunk_flush = 0.0
+        self._started = False
+        self._start_done: asyncio.Event | None = None
+        self._start_task: asyncio.Task[None] | None = None
+
+    # -- checks -----------------------------------------------------------------------------------
+
+    def on_loop_thread(self) -> bool:
+        return self.notices.on_loop_thread()
+
+    def check_can_mutate(self) -> None:
+        """Raise if deliveries and inbox changes are refused now (closed, inside ``"event"``, faulted)."""
+        if self.closed:
+            raise SessionClosedError(
+                f"session {self.journal.session_id} is closed; resume it with nbagent.resume_session()"
+            )
+        if self.notices.in_event:
+            raise ReentrantDeliveryError(
+                "deliveries and inbox changes are not allowed inside an 'event' callback; defer them "
+                "with loop.call_soon(...)"
+            )
+        if self.fault is not None:
+            raise NbagentError(
+                f"session {self.journal.session_id} stopped after a failed write ({self.fault}); the "
+                "log on disk is consistent — resume the session to continue"
+            )
+
+    def accept(self, message: UserMessage | str) -> UserMessage:
+        self.check_can_mutate()
+        return coerce_user_message(message)
+
+    @property
+    def stopping(self) -> bool:
+        """The driver must not open another turn (closing, or the session faulted)."""
+        return self.closing or self.fault is not None
+
+    # -- deliveries -------------------------------------------------------------------------------
+
+    def deliver(self, message: UserMessage | str, target: str, *, wake: bool) -> UserMessage:
+        msg = self.accept(message)
+        if not wake:
+            self.mutate(lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,))], checked=True)
+            return msg
+        # A resumed log is read in full before a waking call records anything (SPEC §6.3).
+        self.projections.materialise()
+        on_loop = self.on_loop_thread()
+        if not on_loop:  # counted before the splice commits: when_idle() waits for this wake
+            with self._wake_lock:
+                self._wakes_in_flight += 1
+        try:
+            signal = self.signal
+            aborting = self.driving and signal is not None and signal.cancelled
+            if aborting:
+                target = NEXT_TURN
+            self.mutate(lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,))], checked=True)
+        except BaseException:
+            if not on_loop:
+                with self._wake_lock:
+                    self._wakes_in_flight -= 1
+            raise
+        if aborting and not self.closing:
+            self.latched = True
+        if on_loop:
+            self._wake()
+        elif not self._call_soon(self._wake_from_thread):
+            with self._wake_lock:
+                self._wakes_in_flight -= 1
+        return msg
+
+    def mutate(
+        self, plan: Callable[[InboxState], Sequence[Splice | None]], *, checked: bool = False
+    ) -> list[Splice]:
+        """Commit the splices ``plan`` makes against the staged inbox; returns them."""
+        if not checked:
+            self.check_can_mutate()
+        subs = self.notices.subs
+
+        def build(state: InboxState) -> Plan:
+            splices = [sp for sp in plan(state) if sp is not None]
+            out = Plan(inbox=splices[-1].after if splices else None, result=splices)
+            for sp in splices:
+                out.drafts.append((INBOX_SPLICED, sp.data, sp.after))
+                if "inbox/discarded" in subs:
+                    out.notices += [("inbox/discarded", LiveNotice("inbox/discarded", m)) for m in sp.removed]
+                if "inbox/inserted" in subs:
+                    out.notices += [("inbox/inserted", LiveNotice("inbox/inserted", m)) for m in sp.inserted]
+            return out
+
+        return self.submit(build) or []
+
+    def clear(self) -> int:
+        def plan(state: InboxState) -> list[Splice | None]:
+            first = plan_splice(state, NEXT_STEP, 0, None, ())
+            second = plan_splice(first.after if first else state, NEXT_TURN, 0, None, ())
+            return [first, second]
+
+        return sum(len(sp.removed) for sp in self.mutate(plan))
+
+    # -- control ----------------------------------------------------------------------------------
+
+    def cancel(self, cause: str, *, keep_inbox: bool) -> None:
+        """Abort the running turn and (unless ``keep_inbox``) clear the inbox, on the calling thread."""
+        if self.closed:
+            return
+        on_loop = self.on_loop_thread()
+        if not keep_inbox:
+            self.latched = False
+            if on_loop and self.notices.in_event:
+                self._deferred_clear = True
+            elif self.fault is None:
+                self.clear()
+        signal = self.signal
+        if self.driving and signal is not None:
+            if on_loop:
+                signal.cancel(cause)
+            elif signal.mark(cause):
+                self._call_soon(signal.fire)
+
+    async def when_idle(self) -> None:
+        while self.driving or self.latched or self._wakes_in_flight:
+            fut = self.loop.create_future()
+            self._idle_waiters.append(fut)
+            await fut
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        if in_driver.get() is self.agent:
+            raise RuntimeError(
+                "close() was called from inside a turn (a tool, hook or model); call agent.cancel() "
+                "there, or close the agent from outside the turn"
+            )
+        self.closing = True
+        self.latched = False
+        if self.driving and self.signal is not None:
+            self.signal.cancel("closed")
+        if self._start_task is not None and not self._start_task.done():
+            self._start_task.cancel()
+            await asyncio.wait({self._start_task})
+        while self.task is not None and not self.task.done():
+            await asyncio.wait({self.task})
+        try:
+            self.flush()
+        except SessionWriteError as exc:
+            log.warning(
+                "nbagent: the last staged events of %s were not written: %s", self.journal.session_id, exc
+            )
+        self.closed = True
+        if self._lease is not None:
+            self._lease.release()
+        if self.file is not None:
+            self.file.close()
+        self.set_status("closed")
+        self._resolve_idle()
+
+    # -- waking and the driver's lifecycle --------------------------------------------------------
+
+    def _call_soon(self, fn: Callable[..., Any], *args: Any) -> bool:
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)
+            return True
+        except RuntimeError:  # the loop is closed: the recorded message stays pending for resume
+            log.warning(
+                "nbagent: the agent's event loop is closed; %s was not run", getattr(fn, "__name__", fn)
+            )
+            return False
+
+    def _wake_from_thread(self) -> None:
+        with self._wake_lock:
+            self._wakes_in_flight -= 1
+        self._wake()
+        self._maybe_idle()
+
+    def _wake(self) -> None:
+        if self.closed or self.stopping:
+            self.latched = False
+            return
+        if not self.driving:
+            self.start()
+
+    def start(self) -> None:
+        """Reserve the driver and open its first turn (synchronously, SPEC §3.2)."""
+        from nbagent.loop import drive
+
+        self.latched = False
+        self.signal = CancelSignal(self.loop)
+        self.driving = True
+        self.set_status("running")
+        ctx = contextvars.copy_context()
+        ctx.run(in_driver.set, self.agent)
+        if not self._started and self.agent.hooks.session_start.listeners:
+            # SPEC §3.6: every session_start listener finishes before the session's first claim.
+            self.task = ctx.run(self.loop.create_task, self._drive_after_start())
+            return
+        self._started = True
+        turn = self.open_turn()
+        if turn is None:
+            self.converged()
+            return
+        self.task = ctx.run(self.loop.create_task, drive(self, turn))
+
+    async def _drive_after_start(self) -> None:
+        from nbagent.loop import drive
+
+        if self._start_done is not None:
+            await self._start_done.wait()
+        self._started = True
+        await drive(self, self.open_turn())
+
+    def next_turn(self) -> OpenTurn | None:
+        """Open the next queued turn with a fresh signal (``None`` if none opened)."""
+        self.signal = CancelSignal(self.loop)
+        return self.open_turn()
+
+    def open_turn(self) -> OpenTurn | None:
+        """Write ``turn/start`` and the first claim (one commit); ``None`` if no turn opened."""
+        signal = self.signal
+        assert signal is not None
+        if signal.cancelled or self.stopping:
+            return None
+        number = self.last_turn + 1
+
+        def build(state: InboxState) -> Plan:
+            plan = Plan(drafts=[(TURN_START, {"turn": number}, None)])
+            plan.result = self._plan_claim(state, plan, number, first=True)
+            return plan
+
+        try:
+            claimed = self.submit(build)
+        except SessionWriteError as exc:
+            self.report_error(exc, None)
+            return None
+        self.last_turn = number
+        return OpenTurn(number, tuple(claimed), signal)
+
+    def claim(self, turn: int) -> tuple[UserMessage, ...]:
+        """Claim all of ``next-step`` at a later boundary, durably (``()`` when it is empty)."""
+
+        def build(state: InboxState) -> Plan:
+            plan = Plan()
+            plan.result = self._plan_claim(state, plan, turn, first=False)
+            return plan
+
+        return tuple(self.commit(build) or ())
+
+    def _plan_claim(self, state: InboxState, plan: Plan, turn: int, *, first: bool) -> list[UserMessage]:
+        out: list[UserMessage] = []
+        step = plan_splice(state, NEXT_STEP, 0, None, (), claim=True)
+        if step is not None:
+            plan.drafts.append((INBOX_SPLICED, step.data, step.after))
+            state = step.after
+            out.extend(step.removed)
+        if first:
+            head = plan_splice(state, NEXT_TURN, 0, 1, (), claim=True)
+            if head is not None:
+                plan.drafts.append((INBOX_SPLICED, head.data, head.after))
+                state = head.after
+                out.extend(head.removed)
+        if out:
+            plan.inbox = state
+            if self.notices.wants("inbox/claimed"):
+                plan.notices += [("inbox/claimed", LiveNotice("inbox/claimed", m, turn)) for m in out]
+        return out
+
+    def converged(self) -> None:
+        """The driver stopped: go idle, replay a latched wake, or resolve ``when_idle()`` waiters."""
+        self.driving = False
+        self.signal = None
+        self.task = None
+        if self.closing:
+            self.latched = False
+            return
+        self.set_status("idle")  # an "idle" callback may start a new driver: it then owns the latch
+        if self.driving:
+            return
+        if self.latched and self.journal.staged_inbox.pending and self.fault is None:
+            self.start()
+            if self.driving:
+                return
+        self.latched = False
+        self._maybe_idle()
+
+    def _maybe_idle(self) -> None:
+        if not (self.driving or self.latched or self._wakes_in_flight):
+            self._resolve_idle()
+
+    def _resolve_idle(self) -> None:
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    # -- session start ----------------------------------------------------------------------------
+
+    def begin_session(self, source: str) -> None:
+        """Run the ``session_start`` listeners soon (they may inject startup context)."""
+        self._start_done = asyncio.Event()
+        self.loop.call_soon(self._spawn_start, source)
+
+    def _spawn_start(self, source: str) -> None:
+        if self.closing:
+            self._finish_start()
+            return
+        self._start_task = self.loop.create_task(self._session_start(source))
+
+    async def _session_start(self, source: str) -> None:
+        try:
+            for listener in self.agent.hooks.session_start.listeners:
+                await listener(SessionStart(self.agent, source))
+        except Exception as exc:
+            log.exception("nbagent session_start listener failed")
+            self.report_error(exc, None)
+        finally:
+            self._finish_start()
+
+    def _finish_start(self) -> None:
+        self._started = True
+        if self._start_done is not None:
+            self._start_done.set()
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def submit(self, build: Build) -> Any:
+        """Commit a change that a caller waits for (see :meth:`Journal.submit`)."""
+        try:
+            return self.journal.submit(build)
+        finally:
+            self.notices.kick()
+
+    def stage(self, change: Build | list[Draft]) -> None:
+        """Stage the driver's events: committed before the next external effect."""
+        try:
+            self.journal.stage(change)
+        finally:
+            self.notices.kick()
+
+    def commit(self, change: Build | list[Draft] | None = None) -> Any:
+        """Commit what the driver staged (and ``change``) before an external effect."""
+        self._cancel_chunk_timer()
+        try:
+            return self.journal.commit(change)
+        finally:
+            self.notices.kick()
+
+    def stage_chunk(self, data: dict[str, Any]) -> None:
+        """Stage an ``assistant/chunk``; committed at most 100 ms later, or with the next write."""
+        self.journal.stage([(ASSISTANT_CHUNK, data, None)])
+        now = self.loop.time()
+        if now - self._last_chunk_flush >= 0.1:
+            self.flush()
+        elif self._chunk_timer is None:
+            self._chunk_timer = self.loop.call_at(self._last_chunk_flush + 0.1, self._timed_flush)
+
+    def _timed_flush(self) -> None:
+        self._chunk_timer = None
+        try:
+            self.flush()
+        except SessionWriteError as exc:  # the chunks stay staged; the driver's next commit reports it
+            log.warning("nbagent: writing streamed chunks failed: %s", exc)
+
+    def _cancel_chunk_timer(self) -> None:
+        if self._chunk_timer is not None:
+            self._chunk_timer.cancel()
+            self._chunk_timer = None
+        self._last_chunk_flush = self.loop.time()
+
+    def flush(self) -> None:
+        """Commit everything staged (driver events and batched chunks)."""
+        self._cancel_chunk_timer()
+        if self.journal.has_staged():
+            self.commit()
+
+    def fail(self, error: BaseException, turn: int | None) -> None:
+        """The session cannot record its turn's end: stop taking deliveries (resume repairs it)."""
+        if self.fault is None:
+            self.fault = error
+            self.journal.discard_staged()
+        self.report_error(error, turn)
+
+    # -- what the loop reads ----------------------------------------------------------------------
+
+    @property
+    def staged_inbox(self) -> InboxState:
+        return self.journal.staged_inbox
+
+    @property
+    def committed(self) -> int:
+        return self.journal.committed
+
+    def history(self) -> tuple[Message, ...]:
+        return self.projections.history()
+
+    def header_draft(self) -> Draft | None:
+        """The ``request/header`` draft when the header is new or changed since the last one."""
+        agent = self.agent
+        tools = list(agent.tool_schemas)
+        header: dict[str, Any] = {"model": agent.model.name}
+        if agent.system is not None:
+            header["system"] = agent.system
+        if tools:
+            header["tools"] = tools
+        last = self._last_header
+        reason = self._header_reason
+        if last is not None and reason == "change" and last == header:
+            return None
+        self._last_header = header
+        self._header_reason = "change"
+        return REQUEST_HEADER, {**header, "reason": reason}, None
+
+    # -- notices ----------------------------------------------------------------------------------
+
+    def set_status(self, status: str) -> None:
+        if status == self.status:
+            return
+        self.status = status
+        if self.notices.wants("status"):
+            self.notices.post("status", LiveNotice("status", status=status))
+
+    def report_error(self, error: Any, turn: int | None) -> None:
+        self.notices.post("error", LiveNotice("error", error=error, turn=turn))
+
+    def _after_event_round(self) -> None:
+        if self._deferred_clear:
+            self._deferred_clear = False
+            if not self.closed and self.fault is None:
+                self.clear()
+
+    def _subscriptions_changed(self) -> None:
+        self.journal.publish_events = self.notices.wants("event")
+
+    def events(self) -> tuple[Event, ...]:
+        return self.projections.events()
