@@ -14,6 +14,7 @@ from nbagent.errors import (
     SessionWriteError,
 )
 from nbagent.events import Event
+from nbagent.follow import follow_events
 from nbagent.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
 from nbagent.messages import AssistantMessage, Message, UserMessage
 from nbagent.reading import list_sessions, read_events
@@ -50,6 +51,7 @@ __all__ = [
     "ToolResult",
     "TurnStopping",
     "UserMessage",
+    "follow_events",
     "list_sessions",
     "open_session",
     "read_events",

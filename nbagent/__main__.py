@@ -89,6 +89,31 @@ def quickstart(headless: bool | None) -> int:
     return 0
 
 
+def sessions_command(args: argparse.Namespace) -> int:
+    """``nbagent sessions copy SRC DST [--session ID]`` and ``nbagent sessions list STORE``."""
+    from nbagent.errors import NbagentError
+
+    try:
+        if args.action == "list":
+            from nbagent import list_sessions
+
+            for row in list_sessions(args.store):
+                title = f"  {row.title}" if row.title else ""
+                print(f"{row.id}  {row.events:>7} events  {row.turns:>4} turns  model {row.model}{title}")
+            return 0
+        from nbagent.copying import copy_sessions
+
+        results = copy_sessions(args.source, args.destination, session_id=args.session)
+    except NbagentError as exc:
+        print(f"nbagent: {exc}", file=sys.stderr)
+        return 1
+    if not results:
+        print("nbagent: the source holds no session; nothing to copy")
+    for r in results:
+        print(f"{r.session_id}  {r.outcome:<10}  {r.appended} of {r.events} events written")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nbagent", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -101,7 +126,21 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument(
         "--open", dest="headless", action="store_false", help="open JupyterLab even without a display"
     )
+    sessions = sub.add_parser("sessions", help="list sessions, or copy them between stores")
+    action = sessions.add_subparsers(dest="action", required=True)
+    listing = action.add_parser("list", help="the sessions of a store, most recent first")
+    listing.add_argument("store", help="a session file path or a postgresql:// URL")
+    copy = action.add_parser(
+        "copy",
+        help="copy sessions from SRC to DST (SQLite files or postgresql:// URLs), byte-identical in "
+        "events; again later to carry new events over",
+    )
+    copy.add_argument("source", metavar="SRC")
+    copy.add_argument("destination", metavar="DST")
+    copy.add_argument("--session", metavar="ID", help="only this session (default: all of SRC)")
     args = parser.parse_args(argv)
+    if args.command == "sessions":
+        return sessions_command(args)
     if args.command == "demo":
         return demo()
     return quickstart(args.headless)

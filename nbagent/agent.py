@@ -52,7 +52,7 @@ class Agent:
         if not cancel_grace >= 0:
             raise ValueError("cancel_grace must be a number of seconds >= 0")
         self.session_id = session_id
-        self.path: Path | None = Path(file.location) if file is not None else None
+        self.path: Path | str | None = file.path if file is not None else None
         self.model: Model = resolve_model(model)
         self.tools: dict[str, Tool] = as_tools(tools)
         self._schemas: tuple[Any, ...] | None = None

@@ -11,6 +11,7 @@ import os
 
 from nbagent.errors import SessionNotFoundError
 from nbagent.events import Event
+from nbagent.pg_location import is_postgres_url
 from nbagent.store import SessionRow, open_store
 
 
@@ -21,7 +22,7 @@ def list_sessions(path: str | os.PathLike[str]) -> list[SessionRow]:
     writes, and never creates or changes anything. Raises
     :class:`~nbagent.errors.SessionFileError` (naming the path) for a file nbagent cannot use.
     """
-    if not os.path.lexists(path):
+    if not is_postgres_url(path) and not os.path.lexists(path):
         return []
     store = open_store(path, "read")
     try:

@@ -219,14 +219,13 @@ def _load_state(file: SessionStore, session_id: str, checked: tuple[int, int]) -
     header = None
     if header_event is not None:
         header = {k: v for k, v in header_event.data.items() if k != "reason"}
-    location = file.location
     return Resumed(
         next_seq=count,
         last_time=last_time,
         inbox=inbox,
         last_turn=_corrupt_if_bad(lambda: int(last_start.data["turn"])) if last_start else 0,
         last_header=header,
-        prefix=lambda: read_prefix(location, session_id, count, inbox),
+        prefix=lambda: read_prefix(file, session_id, count, inbox),
         repair=repair,
     )
 
@@ -256,7 +255,7 @@ _REQUIRED: dict[str, frozenset[str]] = {
 
 
 def read_prefix(
-    location: str, session_id: str, count: int, inbox: InboxState
+    store: SessionStore, session_id: str, count: int, inbox: InboxState
 ) -> tuple[list[Event], list[Any]]:
     """Read a resumed session's log before the resume in full, and check every record decodes.
 
@@ -264,7 +263,8 @@ def read_prefix(
     to equal the inbox the resume started from; decodes every model-visible message. Returns the
     events and the history they derive; raises ``SessionCorruptError`` naming the first bad seq.
     """
-    reader = open_store(location, "read")
+    location = store.location
+    reader = store.reader()  # a connection of its own: never the writer's
     try:
         events = reader.events(session_id, stop=count)
     finally:

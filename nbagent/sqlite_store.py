@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from nbagent import _json, osfile
+from nbagent import _json, netfs, osfile
 from nbagent._json import gc_paused
 from nbagent.errors import (
     SessionCorruptError,
@@ -171,7 +171,7 @@ def _create(path: Path) -> None:
         os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         conn = _connect(tmp, "mode=rw")
         try:
-            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA journal_mode = {netfs.journal_mode(path)}")
             _init_schema(conn)
         finally:
             conn.close()
@@ -334,8 +334,9 @@ class SessionFile:
 
     def _set_wal(self) -> None:
         conn = self.connection
-        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
+        mode = netfs.journal_mode(self.path)  # the rollback journal on a network file system
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].upper() != mode:
+            conn.execute(f"PRAGMA journal_mode = {mode}")
         conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
 
     def _check_tables(self) -> None:
@@ -357,8 +358,9 @@ class SessionFile:
             self.conn.close()
             self.conn = None
         before = _fingerprint(path)
-        if os.path.exists(f"{path}-wal"):
-            # A writer is active (or left its log behind): read through SQLite's WAL index.
+        if os.path.exists(f"{path}-wal") or not self.header.wal:
+            # A writer is active (or left its log behind): read through SQLite's WAL index. A file
+            # in rollback-journal mode (a network file system) is read under SQLite's shared lock.
             self._immutable = None
             self.conn = _guard(path, "opening", lambda: _connect(path, "mode=ro"))
         else:
@@ -640,6 +642,28 @@ class SessionFile:
                         f"missing before seq {ev.seq}; restore the file from a copy"
                     )
         return out
+
+    # -- beside a writer, and for copying between stores ----------------------------------------
+
+    def reader(self) -> SessionFile:
+        """Another, read-only connection to the same file."""
+        return SessionFile(self.path, mode="read")
+
+    def raw_rows(self, session_id: str, *, start: int = 0, limit: int | None = None) -> list[Row]:
+        """Stored rows exactly as written (``data`` as its stored text), in seq order."""
+        if self.conn is None and self.header.empty:
+            return []
+        sql = "SELECT * FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
+        args = (session_id, start, -1 if limit is None else max(0, int(limit)))
+        return self._read(lambda c: c.execute(sql, args).fetchall())
+
+    def session_tuple(self, session_id: str) -> tuple[Any, ...] | None:
+        """The stored ``sessions`` row as written (the ``session=`` argument of :meth:`write`)."""
+        if self.conn is None and self.header.empty:
+            return None
+        return self._read(
+            lambda c: c.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        )
 
 
 def _event(row: Sequence[Any], path: Path) -> Event:

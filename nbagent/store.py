@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nbagent.events import Event
@@ -54,6 +55,8 @@ class SessionStore(Protocol):
 
     location: str
     """The path or address, as error messages and ``SessionRow.file`` show it."""
+    path: Path | str
+    """``agent.path``: the file's path, or (PostgreSQL) the address without credentials."""
 
     # -- writing (mode "create" / "write") ------------------------------------------------------
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
@@ -99,10 +102,26 @@ class SessionStore(Protocol):
     def close(self) -> None:
         """Close; a writer's clean close leaves the whole log in the main store (WAL checkpointed)."""
 
+    # -- beside a writer, and for copying between stores ----------------------------------------
+    def reader(self) -> SessionStore:
+        """Another, read-only connection to the same store (lazy reads never share the writer's)."""
+
+    def raw_rows(self, session_id: str, *, start: int = 0, limit: int | None = None) -> list[Row]:
+        """Stored rows exactly as written (``data`` as its stored text), in seq order."""
+
+    def session_tuple(self, session_id: str) -> tuple[Any, ...] | None:
+        """The stored ``sessions`` row as written (the ``session=`` argument of :meth:`write`)."""
+
 
 def open_store(location: str | os.PathLike[str], mode: Mode) -> SessionStore:
-    """Open the store at ``location`` (a SQLite file path) in ``mode``."""
+    """Open the store at ``location`` (a SQLite file path, or a ``postgresql://`` URL) in ``mode``."""
+    from nbagent.pg_location import is_postgres_url
     from nbagent.sqlite_store import SessionFile
+
+    if is_postgres_url(location):
+        from nbagent.pg_store import PostgresStore
+
+        return PostgresStore(str(location), mode=mode)
 
     return SessionFile(location, mode=mode)
 

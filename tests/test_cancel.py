@@ -12,6 +12,8 @@ from nbagent import ReentrantDeliveryError, SessionClosedError, ToolResult, User
 from nbagent.models import Finish, Response, ScriptedModel, TextDelta, ToolCall
 from nbagent.testing import check_invariants
 
+pytestmark = pytest.mark.stores
+
 
 class Stalling:
     """Streams ``prefix`` then waits until cancelled (like a slow provider)."""

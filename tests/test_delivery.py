@@ -12,6 +12,8 @@ from nbagent import UserMessage
 from nbagent.models import EchoModel, Response, ScriptedModel
 from nbagent.testing import check_invariants
 
+pytestmark = pytest.mark.stores
+
 
 def ctx(text: str, kind: str = "cell") -> UserMessage:
     return UserMessage.text(text, source={"kind": kind})

@@ -15,6 +15,8 @@ from nbagent.testing import check_invariants
 
 FAST = RetryPolicy(base_delay_ms=1)
 
+pytestmark = pytest.mark.stores
+
 
 async def test_pre_step_additions_follow_waterfall_return_order(db):
     model = ScriptedModel(["ok"])

@@ -11,6 +11,8 @@ from nbagent.inbox import normalize
 from nbagent.models import ScriptedModel
 from nbagent.testing import check_invariants
 
+pytestmark = pytest.mark.stores
+
 
 def m(text: str) -> UserMessage:
     return UserMessage.text(text, source={"kind": "cell"})

@@ -11,17 +11,18 @@ from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.testing import InvariantError, check_invariants, derive_history
 
 
-def good_log():
+def good_log(location=None):
     async def main():
         @nbagent.tool
         def t() -> str:
             return "r"
 
         model = ScriptedModel([Response(tool_calls=[ToolCall("t", id="c1")]), "done"])
-        agent = nbagent.open_session(None, model=model, tools=[t])
+        agent = nbagent.open_session(location, model=model, tools=[t])
         agent.inject(nbagent.UserMessage.text("ctx", source={"kind": "cell"}))
         await agent.run("go")
         agent.inject("left pending")
+        await agent.close()
         return list(agent.events), agent.inbox, model.requests
 
     return run(main())
@@ -48,10 +49,15 @@ def find(events, type_, n=0):
     return [i for i, e in enumerate(events) if e.type == type_][n]
 
 
-def test_a_real_log_passes_with_inbox_and_requests():
-    events, inbox, requests = good_log()
+@pytest.mark.stores
+def test_a_real_log_passes_with_inbox_and_requests(db):
+    events, inbox, requests = good_log(db)
     check_invariants(events, inbox=inbox, requests=requests)
     assert derive_history(events)[-1].plain_text == "done"
+    (row,) = nbagent.list_sessions(db)
+    stored = nbagent.read_events(db, row.id)
+    assert list(stored) == events
+    check_invariants(stored, inbox=inbox, requests=requests)
 
 
 def test_seq_gaps_and_time_going_back_are_caught():

@@ -20,7 +20,10 @@ from nbagent.models import ScriptedModel
 from nbagent.store import APPLICATION_ID
 from nbagent.testing import check_invariants
 
+pytestmark = pytest.mark.stores
 
+
+@pytest.mark.sqlite_only
 async def test_a_new_file_is_private_wal_and_carries_the_application_id(db):
     agent = nbagent.open_session(db, title="t", notebook="n.ipynb")
     agent.inject("x")
@@ -157,6 +160,7 @@ async def test_resume_picks_the_session_with_the_most_recent_event_and_lists_ses
     await again.close()
 
 
+@pytest.mark.sqlite_only
 async def test_an_impossible_stored_splice_is_corruption_naming_its_seq(db):
     agent = nbagent.open_session(db)
     agent.inject("a")
@@ -321,6 +325,7 @@ asyncio.run(main())
     assert sorted(r.events for r in rows) == [160, 160, 160]
 
 
+@pytest.mark.sqlite_only
 async def test_a_gap_in_the_stored_log_is_named_at_resume(db):
     agent = nbagent.open_session(db)
     await agent.run("hello")
@@ -336,14 +341,8 @@ async def test_a_gap_in_the_stored_log_is_named_at_resume(db):
 
 
 def _stored(db) -> list[nbagent.Event]:
-    from nbagent.store import SessionFile
-
-    file = SessionFile(db, create=False)
-    try:
-        (row,) = file.sessions()
-        return file.events(row.id)
-    finally:
-        file.close()
+    (row,) = nbagent.list_sessions(db)
+    return list(nbagent.read_events(db, row.id))
 
 
 async def test_what_a_request_sees_and_a_tool_call_are_durable_before_they_happen(db):

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 import nbagent
 from nbagent import ToolResult, UserMessage
@@ -75,10 +81,9 @@ async def peek(key: str) -> str:
 
 
 class AgentMachine(RuleBasedStateMachine):
-    def __init__(self) -> None:
+    def __init__(self, location: str | Path) -> None:
         super().__init__()
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = Path(self.dir.name) / "s.nbagent.sqlite"
+        self.path = location
         self.loop = asyncio.new_event_loop()
         self.script: collections.deque[Response] = collections.deque()
         self.model = ScriptedModel([])
@@ -199,7 +204,11 @@ class AgentMachine(RuleBasedStateMachine):
 
     async def _resume(self) -> nbagent.Agent:
         agent = nbagent.resume_session(
-            self.path, model=self.model, tools=[note, peek], retry=RetryPolicy(base_delay_ms=0)
+            self.path,
+            self.agent.session_id,
+            model=self.model,
+            tools=[note, peek],
+            retry=RetryPolicy(base_delay_ms=0),
         )
         self._hook(agent)
         return agent
@@ -229,7 +238,6 @@ class AgentMachine(RuleBasedStateMachine):
             self.loop.run_until_complete(self.agent.close())
         finally:
             self.loop.close()
-            self.dir.cleanup()
 
 
 class _Endless(list):
@@ -246,10 +254,15 @@ class _Endless(list):
         return self.script.popleft() if self.script else Response("ok")
 
 
-TestAgentMachine = AgentMachine.TestCase
-TestAgentMachine.settings = settings(
-    max_examples=40,
-    stateful_step_count=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+@pytest.mark.stores
+def test_agent_machine(db):
+    """Every example opens a new session in the same store (sessions are told apart by id)."""
+    run_state_machine_as_test(
+        lambda: AgentMachine(db),
+        settings=settings(
+            max_examples=40,
+            stateful_step_count=30,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )

@@ -12,6 +12,7 @@ from IPython.core.error import UsageError
 
 from nbagent.notebook.blocking import block_on, complete_now, running_loop
 from nbagent.notebook.location import notebook_path, session_file
+from nbagent.pg_location import redact
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
@@ -39,6 +40,12 @@ class KernelSession:
     def path(self) -> Path:
         return session_file(self.user_ns, override=self.db_override)
 
+    @property
+    def shown_path(self) -> str:
+        """Where the sessions live, as printed: a URL never shows its password."""
+        path = self.path
+        return redact(path) if isinstance(path, str) else str(path)
+
     def loop(self) -> asyncio.AbstractEventLoop:
         loop = running_loop()
         if loop is None:
@@ -52,7 +59,7 @@ class KernelSession:
         from nbagent import list_sessions
 
         path = self.path
-        if not path.exists():
+        if isinstance(path, Path) and not path.exists():
             return []
         return list_sessions(path)
 
@@ -164,7 +171,7 @@ class KernelSession:
         return [
             f"status: {agent.status}",
             f"session: {agent.session_id}",
-            f"file: {path}",
+            f"file: {self.shown_path}",
             f"model: {agent.model.name}",
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
@@ -172,7 +179,9 @@ class KernelSession:
 
 
 def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when it is inside it."""
+    """``path`` relative to the working directory when it is inside it (a URL without credentials)."""
+    if isinstance(path, str):
+        return redact(path)
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:

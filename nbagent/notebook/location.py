@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nbagent.pg_location import is_postgres_url
+
 FALLBACK_NAME = "nbagent.sqlite"
 SUFFIX = ".nbagent.sqlite"
 
@@ -51,6 +53,8 @@ def session_file(
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
     chosen = override or environ.get("NBAGENT_DB")
+    if is_postgres_url(chosen):
+        return chosen  # type: ignore[return-value]  # a postgresql:// URL selects that store (SPEC §6.5)
     if chosen:
         path = Path(chosen).expanduser()
         return path if path.is_absolute() else cwd / path

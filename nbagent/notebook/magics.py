@@ -216,7 +216,7 @@ class AgentMagics(Magics):
                 self.session.close()
             self.session.db_override = args.db
             if not args.command:
-                print(f"nbagent: using {self.session.path}")
+                print(f"nbagent: using {self.session.shown_path}")
                 return
         command = args.command or "status"
         if command not in _COMMANDS:
@@ -243,10 +243,10 @@ class AgentMagics(Magics):
     def _agent_sessions(self, *, keep_inbox: bool) -> None:
         rows = self.session.rows()
         if not rows:
-            print(f"no sessions in {self.session.path}")
+            print(f"no sessions in {self.session.shown_path}")
             return
         current = self.session.current()
-        print(f"sessions in {self.session.path} (most recent first):")
+        print(f"sessions in {self.session.shown_path} (most recent first):")
         for row in rows:
             mark = "*" if current is not None and current.session_id == row.id else " "
             title = f" · {row.title}" if row.title else ""
@@ -309,7 +309,7 @@ class AgentMagics(Magics):
 
         agent = self.session.ensure(create=False)
         if agent is None:
-            print(f"no session in {self.session.path} yet")
+            print(f"no session in {self.session.shown_path} yet")
             return
         text = transcript(agent.events, title=f"Session {agent.session_id[:8]}")
         display({"text/markdown": text, "text/plain": text}, raw=True)

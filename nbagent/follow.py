@@ -1,0 +1,125 @@
+"""Following a session live from another process: an async iterator of its new events (SPEC §6.5).
+
+One API for both stores, read-only on both. On SQLite the follower watches the WAL's change
+counter (the WAL-index header in ``-shm``, which every commit changes) and the main file's size
+and modification time, and reads only when they change; on PostgreSQL it ``LISTEN``s on the
+channel every committed batch ``NOTIFY``s. Either way it also re-reads every ``RESCAN_S`` seconds,
+so no change can be missed for long. Events come in seq order with no gap, each exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from nbagent.errors import SessionFileError, SessionNotFoundError
+from nbagent.events import Event
+from nbagent.pg_location import is_postgres_url
+from nbagent.store import SessionStore, open_store
+
+POLL_S = 0.05
+"""How often a SQLite follower looks at the change counter (a few bytes read, no query)."""
+RESCAN_S = 2.0
+"""How often a follower reads regardless of any sign of change."""
+PAGE = 1000
+WAL_INDEX_HEADER = 48
+"""Bytes of ``-shm`` holding the WAL-index header (change counter, last frame, checksums)."""
+
+
+async def follow_events(
+    location: str | os.PathLike[str],
+    session_id: str,
+    *,
+    after: int = -1,
+    poll_interval: float = POLL_S,
+) -> AsyncIterator[Event]:
+    """Yield the events of ``session_id`` with ``seq > after`` as they are committed, until closed.
+
+    ``location`` is a SQLite file path or a ``postgresql://`` URL. Events already stored come
+    first, then each new one as soon as its batch commits. Stop by leaving the ``async for`` (or
+    cancelling the task): the connections close. Read-only: creates and changes nothing. Raises
+    :class:`~nbagent.errors.SessionNotFoundError` when the store holds no such session.
+    """
+    store = await asyncio.to_thread(open_store, location, "read")
+    try:
+        if await asyncio.to_thread(store.session_row, session_id) is None:
+            raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
+        if is_postgres_url(location):
+            changes = _notifications(str(location), store)
+        else:
+            changes = _file_changes(Path(location), poll_interval)
+        try:
+            async for _ in changes:
+                while True:
+                    batch = await asyncio.to_thread(store.events, session_id, start=after + 1, limit=PAGE)
+                    for event in batch:
+                        yield event
+                    if batch:
+                        after = batch[-1].seq
+                    if len(batch) < PAGE:
+                        break
+        finally:
+            await changes.aclose()
+    finally:
+        store.close()
+
+
+def _change_token(path: Path) -> tuple[Any, ...]:
+    """What every commit changes: the WAL-index header in ``-shm``, else the files' size and time."""
+    marks: list[Any] = []
+    for p in (path, Path(f"{path}-wal")):
+        try:
+            st = os.stat(p)
+            marks.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            marks.append(None)
+    try:
+        with open(f"{path}-shm", "rb") as f:
+            marks.append(f.read(WAL_INDEX_HEADER))
+    except OSError:
+        marks.append(None)
+    return tuple(marks)
+
+
+async def _file_changes(path: Path, poll_interval: float) -> AsyncIterator[None]:
+    """Yield once at the start, then whenever the file may hold new commits."""
+    token: tuple[Any, ...] | None = None
+    last = 0.0
+    while True:
+        now = time.monotonic()
+        current = _change_token(path)
+        if current != token or now - last >= RESCAN_S:
+            token, last = current, now  # taken before the read, so a commit during it is seen next
+            yield
+        await asyncio.sleep(poll_interval)
+
+
+async def _notifications(url: str, store: SessionStore) -> AsyncIterator[None]:
+    """Yield once after ``LISTEN`` starts, then on each notice of the store's channel (or a rescan)."""
+    import psycopg
+    from psycopg import sql
+
+    channel: str = store.channel  # type: ignore[attr-defined]
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    except psycopg.Error as exc:
+        raise SessionFileError(f"cannot connect to {store.location} to follow it: {exc}") from None
+    try:
+        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        yield  # listening before the first read: nothing committed after it can be missed
+        while True:
+            try:
+                async for _ in conn.notifies(timeout=RESCAN_S, stop_after=1):
+                    pass
+            except psycopg.OperationalError as exc:
+                raise SessionFileError(
+                    f"lost the connection to {store.location} while following it ({exc}); follow "
+                    "again from the last seq seen once the server is back"
+                ) from None
+            yield
+    finally:
+        await conn.close()

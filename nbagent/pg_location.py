@@ -1,0 +1,41 @@
+"""PostgreSQL URLs as store locations: recognising them and showing them without credentials.
+
+Kept free of ``psycopg`` so that recognising a URL never needs the optional dependency.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import parse_qs, unquote, urlsplit
+
+SCHEMES = ("postgresql://", "postgres://")
+DEFAULT_SCHEMA = "nbagent"
+SCHEMA_SETTING = "nbagent.schema"
+"""A custom server setting naming the schema to use instead of ``nbagent`` (e.g. in the URL:
+``?options=-c%20nbagent.schema%3Dteam_a``, or ``PGOPTIONS="-c nbagent.schema=team_a"``)."""
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether ``location`` is a ``postgresql://`` (or ``postgres://``) URL rather than a file path."""
+    return isinstance(location, str) and location.strip().lower().startswith(SCHEMES)
+
+
+def redact(url: str) -> str:
+    """``url`` as ``postgresql://user@host:port/dbname``: never a password, never other parameters.
+
+    Values the URL leaves out (user, host, database) are shown as libpq would fill them from the
+    ``PG*`` variables where set, so the shown address says which server is meant.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        host = unquote(parts.hostname or "") or query.get("host") or os.environ.get("PGHOST", "")
+        port = (str(parts.port) if parts.port else "") or query.get("port") or os.environ.get("PGPORT", "")
+        user = unquote(parts.username or "") or query.get("user") or os.environ.get("PGUSER", "")
+        dbname = unquote(parts.path.lstrip("/")) or query.get("dbname") or os.environ.get("PGDATABASE", "")
+    except ValueError:
+        return "postgresql://(an unreadable URL)"
+    if "/" in host:  # a Unix-socket folder
+        host = f"[{host}]"
+    netloc = (f"{user}@" if user else "") + host + (f":{port}" if port else "")
+    return f"postgresql://{netloc}/{dbname}"

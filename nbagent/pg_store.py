@@ -1,0 +1,609 @@
+"""The PostgreSQL store: many sessions in one database, in a schema of their own (SPEC §6.5).
+
+Same tables and rows as the SQLite file (``sessions``, ``events``) plus ``meta`` (the application
+name and schema version, PostgreSQL's counterpart of ``application_id``/``user_version``), in the
+schema ``nbagent`` or the one named by the ``nbagent.schema`` setting. A schema holding anything
+else is refused before anything is written. ``events.data`` is ``json``: the server checks every
+record on insert and keeps its text byte for byte.
+
+Each open store is one connection. A writer's lease is a session-level advisory lock on it, so a
+writer that dies (or loses its connection) releases it at once. Every staged batch is one
+transaction that also signals followers (``NOTIFY``). Credentials come from the URL, the ``PG*``
+variables or ``~/.pgpass`` (libpq reads them); the store shows and stores only the redacted address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from nbagent import _json
+from nbagent._json import gc_paused
+from nbagent.errors import (
+    NbagentError,
+    SessionCorruptError,
+    SessionFileError,
+    SessionLockedError,
+    SessionNotFoundError,
+    SessionWriteError,
+)
+from nbagent.events import TURN_START, Event
+from nbagent.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, redact
+from nbagent.store import Mode, Row, SessionRow
+
+if TYPE_CHECKING:
+    import psycopg
+
+T = TypeVar("T")
+
+APPLICATION = "nbagent"
+SCHEMA_VERSION = 1
+TABLES = frozenset({"meta", "sessions", "events"})
+CONNECT_TIMEOUT_S = 10
+LEASE_WAIT_MS = 300
+"""How long taking a lease waits for a holder whose connection is closing (a killed writer)."""
+STATEMENT_ROWS = 1000
+"""Rows per ``INSERT`` statement (6 parameters each, far below the protocol's 65535)."""
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE TABLE {schema}.meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE {schema}.sessions (
+    id text PRIMARY KEY,
+    created_at bigint NOT NULL,
+    title text,
+    parent text,
+    notebook text,
+    model text,
+    metadata text NOT NULL DEFAULT '{{}}'
+);
+CREATE TABLE {schema}.events (
+    session_id text NOT NULL,
+    seq bigint NOT NULL,
+    time bigint NOT NULL,
+    type text NOT NULL,
+    data json NOT NULL,
+    inbox_pending integer,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX events_by_type ON {schema}.events (session_id, type, seq);
+CREATE INDEX events_inbox_quiet ON {schema}.events (session_id, seq) WHERE inbox_pending = 0
+"""
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise NbagentError("a postgresql:// store needs psycopg 3: pip install 'nbagent[postgres]'") from None
+    return psycopg
+
+
+def lock_key(schema: str, session_id: str) -> int:
+    """The advisory-lock key of one session: 64 bits of a hash of the schema and the session id."""
+    digest = hashlib.blake2b(f"{schema}\0{session_id}".encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
+def channel(schema: str) -> str:
+    """The ``LISTEN``/``NOTIFY`` channel of a schema; the payload of a notice is a session id."""
+    return f"nbagent:{schema}"[:63]
+
+
+def _holder_name() -> str:
+    return f"nbagent process {os.getpid()} on {socket.gethostname()}"[:63]
+
+
+class AdvisoryLease:
+    """A session's one-writer lease: a session-level advisory lock on the writer's connection."""
+
+    def __init__(self, store: PostgresStore, session_id: str) -> None:
+        self.session_id = session_id
+        self._store: PostgresStore | None = store
+        self._key = lock_key(store.schema, session_id)
+        if not store.run(self._take):
+            self._store = None
+            raise SessionLockedError(
+                f"session {session_id} in {store.location} is open for writing by "
+                f"{store.lock_holder(self._key)}; close it there (agent.close() or %agent close) or stop "
+                "that kernel, then try again"
+            )
+
+    def _take(self, conn: psycopg.Connection[Any]) -> bool:
+        """Lock, waiting up to ``LEASE_WAIT_MS`` for a holder that is going away (a killed writer's
+        backend notices its client is gone within moments); a live holder keeps it: False."""
+        from psycopg import errors
+
+        try:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL lock_timeout = {LEASE_WAIT_MS}")
+                conn.execute("SELECT pg_advisory_lock(%s)", (self._key,))
+        except errors.LockNotAvailable:
+            return False
+        return True
+
+    @property
+    def held(self) -> bool:
+        return self._store is not None and not self._store.broken
+
+    def release(self) -> None:
+        store, self._store = self._store, None
+        if store is None or store.broken:
+            return  # a lost connection took the lock with it
+        try:
+            store.run(lambda c: c.execute("SELECT pg_advisory_unlock(%s)", (self._key,)))
+        except NbagentError:
+            pass  # the connection is gone, and the lock with it
+
+
+class PostgresStore:
+    """One connection to the nbagent schema of one PostgreSQL database (see ``SessionStore``)."""
+
+    def __init__(self, url: str, *, mode: Mode = "read") -> None:
+        psycopg = _psycopg()
+        self.mode: Mode = mode
+        self._url = url
+        self.location = self.path = redact(url)
+        self.lock = threading.RLock()
+        self.broken: SessionWriteError | None = None
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in url and not os.environ.get("PGCONNECT_TIMEOUT"):
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
+        if mode != "read":
+            kwargs["application_name"] = _holder_name()
+        try:
+            self.conn: psycopg.Connection[Any] = psycopg.connect(url, **kwargs)
+        except psycopg.Error as exc:
+            raise SessionFileError(
+                f"cannot connect to {self.location}: {self._say(exc)}; check the URL, the PG* "
+                "variables or ~/.pgpass, and that the server is running"
+            ) from None
+        try:
+            self._setup(psycopg)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- opening --------------------------------------------------------------------------------
+
+    def _setup(self, psycopg: Any) -> None:
+        from psycopg import sql
+        from psycopg.types.string import TextBinaryLoader, TextLoader
+
+        conn = self.conn
+        # events.data arrives as the stored text; nbagent decodes it (and copies it verbatim).
+        conn.adapters.register_loader("json", TextLoader)
+        conn.adapters.register_loader("json", TextBinaryLoader)
+        setting, encoding = self.run(
+            lambda c: c.execute(
+                "SELECT current_setting(%s, true), current_setting('server_encoding')", (SCHEMA_SETTING,)
+            ).fetchone()
+        )
+        self.schema = (setting or "").strip() or DEFAULT_SCHEMA
+        if self.schema != DEFAULT_SCHEMA:
+            self.location = self.path = f"{self.location} (schema {self.schema})"
+        if encoding.upper() not in ("UTF8", "UTF-8"):
+            raise SessionFileError(
+                f"{self.location} uses the {encoding} encoding; nbagent needs a UTF8 database — "
+                "create one with CREATE DATABASE … ENCODING 'UTF8'"
+            )
+        if self.mode == "read":
+            self.run(lambda c: c.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"))
+        self.channel = channel(self.schema)
+        s = sql.Identifier(self.schema)
+
+        def q(text: str) -> bytes:
+            return sql.SQL(text).format(schema=s).as_bytes(conn)
+
+        self._q = q
+        self._statements: dict[tuple[bool, int, bool], bytes] = {}
+        self.empty = self._identify(psycopg)
+        if self.empty:
+            if self.mode == "create":
+                self._initialise(psycopg)
+                self.empty = False
+            elif self.mode == "write":
+                raise SessionNotFoundError(f"{self.location} holds no session; start one with open_session()")
+
+    def _identify(self, psycopg: Any) -> bool:
+        """Refuse a foreign or newer schema, changing nothing; return whether it is empty or missing."""
+        names = self.run(
+            lambda c: {
+                r[0]
+                for r in c.execute(
+                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')",
+                    (self.schema,),
+                )
+            }
+        )
+        if not names:
+            return True
+        if "meta" not in names:
+            raise SessionFileError(
+                f"schema {self.schema} of {self.location} holds tables that are not nbagent's "
+                f"({', '.join(sorted(names)[:8])}); nbagent left it unchanged — use another database, "
+                f"or another schema with the {SCHEMA_SETTING} setting "
+                f"(URL: ?options=-c%20{SCHEMA_SETTING}%3Dname)"
+            )
+        try:
+            meta = dict(
+                self.run(lambda c: c.execute(self._q("SELECT key, value FROM {schema}.meta")).fetchall())
+            )
+        except SessionFileError as exc:
+            raise SessionFileError(
+                f"schema {self.schema} of {self.location} has a table `meta` nbagent cannot read "
+                f"({exc}); nbagent left it unchanged — use another schema or database"
+            ) from None
+        if meta.get("application") != APPLICATION:
+            raise SessionFileError(
+                f"schema {self.schema} of {self.location} belongs to another application "
+                f"({meta.get('application')!r}); nbagent left it unchanged — use another schema "
+                f"({SCHEMA_SETTING}) or database"
+            )
+        try:
+            version = int(meta.get("version", ""))
+        except ValueError:
+            raise SessionCorruptError(
+                f"schema {self.schema} of {self.location} has no readable nbagent schema version"
+            ) from None
+        if version > SCHEMA_VERSION:
+            raise SessionFileError(
+                f"schema {self.schema} of {self.location} has nbagent schema version {version}, newer than "
+                f"this nbagent understands ({SCHEMA_VERSION}); upgrade nbagent to open it"
+            )
+        if not names >= TABLES:
+            raise SessionCorruptError(
+                f"schema {self.schema} of {self.location} is nbagent's but misses tables "
+                f"{sorted(TABLES - names)}; restore it from a backup or use another schema"
+            )
+        return False
+
+    def _initialise(self, psycopg: Any) -> None:
+        """Create the schema in one transaction, serialised with other first users by a lock."""
+        q = self._q
+
+        def init(c: psycopg.Connection[Any]) -> None:
+            with c.transaction():
+                c.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema, ""),))
+                if not self._identify(psycopg):
+                    return  # another process created it meanwhile
+                for stmt in _DDL.split(";"):
+                    c.execute(q(stmt))
+                c.execute(
+                    q("INSERT INTO {schema}.meta VALUES ('application', %s), ('version', %s)"),
+                    (APPLICATION, str(SCHEMA_VERSION)),
+                )
+
+        self.run(init, doing="creating the nbagent schema in")
+
+    # -- the connection -------------------------------------------------------------------------
+
+    def run(self, fn: Callable[[psycopg.Connection[Any]], T], *, doing: str = "reading") -> T:
+        """Run ``fn`` on the connection under the store's lock; database errors become nbagent's."""
+        psycopg = _psycopg()
+        with self.lock:
+            if self.broken is not None:
+                raise self.broken
+            try:
+                return fn(self.conn)
+            except psycopg.Error as exc:
+                raise self._error(exc, doing) from exc
+
+    def _error(self, exc: BaseException, doing: str) -> SessionFileError:
+        if self.conn.broken or self.conn.closed:
+            return self._lost(exc)
+        cls = SessionWriteError if doing.startswith("writing") else SessionFileError
+        tail = "; nothing was recorded" if cls is SessionWriteError else ""
+        return cls(f"{doing} {self.location} failed: {self._say(exc)}{tail}")
+
+    def _lost(self, exc: BaseException) -> SessionWriteError:
+        if self.broken is None:
+            self.broken = SessionWriteError(
+                f"lost the connection to {self.location} ({self._say(exc)}); the session's write lease "
+                "went with it, so this agent records nothing more — events it had not confirmed may or "
+                "may not be stored. Resume the session (resume_session() or %agent resume) once the "
+                "server is reachable"
+            )
+        return self.broken
+
+    def _say(self, exc: BaseException) -> str:
+        """The first line of a database error, with any password masked."""
+        text = str(exc).strip()
+        line = text.splitlines()[0] if text else type(exc).__name__
+        for secret in _secrets(self._url):
+            line = line.replace(secret, "***")
+        return line
+
+    def lock_holder(self, key: int) -> str:
+        """Who holds the advisory lock ``key``, as far as this role may see."""
+        unsigned = key & 0xFFFFFFFFFFFFFFFF
+        row = self.run(
+            lambda c: c.execute(
+                "SELECT l.pid, a.application_name, a.client_addr::text, a.backend_start "
+                "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                "AND l.classid::bigint = %s AND l.objid::bigint = %s LIMIT 1",
+                (unsigned >> 32, unsigned & 0xFFFFFFFF),
+            ).fetchone()
+        )
+        if row is None:
+            return "another connection"
+        pid, app, addr, since = row
+        who = app.removeprefix("nbagent ") if app and app.startswith("nbagent process") else None
+        where = f" from {addr}" if addr and not who else ""
+        stamp = f" (since {since:%Y-%m-%d %H:%M:%S})" if since else ""
+        return f"{who or f'server backend {pid}'}{where}{stamp}"
+
+    def lease(self, session_id: str) -> AdvisoryLease:
+        return AdvisoryLease(self, session_id)
+
+    def reader(self) -> PostgresStore:
+        """Another, read-only connection to the same store (for lazy reads beside a writer)."""
+        return PostgresStore(self._url, mode="read")
+
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Close the connection (releasing any lease it holds); never raises."""
+        with self.lock:
+            try:
+                self.conn.close()
+            except Exception:
+                pass
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
+        """Insert ``rows`` (and optionally a new session row) atomically, notifying followers.
+
+        A batch of up to ``STATEMENT_ROWS`` rows is one statement (its own transaction: one round
+        trip); a bigger one is several statements in one transaction.
+        """
+        if not rows and session is None:
+            return
+        sid = rows[0][0] if rows else session[0]  # type: ignore[index]
+        chunks = [rows[i : i + STATEMENT_ROWS] for i in range(0, len(rows), STATEMENT_ROWS)] or [()]
+
+        def write(c: psycopg.Connection[Any]) -> None:
+            if len(chunks) == 1:
+                c.execute(*self._insert(session, chunks[0], notify=sid))
+                return
+            with c.transaction():
+                c.execute(*self._insert(session, chunks[0], notify=None))
+                for chunk in chunks[1:-1]:
+                    c.execute(*self._insert(None, chunk, notify=None))
+                c.execute(*self._insert(None, chunks[-1], notify=sid))
+
+        self.run(write, doing="writing to")
+
+    def _insert(
+        self, session: tuple[Any, ...] | None, rows: Sequence[Row], *, notify: str | None
+    ) -> tuple[bytes, list[Any]]:
+        """One statement inserting ``session`` and ``rows`` (and notifying when ``notify`` is set)."""
+        key = (session is not None, len(rows), notify is not None)
+        text = self._statements.get(key)
+        if text is None:
+            parts = []
+            if session is not None:
+                parts.append("s AS (INSERT INTO {schema}.sessions VALUES (%s, %s, %s, %s, %s, %s, %s))")
+            if rows:
+                values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(rows))
+                parts.append(f"e AS (INSERT INTO {{schema}}.events VALUES {values})")
+            final = "SELECT pg_notify(%s, %s)" if notify is not None else "SELECT 1"
+            text = self._q(f"WITH {', '.join(parts)} {final}")
+            if len(self._statements) < 64:
+                self._statements[key] = text
+        args: list[Any] = list(session) if session is not None else []
+        for row in rows:
+            args.extend(row)
+        if notify is not None:
+            args += [self.channel, notify]
+        return text, args
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        """Update out-of-log metadata (title, model, notebook, metadata)."""
+        from psycopg import sql
+
+        if "metadata" in fields:
+            fields["metadata"] = _json.dumps(fields["metadata"])
+        query = sql.SQL("UPDATE {}.sessions SET {} WHERE id = %s").format(
+            sql.Identifier(self.schema),
+            sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in fields),
+        )
+        self.run(lambda c: c.execute(query, (*fields.values(), session_id)), doing="writing to")
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    _SESSION_SELECT = (
+        "SELECT s.id, s.created_at, s.title, s.parent, s.notebook, s.model, s.metadata, last.seq, "
+        "last.time, (SELECT count(*) FROM {schema}.events t WHERE t.session_id = s.id AND t.type = %s) "
+        "FROM {schema}.sessions s LEFT JOIN LATERAL (SELECT e.seq, e.time FROM {schema}.events e "
+        "WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) last ON true"
+    )
+
+    def _session(self, row: Sequence[Any]) -> SessionRow:
+        try:
+            metadata = _json.loads(row[6] or "{}")
+        except ValueError:
+            metadata = {}
+        return SessionRow(
+            id=row[0],
+            created_at=row[1],
+            title=row[2],
+            parent=row[3],
+            notebook=row[4],
+            model=row[5],
+            metadata=metadata,
+            events=0 if row[7] is None else row[7] + 1,
+            turns=row[9],
+            last_activity=row[8],
+            file=self.location,
+        )
+
+    def session_row(self, session_id: str) -> SessionRow | None:
+        if self.empty:
+            return None
+        sql = self._q(self._SESSION_SELECT + " WHERE s.id = %s")
+        row = self.run(lambda c: c.execute(sql, (TURN_START, session_id)).fetchone())
+        return None if row is None else self._session(row)
+
+    def sessions(self) -> list[SessionRow]:
+        """Every session, most recent activity first."""
+        if self.empty:
+            return []
+        sql = self._q(
+            self._SESSION_SELECT + " ORDER BY coalesce(last.time, s.created_at) DESC, s.created_at DESC"
+        )
+        return [self._session(r) for r in self.run(lambda c: c.execute(sql, (TURN_START,)).fetchall())]
+
+    def tail(self, session_id: str) -> tuple[int, int]:
+        """``(event count, time of the last event)`` from the last row alone (no scan)."""
+        sql = self._q("SELECT seq, time FROM {schema}.events WHERE session_id = %s ORDER BY seq DESC LIMIT 1")
+        row = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
+        return (0, 0) if row is None else (row[0] + 1, row[1])
+
+    def check_log(self, session_id: str) -> tuple[int, int]:
+        """Check that the log is continuous (row count = last seq + 1); ``(count, last time)``.
+
+        Every record is valid JSON by construction: the server checks ``json`` values on insert.
+        """
+        sql = self._q("SELECT count(*), max(seq) FROM {schema}.events WHERE session_id = %s")
+        count, last = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
+        if not count:
+            return 0, 0
+        if count != last + 1:
+            gap = self._q(
+                "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS want "
+                "FROM {schema}.events WHERE session_id = %s) x WHERE seq <> want ORDER BY seq LIMIT 1"
+            )
+            (before,) = self.run(lambda c: c.execute(gap, (session_id,)).fetchone())
+            prev = self.run(
+                lambda c: c.execute(
+                    self._q("SELECT count(*) FROM {schema}.events WHERE session_id = %s AND seq < %s"),
+                    (session_id, before),
+                ).fetchone()[0]
+            )
+            raise SessionCorruptError(
+                f"session {session_id} in {self.location} has a gap in its log: seq {prev} is missing "
+                f"before seq {before}; restore it from a backup (nbagent does not truncate logs)"
+            )
+        return count, self.tail(session_id)[1]
+
+    def last_of_type(self, session_id: str, type_: str) -> Event | None:
+        sql = self._q(
+            "SELECT seq, time, type, data FROM {schema}.events WHERE session_id = %s AND type = %s "
+            "ORDER BY seq DESC LIMIT 1"
+        )
+        row = self.run(lambda c: c.execute(sql, (session_id, type_)).fetchone())
+        return None if row is None else self._event(row)
+
+    def last_quiet_inbox(self, session_id: str) -> int:
+        """The seq of the last splice after which both queues were empty (-1 if none)."""
+        sql = self._q("SELECT max(seq) FROM {schema}.events WHERE session_id = %s AND inbox_pending = 0")
+        row = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
+        return -1 if row[0] is None else row[0]
+
+    def _select(
+        self,
+        columns: str,
+        session_id: str,
+        start: int,
+        stop: int | None,
+        types: Iterable[str] | None,
+        limit: int | None,
+    ) -> tuple[bytes, list[Any]]:
+        text = f"SELECT {columns} FROM {{schema}}.events WHERE session_id = %s AND seq >= %s"
+        args: list[Any] = [session_id, start]
+        if stop is not None:
+            text += " AND seq < %s"
+            args.append(stop)
+        if types is not None:
+            text += " AND type = ANY(%s)"
+            args.append(list(types))
+        text += " ORDER BY seq"
+        if limit is not None:
+            text += " LIMIT %s"
+            args.append(max(0, int(limit)))
+        return self._q(text), args
+
+    def events(
+        self,
+        session_id: str,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        types: Iterable[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Events with ``start <= seq < stop``, optionally only of ``types``, in seq order.
+
+        Reading every type checks that ``seq`` has no gap.
+        """
+        if self.empty:
+            return []
+        sql, args = self._select("seq, time, type, data", session_id, start, stop, types, limit)
+        loads = _json.loads
+
+        def read(c: psycopg.Connection[Any]) -> list[Event]:
+            with c.cursor(binary=True) as cur:
+                cur.execute(sql, args)
+                rows = cur.fetchall()
+            with gc_paused():
+                try:
+                    return [Event(seq, t, type_, loads(data)) for seq, t, type_, data in rows]
+                except ValueError:
+                    return [self._event(r) for r in rows]
+
+        out = self.run(read)
+        if types is None:
+            for expected, ev in enumerate(out, start):
+                if ev.seq != expected:
+                    raise SessionCorruptError(
+                        f"session {session_id} in {self.location} has a gap in its log: seq {expected} is "
+                        f"missing before seq {ev.seq}; restore it from a backup"
+                    )
+        return out
+
+    def raw_rows(self, session_id: str, *, start: int = 0, limit: int | None = None) -> list[Row]:
+        """Stored rows as written (``data`` as its exact text), for copying between stores."""
+        if self.empty:
+            return []
+        sql, args = self._select(
+            "session_id, seq, time, type, data, inbox_pending", session_id, start, None, None, limit
+        )
+        return self.run(lambda c: [tuple(r) for r in c.execute(sql, args).fetchall()])  # type: ignore[misc]
+
+    def session_tuple(self, session_id: str) -> tuple[Any, ...] | None:
+        """The stored ``sessions`` row as written, for copying between stores."""
+        if self.empty:
+            return None
+        sql = self._q("SELECT * FROM {schema}.sessions WHERE id = %s")
+        row = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
+        return None if row is None else tuple(row)
+
+    def _event(self, row: Sequence[Any]) -> Event:
+        try:
+            data = _json.loads(row[3])
+            if not isinstance(data, dict):
+                raise ValueError("data is not a JSON object")
+            return Event(row[0], row[1], row[2], data)
+        except ValueError as exc:
+            raise SessionCorruptError(
+                f"the record at seq {row[0]} in {self.location} is damaged ({exc}); restore it from a backup"
+            ) from None
+
+
+def _secrets(url: str) -> list[str]:
+    """The passwords that could appear in a libpq message: the URL's, and ``PGPASSWORD``."""
+    found = [os.environ.get("PGPASSWORD", "")]
+    try:
+        found.append(unquote(urlsplit(url.strip()).password or ""))
+    except ValueError:
+        pass
+    found += [unquote(v) for v in parse_qs(urlsplit(url.strip()).query).get("password", [])]
+    return [s for s in found if s]
