@@ -115,9 +115,11 @@ class LiveTurn:
 
     def _on_event(self, notice: LiveNotice) -> None:
         event = notice.event
-        if event is None or self.turn is None:
+        if event is None:
+            return
+        self._events.append(event)  # from the message's insertion on: the view learns its queue
+        if self.turn is None:
             return  # before the claim nothing of this message's turn has happened yet
-        self._events.append(event)
         ends = event.type == TURN_END and event.data.get("turn") == self.turn
         self._schedule(0 if ends else RENDER_INTERVAL)
 
