@@ -113,7 +113,10 @@ def test_the_badge_is_a_user_facing_word_and_a_typed_prompt_is_named_by_its_queu
 def test_a_dataframe_row_shows_shape_and_columns_and_an_error_row_its_exception() -> None:
     df = context.dataframe(pd.DataFrame({"city": ["Oslo"] * 1000, "temp": [1.5] * 1000}), name="df")
     described = describe_message(df)
-    assert (described.label, described.first_line) == ("df · 1000×2 · pandas", "1,000 rows × 2 columns: city, temp")
+    assert (described.label, described.first_line) == (
+        "df · 1000×2 · pandas",
+        "1,000 rows × 2 columns: city, temp",
+    )
     assert "RangeIndex" not in described.first_line and described.more_lines > 3
     error = describe_message(context.error("KeyError", "'missing_0'", TRACEBACK))
     assert (error.badge, error.label, error.first_line) == ("error", "KeyError: 'missing_0'", "")
@@ -155,7 +158,11 @@ async def test_the_live_turn_view_shows_the_same_labels_as_every_view() -> None:
     assert text.splitlines()[-1] == "turn 1: completed"
     html = bundle["text/html"]
     assert "<dataframe" not in text and "df · 50×3 · pandas" in html
-    assert 'class="nbagent nba-live"' in html and "#e0e0e0" not in html and "style=" not in html.split("</style>")[1]
+    assert (
+        'class="nbagent nba-live"' in html
+        and "#e0e0e0" not in html
+        and "style=" not in html.split("</style>")[1]
+    )
     data = bundle[TIMELINE_MIME]
     assert data["scope"] == {"turn": 1} and data["headline"] == "followup «what is in df?» · turn 1 · done"
 
@@ -178,4 +185,7 @@ def test_a_cells_live_output_labels_an_injected_dataframe_briefly(
             return view.view.bundle()["text/plain"]
 
     text = asyncio.run(body())
-    assert "  ← [dataframe] df · 50×3 · pandas — 50 rows × 3 columns: a, b, c\n  ← [followup] describe df\n" in text
+    assert (
+        "  ← [dataframe] df · 50×3 · pandas — 50 rows × 3 columns: a, b, c\n  ← [followup] describe df\n"
+        in text
+    )

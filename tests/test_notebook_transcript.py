@@ -22,8 +22,8 @@ from nbagent._json import thaw
 from nbagent.events import Event
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.models.base import ModelRequest
-from nbagent.views import transcript
 from nbagent.testing import check_invariants
+from nbagent.views import transcript
 
 GOLDEN = Path(__file__).parent / "golden"
 CAPTURED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)

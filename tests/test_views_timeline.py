@@ -101,7 +101,11 @@ async def test_a_canceled_turn_says_who_canceled_it() -> None:
         agent.cancel()
 
     turn = project(await run_session([Response("never")], drive)).nodes["turn-1"]
-    assert (turn["status"], turn["status_text"], turn["outcome"]) == ("aborted", "canceled", "canceled by you")
+    assert (turn["status"], turn["status_text"], turn["outcome"]) == (
+        "aborted",
+        "canceled",
+        "canceled by you",
+    )
 
 
 async def test_streamed_text_accumulates_and_the_final_message_settles_it() -> None:
@@ -205,7 +209,9 @@ async def test_a_steer_and_a_followup_are_told_apart() -> None:
 
 async def test_the_inbox_is_replayed_from_the_splices() -> None:
     async def drive(agent: nbagent.Agent) -> None:
-        agent.inject(UserMessage.text("line one\nline two\nline three", source={"kind": "cell", "label": "notes"}))
+        agent.inject(
+            UserMessage.text("line one\nline two\nline three", source={"kind": "cell", "label": "notes"})
+        )
         agent.inbox.append("next-turn", UserMessage.text("And last year?"))
 
     bundle = timeline_json(await run_session([], drive))

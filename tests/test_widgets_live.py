@@ -14,7 +14,7 @@ from nbagent.views import TIMELINE_MIME, apply_patches, inbox_html, inbox_model,
 
 pytest.importorskip("anywidget")
 
-from nbagent.widgets import InboxWidget, TimelineWidget  # noqa: E402
+from nbagent.widgets import InboxWidget, TimelineWidget
 
 
 def capture(widget: Any) -> list[dict[str, Any]]:
@@ -86,7 +86,11 @@ async def test_the_inbox_remove_message_cancels_the_pending_item() -> None:
     assert [m["id"] for m in widget.queues["queues"][0]["items"]] == [keep.id]
     assert sent[-1] == {"type": "removed", "id": drop.id}
     last = agent.events[-1]
-    assert (last.type, last.data["outcome"], last.data["removed_count"]) == ("agent/inbox/spliced", "canceled", 1)
+    assert (last.type, last.data["outcome"], last.data["removed_count"]) == (
+        "agent/inbox/spliced",
+        "canceled",
+        1,
+    )
     say(widget, {"type": "remove", "id": drop.id})
     assert "no longer pending" in widget.queues["error"]
     await agent.close()
@@ -127,7 +131,9 @@ async def test_every_output_carries_saved_views_next_to_the_live_one() -> None:
 
 async def test_a_widget_has_a_text_form_for_a_plain_terminal() -> None:
     agent = nbagent.open_session(None, model=ScriptedModel([Response("ok", failure="AUTH")]))
-    agent.inject(UserMessage.text("prices in EUR\nunits are boxes", source={"kind": "cell", "label": "units"}))
+    agent.inject(
+        UserMessage.text("prices in EUR\nunits are boxes", source={"kind": "cell", "label": "units"})
+    )
     inbox, timeline = InboxWidget(agent), TimelineWidget(agent)
     assert repr(inbox) == "\n".join(
         [
@@ -154,10 +160,12 @@ async def test_the_saved_timeline_keeps_recent_turns_whole_and_older_ones_as_hea
     assert bundle["omitted_turns"] == 10
     turns = [n for n in bundle["nodes"] if n["type"] == "turn"]
     assert len(turns) == 30 and all(t.get("omitted") for t in turns[:10])
-    assert {n["parent"] for n in bundle["nodes"] if n["type"] == "step"} == {f"turn-{i}" for i in range(11, 31)}
+    assert {n["parent"] for n in bundle["nodes"] if n["type"] == "step"} == {
+        f"turn-{i}" for i in range(11, 31)
+    }
     html = views["text/html"]
     assert "10 earlier turns show only their heads here" in html
-    assert html.count("<details class=\"nba-turn\"") == 30 and html.count("open>") == 3  # the last 3 opened
+    assert html.count('<details class="nba-turn"') == 30 and html.count("open>") == 3  # the last 3 opened
     one_more = len(html)
     agent.followup("one more " + "word " * 200)
     await agent.when_idle()
