@@ -39,6 +39,9 @@ PARITY_RESPONSES = (
     '[Response(tool_calls=[ToolCall("lookup", {"city": "Pune"})]), "Pune is warmest at 31.0 °C.", '
     'Response("Checking", failure="AUTH")]'
 )
+CONTRAST_RESPONSES = PARITY_RESPONSES.replace(
+    'Response("Checking", failure="AUTH")', 'Response("Slow", failure="RATE_LIMIT"), "ok", Response("x", failure="AUTH")'
+)
 INJECT = """\
 df = pd.DataFrame({"city": ["Oslo", "Lima", "Pune"], "temp_c": [3.5, 18.2, 31.0]})
 agent.inject(dataframe(df, name="df"))
@@ -63,7 +66,12 @@ READ_TURNS_JS = """(root) => [...root.querySelectorAll('.nba-turn')].map(t => ({
 }))"""
 
 CONTRAST_JS = """(selectors) => {
-  const rgba = (s) => { const v = s.match(/[\\d.]+/g).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  // computed colours come as rgb()/rgba() (0-255) or, from color-mix(), as color(srgb r g b / a) (0-1)
+  const rgba = (s) => {
+    const v = s.replace(/^color\\(srgb/, '').match(/[\\d.e-]+/g).map(Number);
+    const k = s.startsWith('color(') ? 255 : 1;
+    return [v[0] * k, v[1] * k, v[2] * k, v.length > 3 ? v[3] : 1];
+  };
   const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
   const lum = ([r, g, b]) => 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
   const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat(1);
@@ -245,21 +253,26 @@ def test_text_and_badges_reach_wcag_aa_contrast(lab: Lab, page: Any, theme: str)
     name = lab.write_notebook(
         f"contrast-{slug}",
         [
-            setup(PARITY_RESPONSES + '[:-1] + ", Response(\\"Slow\\", failure=\\"RATE_LIMIT\\"), \\"ok\\"]"'),
-            INJECT
-            + '\nagent.inject(cell_text("note a\\nnote b", label="units"))'
-            + '\nagent.inject(nbagent.UserMessage.text("steer me"));',
+            setup(CONTRAST_RESPONSES),
+            INJECT + '\nagent.inject(cell_text("note a\\nnote b", label="units"));',
             "%followup Which city is warmest?",
-            'agent.inbox.append("next-turn", nbagent.UserMessage.text("queued followup"));'
-            'agent.inject(dataframe(df, name="later"));',
+            "%followup And now?",
+            "%followup Fail, please",
+            'agent.inbox.append("next-turn", nbagent.UserMessage.text("queued followup"))\n'
+            'agent.inject(nbagent.UserMessage.text("steer me"));',
         ],
     )
     open_notebook(page, lab.lab_url(name, f"contrast-{slug}"))
     try:
         set_theme(page, theme)
-        for i in range(4):
+        for i in range(3):
             run_cell(page, i)
         page.locator('.nba-timeline .nba-turn[data-id="turn-1"][data-status="completed"]').wait_for()
+        run_cell(page, 3)
+        page.locator('.nba-timeline .nba-turn[data-id="turn-2"][data-status="completed"]').wait_for()
+        run_cell(page, 4)
+        page.locator('.nba-timeline .nba-turn[data-id="turn-3"][data-status="error"]').wait_for()
+        run_cell(page, 5)
         page.locator('.nba-inbox[data-pending="2"]').wait_for()
         page.locator(".nba-timeline .nba-msg summary").first.click()
         ratios = page.evaluate(CONTRAST_JS, TEXT_SELECTORS)
