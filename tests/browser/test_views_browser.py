@@ -299,6 +299,7 @@ def test_a_long_timeline_opens_at_recent_turns_and_inbox_items_open_to_a_preview
             setup(f"[{long_answer!r}] * 30"),
             "for i in range(30):\n    agent.followup(f'question {i}')\n    await agent.when_idle()\n"
             "agent.inject(cell_text('first line\\nsecond line\\nthird line', label='notes'));",
+            "show(agent);",
         ],
     )
     page.set_viewport_size({"width": 700, "height": 1000})
@@ -307,14 +308,15 @@ def test_a_long_timeline_opens_at_recent_turns_and_inbox_items_open_to_a_preview
     run_cell(page, 1)
     page.locator('.nba-timeline .nba-turn[data-id="turn-30"][data-status="completed"]').wait_for()
     page.locator('.nba-inbox[data-pending="1"]').wait_for()
-    run_cell(page, 0)  # show again: a fresh view of a long session
+    run_cell(page, 2)  # show again: a fresh view of a long session
     scroll = page.locator(".nba-timeline .nba-scroll").last
+    # Opened at the recent turns: the last turn's head is in sight, the first turns are scrolled away.
     page.wait_for_function(
-        "e => e.querySelector('[data-id=\"turn-30\"]') && e.scrollTop > 0", arg=scroll.element_handle()
-    )
-    assert scroll.evaluate(
-        "e => { const t = e.querySelector('[data-id=\"turn-30\"]').getBoundingClientRect();"
-        " const v = e.getBoundingClientRect(); return t.top >= v.top - 1 && t.top < v.bottom; }"
+        """() => { const all = document.querySelectorAll('.nba-timeline .nba-scroll');
+        const e = all[all.length - 1]; const t = e && e.querySelector('[data-id="turn-30"]');
+        if (!t || e.scrollTop <= 0) return false;
+        const r = t.getBoundingClientRect(), v = e.getBoundingClientRect();
+        return r.top >= v.top - 1 && r.top < v.bottom; }"""
     )
     assert scroll.locator(".nba-turn[open]").count() == 3
 
