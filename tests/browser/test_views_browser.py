@@ -40,7 +40,8 @@ PARITY_RESPONSES = (
     'Response("Checking", failure="AUTH")]'
 )
 CONTRAST_RESPONSES = PARITY_RESPONSES.replace(
-    'Response("Checking", failure="AUTH")', 'Response("Slow", failure="RATE_LIMIT"), "ok", Response("x", failure="AUTH")'
+    'Response("Checking", failure="AUTH")',
+    'Response("Slow", failure="RATE_LIMIT"), "ok", Response("x", failure="AUTH")',
 )
 INJECT = """\
 df = pd.DataFrame({"city": ["Oslo", "Lima", "Pune"], "temp_c": [3.5, 18.2, 31.0]})
