@@ -123,7 +123,9 @@ def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
         return f'<div class="nba-mark" data-mark="approval" data-outcome="{escape(n.get("outcome") or "asked")}">{escape(n["text"])}</div>'
     if t == "mark":
         return f'<div class="nba-mark" data-mark="{escape(n["mark"])}">{escape(n["text"])}</div>'
-    return ""  # a node type this version does not know
+    if isinstance(n.get("text"), str):  # a node type this renderer has no case for: its words
+        return f'<div class="nba-mark" data-mark="{escape(t)}">{escape(n["text"])}</div>'
+    return ""
 
 
 def turn_head(n: Node) -> str:

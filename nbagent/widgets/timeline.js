@@ -203,7 +203,14 @@ class TimelineView {
 
   build(n) {
     const builder = this[`build_${n.type}`];
-    if (!builder) return document.createComment(n.type); // a node type this version does not know
+    if (!builder) {
+      // A node type this version has no case for: its words as a mark, or nothing.
+      if (typeof n.text !== "string") return document.createComment(n.type);
+      const e = this.mark(n.type, n.text);
+      e.dataset.id = n.id;
+      this.els.set(n.id, e);
+      return e;
+    }
     const e = builder.call(this, n);
     e.dataset.id = n.id;
     this.els.set(n.id, e);
