@@ -22,10 +22,13 @@ HEADLINE_MAX = 80
 class TurnView:
     """Follows one delivered message: ``queued`` in the inbox, then its turn until the turn ends."""
 
-    def __init__(self, verb: str, message_text: str) -> None:
+    def __init__(self, verb: str, message_text: str, inbox: Any = None) -> None:
+        """``inbox`` (with ``next_step``/``next_turn``) is what is pending when the view starts."""
         self.verb = verb
         self.what = first_line(message_text, HEADLINE_MAX)
         self.timeline = Timeline()
+        if inbox is not None:
+            self.timeline.seed_pending(inbox.next_step, inbox.next_turn)
         self.turn: int | None = None
         self.discarded = False
 
