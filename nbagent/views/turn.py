@@ -45,6 +45,16 @@ class TurnView:
         self.timeline.feed(events)
 
     @property
+    def answer(self) -> str:
+        """The last non-empty answer text of the turn (``""`` before there is one)."""
+        if self.turn is None:
+            return ""
+        answers = [
+            n for n in self.timeline.turn_nodes(self.turn) if n["type"] == "assistant" and not n["failed"]
+        ]
+        return next((n["text"] for n in reversed(answers) if n["text"].strip()), "")
+
+    @property
     def final(self) -> bool:
         if self.discarded:
             return True
