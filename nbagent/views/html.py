@@ -154,6 +154,13 @@ def turn_html(n: Node, kids: Mapping[str | None, list[Node]], *, opened: bool, b
     )
 
 
+def _head(title: str, muted: str, status: str, status_text: str) -> str:
+    return (
+        f'<div class="nba-head"><span class="nba-title">{escape(title)}</span>{_span("nba-muted", muted)}'
+        f'<span class="nba-grow"></span>{pill(status, status_text)}</div>'
+    )
+
+
 def _children(nodes: Sequence[Node]) -> dict[str | None, list[Node]]:
     kids: dict[str | None, list[Node]] = {}
     for n in nodes:
@@ -181,13 +188,7 @@ def timeline_html(bundle: Mapping[str, Any]) -> str:
             body.append(_node(n, kids))
     if not turns and not body:
         body.append('<div class="nba-empty">No turns yet.</div>')
-    head = (
-        '<div class="nba-head"><span class="nba-title">Timeline</span>'
-        + _span("nba-muted", f"{bundle['summary']} · saved view")
-        + '<span class="nba-grow"></span>'
-        + pill(bundle["status"], bundle["status_text"])
-        + "</div>"
-    )
+    head = _head("Timeline", f"{bundle['summary']} · saved view", bundle["status"], bundle["status_text"])
     return _wrap(
         "nba-timeline", f'{head}<div class="nba-scroll">{"".join(body)}</div>', seq=str(bundle["seq"])
     )
@@ -220,11 +221,5 @@ def inbox_html(inbox: Mapping[str, Any]) -> str:
             )
         else:
             parts.append(f'<div class="nba-queue" data-queue="{escape(queue["name"])}">{name}{items}</div>')
-    head = (
-        '<div class="nba-head"><span class="nba-title">Inbox</span>'
-        + _span("nba-muted", f"{inbox['pending_text']} · saved view")
-        + '<span class="nba-grow"></span>'
-        + pill(inbox["status"], inbox["status_text"])
-        + "</div>"
-    )
+    head = _head("Inbox", f"{inbox['pending_text']} · saved view", inbox["status"], inbox["status_text"])
     return _wrap("nba-inbox", head + "".join(parts), pending=str(inbox["pending"]))
