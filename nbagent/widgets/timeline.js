@@ -73,6 +73,13 @@ class TimelineView {
   reset(snapshot) {
     const t0 = performance.now();
     this.resetting = true;
+    for (const [id, e] of this.els) {
+      // What is opened now is what the user sees: keep it (a toggle event may not have run yet).
+      if (e.tagName === "DETAILS" && e.classList.contains("nba-item")) {
+        if (e.open) this.ui.details.add(id);
+        else this.ui.details.delete(id);
+      }
+    }
     this.seq = snapshot.seq;
     this.waiting = false;
     this.nodes = new Map();
