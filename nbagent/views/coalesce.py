@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -14,7 +15,9 @@ class Coalescer(Generic[T]):
 
     The timer runs on the loop that delivers the notices (the agent's loop), so a streamed answer
     of hundreds of chunks becomes a handful of front-end messages. Without a running loop the
-    items are flushed at once.
+    items are flushed at once. Pushes and flushes may come from several threads (the agent's loop
+    and the kernel's main thread, which flushes before a snapshot): batches are handed over one at
+    a time, in the order they were pushed.
     """
 
     def __init__(self, flush: Callable[[list[T]], None], delay: float = 0.04) -> None:
@@ -22,29 +25,35 @@ class Coalescer(Generic[T]):
         self._delay = delay
         self._items: list[T] = []
         self._handle: asyncio.TimerHandle | None = None
+        self._lock = threading.RLock()
 
     def push(self, item: T) -> None:
-        self._items.append(item)
-        if self._handle is not None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.flush_now()
-            return
-        self._handle = loop.call_later(self._delay, self.flush_now)
+        with self._lock:
+            self._items.append(item)
+            if self._handle is not None:
+                return
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                self._handle = loop.call_later(self._delay, self.flush_now)
+                return
+        self.flush_now()
 
     def flush_now(self) -> None:
         """Hand over everything buffered (also used before a snapshot is taken)."""
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        items, self._items = self._items, []
-        if items:
-            self._flush(items)
+        with self._lock:
+            if self._handle is not None:
+                self._handle.cancel()
+                self._handle = None
+            items, self._items = self._items, []
+            if items:
+                self._flush(items)
 
     def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        self._items = []
+        with self._lock:
+            if self._handle is not None:
+                self._handle.cancel()
+                self._handle = None
+            self._items = []
