@@ -36,9 +36,18 @@ def saved_view_shows(page: Any, needle: str) -> None:
 
 
 def turn_done(page: Any, turn: int = 1) -> None:
-    """Wait for ``turn`` to complete, in the widget and in its saved view."""
+    """Wait for ``turn`` to complete, in the widget and in the saved view of every timeline output
+    (each is re-published after the change), so a save now holds the finished turn."""
     page.locator(f'.nba-timeline .nba-turn[data-id="turn-{turn}"][data-status="completed"]').first.wait_for()
-    saved_view_shows(page, f'data-id="turn-{turn}" data-status="completed"')
+    page.wait_for_function(
+        """(needle) => { let timelines = 0, current = 0;
+        for (const c of window.jupyterapp.shell.currentWidget.content.widgets) { const o = c.model.outputs;
+          if (!o) continue; for (let k = 0; k < o.length; k++) { const d = o.get(k).data['text/html'];
+            const html = d ? [].concat(d).join('') : '';
+            if (html.includes('nba-timeline')) { timelines++; if (html.includes(needle)) current++; } } }
+        return timelines > 0 && current === timelines; }""",
+        arg=f'data-id="turn-{turn}" data-status="completed"',
+    )
 
 
 def timeline_turn(page: Any, turn: int) -> Any:
