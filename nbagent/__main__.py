@@ -11,6 +11,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from nbagent import events as ev
+from nbagent.views.labels import describe_message
+
 TUTORIAL = "quickstart.ipynb"
 
 
@@ -23,10 +26,32 @@ def _tutorial_source() -> Path:
     raise SystemExit(f"nbagent: cannot find {TUTORIAL} next to the package ({here})")
 
 
+def _event_line(record: ev.TypedEvent) -> str:
+    """A few words on one event of the demo's log."""
+    match record:
+        case ev.Splice(is_claim=True):
+            return f"{record.target}: claimed {record.removed_count}"
+        case ev.Splice(is_cancel=True):
+            return f"{record.target}: canceled {record.removed_count}" + (
+                " (replaced)" if record.inserted else ""
+            )
+        case ev.Splice():
+            return f"{record.target}: +{[m['source']['kind'] for m in record.inserted]}"
+        case ev.UserMessageEvent():
+            return f"[{record.source.get('kind')}] {describe_message(record.message).first_line}"
+        case ev.TurnEnd():
+            return f"{record.turn} {record.kind}"
+        case ev.TurnStart() | ev.StepStart() | ev.StepEnd():
+            return ".".join(str(x) for x in (record.turn, getattr(record, "step", None)) if x is not None)
+        case ev.AssistantChunk() | ev.AssistantMessageEvent() | ev.ToolCallEvent() | ev.ToolResultEvent():
+            return f"{record.turn}.{record.step}"
+    return ""
+
+
 async def _demo(folder: Path) -> None:
     import nbagent
     from nbagent.context import cell_text
-    from nbagent.notebook.transcript import transcript
+    from nbagent.views import transcript
 
     path = folder / "demo.nbagent.sqlite"
     agent = nbagent.open_session(path, model="echo")
@@ -36,19 +61,11 @@ async def _demo(folder: Path) -> None:
         f"injected context; status {agent.status!r}, {len(agent.inbox.next_step)} message pending, no model call\n"
     )
     run = await agent.run("Which region sold the most?")
-    print(f"followup answered in turn {run.turns}, outcome {run.outcome}:\n{run.text}\n")
+    turns = ", ".join(str(t) for t in run.turns)
+    print(f"followup answered in turn {turns}, outcome {run.outcome}:\n{run.text}\n")
     print("the log, event by event:")
     for event in agent.events:
-        data = event.data
-        where = ".".join(str(data[k]) for k in ("turn", "step") if k in data)
-        if event.type == "agent/inbox/spliced":
-            inserted = [m["source"]["kind"] for m in data["inserted"]]
-            where = f"{data['target']}: " + (
-                f"+{inserted}" if inserted else f"claimed {data.get('removed_count')}"
-            )
-        elif event.type == "user/message":
-            where = f"[{data['source']['kind']}] {data['content'][0]['text']}"
-        print(f"  {event.seq:3} {event.type:20} {where}")
+        print(f"  {event.seq:3} {event.type:20} {_event_line(ev.parse_event(event))}")
     print("\n" + transcript(agent.events, title="Transcript"))
     await agent.close()
 
