@@ -1,22 +1,33 @@
-"""The kernel's one agent: opened lazily in the file beside the notebook, resumed after a restart."""
+"""The kernel's one agent: opened lazily in the file beside the notebook, resumed after a restart.
+
+The agent lives on the agent loop (:mod:`nbagent.notebook.agent_loop`); the kernel's main thread
+opens, resumes and closes it there and waits with :meth:`MainThread.wait`, which keeps serving the
+main thread's work (:mod:`nbagent.notebook.main_thread`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from nbagent.notebook.blocking import block_on, complete_now, running_loop
+from nbagent.notebook.agent_loop import AgentLoop, agent_loop
 from nbagent.notebook.location import notebook_path, session_file
+from nbagent.notebook.main_thread import MainThread
+from nbagent.notebook.shell_pump import ShellPump
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
     from nbagent.notebook.live import LiveTurn
     from nbagent.store import SessionRow
+
+T = TypeVar("T")
 
 
 def when(ms: int | None) -> str:
@@ -27,26 +38,45 @@ def when(ms: int | None) -> str:
 
 
 class KernelSession:
-    """Holds the kernel's agent and the live views of its cells; knows which file they belong in."""
+    """Holds the kernel's agent and the live views of its cells; knows which file they belong in.
 
-    def __init__(self, user_ns: dict[str, Any]) -> None:
-        self.user_ns = user_ns
+    ``agent_loop`` is the loop the agent runs on (``agent_loop.loop``); ``main_thread`` hands work
+    from that loop to the kernel's main thread (the user's namespace) and is how the main thread waits.
+    """
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.user_ns: dict[str, Any] = shell.user_ns
         self.db_override: str | None = None
         self.agent: Agent | None = None
         self.views: list[LiveTurn] = []
+        self.agent_loop: AgentLoop = agent_loop()
+        kernel = getattr(shell, "kernel", None)
+        self.main_thread = MainThread(_kernel_loop(kernel), ShellPump.for_kernel(kernel))
 
     @property
     def path(self) -> Path:
         return session_file(self.user_ns, override=self.db_override)
 
-    def loop(self) -> asyncio.AbstractEventLoop:
-        loop = running_loop()
-        if loop is None:
-            raise UsageError(
-                "nbagent's magics need a running asyncio loop, as in a Jupyter kernel (ipykernel); "
-                "in a script use `await nbagent.open_session(...)` inside asyncio.run()"
-            )
-        return loop
+    def wait(
+        self, future: concurrent.futures.Future[T], on_interrupt: Callable[[], None] | None = None
+    ) -> tuple[T, bool]:
+        """Block the main thread on ``future`` (see :meth:`MainThread.wait`)."""
+        return self.main_thread.wait(future, on_interrupt=on_interrupt)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the agent loop and wait for its result, serving the main thread meanwhile."""
+        return self.wait(self.agent_loop.submit(coro))[0]
+
+    def on_agent_loop(self, fn: Callable[[], T]) -> T:
+        """Call ``fn`` on the agent loop's thread (opening a session binds it to that loop) and wait."""
+        return self.wait(self.agent_loop.call(fn))[0]
+
+    def wait_idle(self) -> None:
+        """Block until the agent is idle (no turn running, nothing waking latched)."""
+        agent = self.current()
+        if agent is not None:
+            self.run(agent.when_idle())
 
     def rows(self) -> list[SessionRow]:
         from nbagent import list_sessions
@@ -70,7 +100,6 @@ class KernelSession:
         agent = self.current()
         if agent is not None:
             return agent
-        self.loop()
         rows = self.rows()
         if rows:
             return self.resume(rows[0].id, rows=rows, fallback=True)
@@ -82,11 +111,12 @@ class KernelSession:
         """Close the current agent (if any) and open a fresh session in the file."""
         from nbagent import open_session
 
-        self.loop()
         self.close()
         path = self.path
         notebook = notebook_path(self.user_ns, os.environ, Path.cwd())
-        self.agent = open_session(path, notebook=str(notebook) if notebook else None)
+        self.agent = self.on_agent_loop(
+            lambda: open_session(path, notebook=str(notebook) if notebook else None)
+        )
         if announce:
             print(
                 f"nbagent: new session {self.agent.session_id[:8]} in {_shown(path)} (model {self.agent.model.name})"
@@ -102,7 +132,6 @@ class KernelSession:
         """
         from nbagent import SessionLockedError, resume_session
 
-        self.loop()
         rows = self.rows() if rows is None else rows
         matches = [r for r in rows if r.id.startswith(session_id)]
         if not matches:
@@ -117,7 +146,7 @@ class KernelSession:
         self.close()
         path = self.path
         try:
-            agent = resume_session(path, row.id)
+            agent = self.on_agent_loop(lambda: resume_session(path, row.id))
         except SessionLockedError as exc:
             if fallback:
                 print(f"nbagent: the latest session is in use elsewhere ({exc}); starting a new one")
@@ -145,10 +174,7 @@ class KernelSession:
             view.stop()
         self.views.clear()
         self.agent = None
-        if agent.status == "running":
-            block_on(agent.close(), self.loop())
-        else:
-            complete_now(agent.close())  # nothing to wait for: no nested loop needed
+        self.run(agent.close())
 
     def status_lines(self) -> list[str]:
         agent = self.current()
@@ -169,6 +195,16 @@ class KernelSession:
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
         ]
+
+
+def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop the kernel's main thread runs between cells (ipykernel's tornado IOLoop)."""
+    try:
+        return asyncio.get_running_loop()  # loading the extension from a cell: inside that loop
+    except RuntimeError:
+        pass
+    io_loop = getattr(kernel, "io_loop", None)
+    return getattr(io_loop, "asyncio_loop", None)
 
 
 def _shown(path: Path) -> str:

@@ -1,15 +1,18 @@
 """The live turn display: a cell's own output, updated in place as its message's turn runs.
 
-Event callbacks run synchronously on the kernel's loop thread; they only record and schedule a
-render on the loop. Renders run in an empty ``contextvars.Context`` so ipykernel stamps the update
-with the currently executing cell as parent: front ends route ``update_display_data`` by display id,
-and headless runners (nbclient) only read messages of the cell they are running.
+Event callbacks run synchronously on the agent loop's thread; they only record and schedule a render
+on that loop, so a turn's view keeps updating whatever the kernel's main thread does. A render sends
+``update_display_data`` for the view's display id: front ends route it by that id to the cell that
+showed the view. Renders run in an empty ``contextvars.Context``, so ipykernel (6 and 7) stamps them
+with the request it is handling now: headless runners (nbclient), which read only the running cell's
+messages, see them too and apply them by display id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,9 +62,11 @@ class LiveTurn:
         verb: str,
         surface: Surface,
         *,
+        loop: asyncio.AbstractEventLoop | None = None,
         on_final: Callable[[LiveTurn], None] | None = None,
     ) -> None:
-        """``on_final`` is called once the final state has been shown from a cell."""
+        """``loop`` is the agent's loop (the running one by default); ``on_final`` is called once the
+        final state has been shown from a cell."""
         self.agent = agent
         self.message = message
         self.verb = verb
@@ -75,7 +80,13 @@ class LiveTurn:
         self._discarded = False
         self.settled = False
         """Final and shown from a cell; until then a magic re-publishes it (see ``refresh``)."""
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop if loop is not None else asyncio.get_running_loop()
+        self._loop_thread: int | None = None
+        self._loop.call_soon_threadsafe(self._learn_loop_thread)
+        self._render_lock = threading.Lock()  # the agent loop renders; a magic refreshes from the main thread
+
+    def _learn_loop_thread(self) -> None:
+        self._loop_thread = threading.get_ident()
 
     @property
     def final(self) -> bool:
@@ -101,10 +112,11 @@ class LiveTurn:
         self._render(in_cell=True)
 
     def _render(self, *, in_cell: bool) -> None:
-        self._scheduled = False
-        if not self._discarded:
-            self.view = self._fold()
-        self.surface.update(bundle(self.view))
+        with self._render_lock:  # one fold-and-publish at a time, so an older fold never follows a newer
+            self._scheduled = False
+            if not self._discarded:
+                self.view = self._fold()
+            self.surface.update(bundle(self.view))
         if self.view.final:
             self.stop()
             if in_cell and not self.settled:
@@ -139,7 +151,13 @@ class LiveTurn:
         if self._scheduled and delay > 0:
             return
         self._scheduled = True
-        self._loop.call_later(delay, self._render_scheduled, context=contextvars.Context())
+        fresh = contextvars.Context()
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_later(delay, self._render_scheduled, context=fresh)
+        else:  # defensive: notices are delivered on the loop thread
+            self._loop.call_soon_threadsafe(
+                lambda: self._loop.call_later(delay, self._render_scheduled, context=fresh)
+            )
 
     def _render_scheduled(self) -> None:
         if self._scheduled and self._offs:

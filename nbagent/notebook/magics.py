@@ -16,7 +16,6 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from nbagent.notebook.arguments import split_options
-from nbagent.notebook.blocking import block_interruptibly
 from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe
 from nbagent.notebook.kernel_session import KernelSession, when
 
@@ -38,7 +37,7 @@ class AgentMagics(Magics):
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
-        self.session = KernelSession(shell.user_ns)
+        self.session = KernelSession(shell)
         self.last_error: LastError | None = None
         self._cell_id: str | None = None
         shell.events.register("pre_run_cell", self._pre_run_cell)
@@ -160,16 +159,17 @@ class AgentMagics(Magics):
         agent = self.session.ensure()
         assert agent is not None
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
-        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget)
+        view = LiveTurn(
+            agent, message, verb, DisplaySurface(), loop=self.session.agent_loop.loop, on_final=self._forget
+        )
         view.start()
         self.session.views.append(view)
         if not args.wait:
-            getattr(agent, verb)(message)
-            view.refresh()  # already claimed when idle: show the turn number at once
+            getattr(agent, verb)(message)  # thread-safe: recorded now, the turn opens on the agent loop
             return
-        loop = self.session.loop()
-        run, interrupted = block_interruptibly(
-            agent.run(message, steer=verb == "steer"), loop, lambda: agent.cancel("interrupt")
+        run, interrupted = self.session.wait(
+            self.session.agent_loop.submit(agent.run(message, steer=verb == "steer")),
+            on_interrupt=lambda: agent.cancel("interrupt"),
         )
         view.refresh()
         if interrupted:
@@ -289,8 +289,9 @@ class AgentMagics(Magics):
     def _agent_wait(self, *, keep_inbox: bool) -> None:
         agent = self.session.current()
         if agent is not None and agent.status == "running":
-            _, interrupted = block_interruptibly(
-                agent.when_idle(), self.session.loop(), lambda: agent.cancel("interrupt")
+            _, interrupted = self.session.wait(
+                self.session.agent_loop.submit(agent.when_idle()),
+                on_interrupt=lambda: agent.cancel("interrupt"),
             )
             if interrupted:
                 self._refresh_views()
