@@ -165,10 +165,11 @@ class AgentMagics(Magics):
         view.start()
         self.session.views.append(view)
         if not args.wait:
-            getattr(agent, verb)(message)  # thread-safe: recorded now, the turn opens on the agent loop
+            self.session.deliver(agent, verb, message)
+            view.refresh()  # an idle agent's turn has started: show its number at once
             return
         run, interrupted = self.session.wait(
-            self.session.agent_loop.submit(agent.run(message, steer=verb == "steer")),
+            lambda: self.session.agent_loop.submit(agent.run(message, steer=verb == "steer")),
             on_interrupt=lambda: agent.cancel("interrupt"),
         )
         view.refresh()
@@ -282,7 +283,8 @@ class AgentMagics(Magics):
             print("no session open; nothing to cancel")
             return
         running = agent.status == "running"
-        agent.cancel(keep_inbox=keep_inbox)
+        # on the agent loop, so the inbox is cleared (and the turn told) when this cell returns
+        self.session.on_agent_loop(lambda: agent.cancel(keep_inbox=keep_inbox))
         kept = "pending messages kept" if keep_inbox else "pending messages canceled"
         print(f"nbagent: {'cancelling the running turn' if running else 'no turn running'}; {kept}")
 
@@ -290,7 +292,7 @@ class AgentMagics(Magics):
         agent = self.session.current()
         if agent is not None and agent.status == "running":
             _, interrupted = self.session.wait(
-                self.session.agent_loop.submit(agent.when_idle()),
+                lambda: self.session.agent_loop.submit(agent.when_idle()),
                 on_interrupt=lambda: agent.cancel("interrupt"),
             )
             if interrupted:
