@@ -7,6 +7,7 @@ the rest of the line is taken verbatim.
 
 from __future__ import annotations
 
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,16 @@ from nbagent.notebook.injection import InjectOptions, LastError, build_injection
 from nbagent.notebook.kernel_session import KernelSession, when
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
+
+
+def _error_record(exc: BaseException) -> LastError:
+    """The error as the user saw it: its traceback without IPython's own frames."""
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if "/IPython/" not in f.filename.replace("\\", "/")
+    ]
+    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    text += "".join(traceback.format_exception_only(type(exc), exc))
+    return LastError(type(exc).__name__, str(exc), text)
 
 
 def _parse(method: Callable[..., Any], options: str) -> Any:
@@ -62,14 +73,7 @@ class AgentMagics(Magics):
         exc = result.error_in_exec or result.error_before_exec
         if exc is None or isinstance(exc, UsageError):
             return
-        frames = [
-            f
-            for f in traceback.extract_tb(exc.__traceback__)
-            if "/IPython/" not in f.filename.replace("\\", "/")
-        ]
-        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
-        text += "".join(traceback.format_exception_only(type(exc), exc))
-        self.last_error = LastError(type(exc).__name__, str(exc), text)
+        self.last_error = _error_record(exc)
 
     def _cell(self) -> dict[str, Any]:
         cell: dict[str, Any] = {"execution_count": self.shell.execution_count}
@@ -83,7 +87,11 @@ class AgentMagics(Magics):
     @argument("--label", help="a label for literal text, shown in the timeline and transcript")
     @argument("--rows", type=int, help="head rows in a DataFrame summary (default 5)")
     @argument("--schema-only", action="store_true", help="a DataFrame's columns and dtypes only")
-    @argument("--last-error", action="store_true", help="the traceback of the last cell that failed")
+    @argument(
+        "--last-error",
+        action="store_true",
+        help="the traceback of the error being handled (inside `except:`), else of the last cell that failed",
+    )
     @argument("text", nargs="*", help="an expression (a DataFrame or any object) or literal text")
     @line_cell_magic
     def inject(self, line: str, cell: str | None = None) -> None:
@@ -100,11 +108,12 @@ class AgentMagics(Magics):
         opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error)
         if opts.rows is not None and opts.rows < 0:
             raise UsageError("--rows must be 0 or more")
+        handled = sys.exc_info()[1]  # inside `except:`, --last-error means the error being handled
         message = build_injection(
             cell if cell is not None else text,
             opts,
             evaluate=lambda expr: self.shell.ev(expr),
-            last_error=self.last_error,
+            last_error=_error_record(handled) if handled is not None else self.last_error,
             cell=self._cell(),
             literal=cell is not None,
         )
