@@ -335,6 +335,20 @@ def test_followup_returns_while_the_turn_runs_and_a_dead_kernel_is_repaired_on_r
     assert tail == [("tool/result", "TOOL_OUTCOME_UNKNOWN"), ("step/end", None), ("turn/end", "interrupted")]
 
 
+def test_shutting_the_kernel_down_closes_the_session_and_its_running_turn(tmp_path: Path) -> None:
+    db = tmp_path / "work.nbagent.sqlite"
+    k = Kernel(tmp_path)
+    k.run("%load_ext nbagent")
+    k.run(SLOW_MODEL.format(n=1))
+    k.run("%followup take your time")
+    wait_for_events(db, "step/start")
+    k.kc.stop_channels()
+    k.km.shutdown_kernel(now=False)  # Kernel → Shut Down: a shutdown request, then the process exits
+    events = read_events(db)
+    check_invariants(events)
+    assert events[-1].data == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "closed"}}}
+
+
 SLOW_TEXT = """
 from nbagent.models import Response, ScriptedModel
 from nbagent.notebook import current_agent

@@ -8,6 +8,7 @@ main thread's work (:mod:`nbagent.notebook.main_thread`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import threading
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
     from nbagent.store import SessionRow
 
 T = TypeVar("T")
+
+EXIT_PATIENCE = 3.0
+"""Seconds a shutting-down kernel gives its running turn to stop before the process exits (a
+kernel manager kills a kernel that has not exited 5 s after the shutdown request)."""
 
 DELIVERY_PATIENCE = 5.0
 """Seconds a ``%followup``/``%steer`` waits for the agent loop to take its message (see ``deliver``)."""
@@ -58,6 +63,7 @@ class KernelSession:
         self.agent_loop: AgentLoop = agent_loop()
         kernel = getattr(shell, "kernel", None)
         self.main_thread = MainThread(_kernel_loop(kernel), ShellPump.for_kernel(kernel))
+        atexit.register(self._close_at_exit)
 
     @property
     def path(self) -> Path:
@@ -216,6 +222,22 @@ class KernelSession:
         self.views.clear()
         self.agent = None
         self.run(agent.close())
+
+    def dispose(self) -> None:
+        """Close the session and forget this holder (``%unload_ext``)."""
+        atexit.unregister(self._close_at_exit)
+        self.close()
+
+    def _close_at_exit(self) -> None:
+        """A kernel shut down (not killed) closes its session: a running turn ends ``aborted`` with
+        cause ``closed`` and the lease is released, instead of a repair at the next resume."""
+        agent = self.current()
+        if agent is None or not self.agent_loop.running:
+            return
+        try:
+            self.agent_loop.submit(agent.close()).result(timeout=EXIT_PATIENCE)
+        except Exception:  # the process is going away; resume repairs whatever is left open
+            pass
 
     def status_lines(self) -> list[str]:
         agent = self.current()

@@ -61,8 +61,7 @@ class AgentMagics(Magics):
                 self.shell.events.unregister(name, callback)
             except ValueError:
                 pass
-        if self.session.current() is not None:
-            self.session.close()
+        self.session.dispose()
 
     # -- shell events -----------------------------------------------------------------------------
 
