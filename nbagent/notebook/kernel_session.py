@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 from nbagent.notebook.agent_loop import AgentLoop, agent_loop
-from nbagent.notebook.location import notebook_path, session_file
+from nbagent.notebook.location import notebook_path, runner_notebook, session_file
 from nbagent.notebook.main_thread import MainThread
 from nbagent.notebook.shell_pump import ShellPump
 
@@ -60,6 +60,8 @@ class KernelSession:
         self.db_override: str | None = None
         self.agent: Agent | None = None
         self.views: list[LiveTurn] = []
+        self.runner = runner_notebook()
+        """The notebook named by the program that started this kernel (nbconvert), if any."""
         self.agent_loop: AgentLoop = agent_loop()
         kernel = getattr(shell, "kernel", None)
         self.main_thread = MainThread(_kernel_loop(kernel), ShellPump.for_kernel(kernel))
@@ -67,7 +69,7 @@ class KernelSession:
 
     @property
     def path(self) -> Path:
-        return session_file(self.user_ns, override=self.db_override)
+        return session_file(self.user_ns, override=self.db_override, runner=self.runner)
 
     def wait(
         self,
@@ -126,12 +128,13 @@ class KernelSession:
             self.run(agent.when_idle())
 
     def rows(self) -> list[SessionRow]:
+        """The sessions in the file, newest first (nothing is created: an absent file has none)."""
         from nbagent import list_sessions
 
         path = self.path
         if not path.exists():
             return []
-        return list_sessions(path)
+        return self._file_call(path, lambda: list_sessions(path))
 
     def current(self) -> Agent | None:
         """The open agent, without opening one."""
@@ -139,20 +142,50 @@ class KernelSession:
             self.agent = None
         return self.agent
 
-    def ensure(self, *, create: bool = True) -> Agent | None:
-        """The open agent; else resume the file's most recent session; else (``create``) open a new one.
+    def knows_notebook(self) -> bool:
+        """Whether the file was chosen for this notebook (or by the user), not the shared fallback."""
+        explicit = self.db_override or os.environ.get("NBAGENT_DB")
+        return bool(explicit) or notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner) is not None
 
-        Prints one line saying which session the kernel now uses.
+    def ensure(self, *, create: bool = True) -> Agent | None:
+        """The open agent; else the file's most recent session, resumed; else (``create``) a new one.
+
+        Read-only callers (``create=False``) never create anything: a file that is missing or holds no
+        session gives ``None``, and so does a latest session in use by another kernel (said in one line
+        with the ways out). A writing caller gets that line as a ``UsageError`` instead of a silent fork.
+        A kernel that does not know its notebook (the shared ``nbagent.sqlite`` fallback) never resumes
+        on its own: that file may hold another notebook's session.
         """
         agent = self.current()
         if agent is not None:
             return agent
-        rows = self.rows()
+        known = self.knows_notebook()
+        rows = self.rows() if known else []
         if rows:
-            return self.resume(rows[0].id, rows=rows, fallback=True)
+            from nbagent import SessionLockedError
+
+            try:
+                return self.resume(rows[0].id, rows=rows)
+            except SessionLockedError:
+                line = (
+                    f"nbagent: the latest session {rows[0].id[:8]} in {_shown(self.path)} is in use by another "
+                    "kernel; `%agent new` starts another session here, `%agent resume ID` continues an "
+                    "earlier one (see `%agent sessions`), `%agent --db PATH` uses another file"
+                )
+                if create:
+                    raise UsageError(line) from None
+                print(line)
+                return None
         if not create:
             return None
-        return self.new(announce=True)
+        agent = self.new(announce=known)
+        if not known:
+            print(
+                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)} (model {agent.model.name}); "
+                "this kernel does not know its notebook, so it does not continue the file's earlier sessions "
+                "(`%agent sessions` lists them, `%agent resume ID` continues one)"
+            )
+        return agent
 
     def new(self, *, announce: bool = True) -> Agent:
         """Close the current agent (if any) and open a fresh session in the file."""
@@ -160,9 +193,12 @@ class KernelSession:
 
         self.close()
         path = self.path
-        notebook = notebook_path(self.user_ns, os.environ, Path.cwd())
-        self.agent = self.on_agent_loop(
-            lambda: open_session(path, notebook=str(notebook) if notebook else None)
+        notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner)
+        self.agent = self._file_call(
+            path,
+            lambda: self.on_agent_loop(
+                lambda: open_session(path, notebook=str(notebook) if notebook else None)
+            ),
         )
         if announce:
             print(
@@ -170,14 +206,12 @@ class KernelSession:
             )
         return self.agent
 
-    def resume(
-        self, session_id: str, *, rows: list[SessionRow] | None = None, fallback: bool = False
-    ) -> Agent:
+    def resume(self, session_id: str, *, rows: list[SessionRow] | None = None) -> Agent:
         """Close the current agent and resume ``session_id`` (a unique prefix is enough).
 
-        With ``fallback``, a session held by another process makes a new session instead of an error.
+        A session held by another process raises ``SessionLockedError`` (``ensure`` words it).
         """
-        from nbagent import SessionLockedError, resume_session
+        from nbagent import resume_session
 
         rows = self.rows() if rows is None else rows
         matches = [r for r in rows if r.id.startswith(session_id)]
@@ -192,13 +226,7 @@ class KernelSession:
             return current
         self.close()
         path = self.path
-        try:
-            agent = self.on_agent_loop(lambda: resume_session(path, row.id))
-        except SessionLockedError as exc:
-            if fallback:
-                print(f"nbagent: the latest session is in use elsewhere ({exc}); starting a new one")
-                return self.new()
-            raise UsageError(str(exc)) from None
+        agent = self._file_call(path, lambda: self.on_agent_loop(lambda: resume_session(path, row.id)))
         self.agent = agent
         after = next((r for r in self.rows() if r.id == row.id), row)
         repaired = (
@@ -211,6 +239,20 @@ class KernelSession:
             f"({row.turns} turn{'s' if row.turns != 1 else ''}, last active {when(row.last_activity)}){repaired}"
         )
         return agent
+
+    def _file_call(self, path: Path, fn: Callable[[], T]) -> T:
+        """``fn()``, with a failure of the session file turned into one line naming the file and the way
+        out (a ``UsageError``); a session in use elsewhere passes through as ``SessionLockedError``."""
+        import sqlite3
+
+        from nbagent import NbagentError, SessionLockedError
+
+        try:
+            return fn()
+        except SessionLockedError:
+            raise
+        except (OSError, sqlite3.Error, NbagentError) as exc:
+            raise UsageError(file_failure(path, exc)) from None
 
     def close(self) -> None:
         """Close the current agent, waiting for a running turn to stop (it is aborted as ``closed``)."""
@@ -258,6 +300,24 @@ class KernelSession:
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
         ]
+
+
+def file_failure(path: Path, exc: BaseException) -> str:
+    """One line for a session file that cannot be used: the path, why, and the way out."""
+    if path.is_dir():
+        why = "it is a folder, not a file"
+    elif path.parent.exists() and not path.parent.is_dir():
+        why = f"{_shown(path.parent)} is a file, not a folder"
+    elif not os.access(path.parent if path.parent.exists() else Path.cwd(), os.W_OK):
+        why = "its folder is not writable"
+    elif isinstance(exc, OSError) and exc.strerror:
+        why = exc.strerror.lower()
+    else:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (
+        f"nbagent cannot use the session file {path}: {why}; choose another with `%agent --db PATH` "
+        "(or the NBAGENT_DB environment variable)"
+    )
 
 
 def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:
