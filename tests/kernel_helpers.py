@@ -222,10 +222,10 @@ class Kernel:
         """Start executing ``code`` without waiting; returns the request's message id."""
         return self.kc.execute(code)
 
-    def run_all(self, codes: list[str], timeout: float = 120) -> RunAll:
+    def run_all(self, codes: list[str], timeout: float = 120, *, stop_on_error: bool = True) -> RunAll:
         """Send every code at once with ``stop_on_error=True`` (JupyterLab's Run All), without waiting
         between them; then collect every reply and IOPub message until each request is idle again."""
-        result = RunAll([self.kc.execute(code, stop_on_error=True) for code in codes])
+        result = RunAll([self.kc.execute(code, stop_on_error=stop_on_error) for code in codes])
         self.collect(result, timeout)
         return result
 

@@ -38,10 +38,15 @@ def classify(text: str) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings about the text itself (an escape, say)
         try:
-            compiled = codeop.compile_command(text, symbol="eval")
+            compile(text, "<inject>", "eval")
+            return "expression"
         except (SyntaxError, ValueError, OverflowError):
-            return "text"
-    return "expression" if compiled is not None else "unfinished"
+            pass
+        try:
+            unfinished = codeop.compile_command(text, symbol="eval") is None
+        except (SyntaxError, ValueError, OverflowError):
+            unfinished = False
+    return "unfinished" if unfinished else "text"
 
 
 def build_injection(
