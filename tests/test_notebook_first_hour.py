@@ -186,7 +186,8 @@ def test_missing_extras_give_the_install_line_when_the_choice_is_made(tmp_path: 
             stop_on_error=False,
         )
         assert usage_error(result, 0) == (
-            'summarizing a DataFrame needs narwhals, which is not installed: pip install "nbagent[dataframes]"'
+            "summarizing a pandas frame needs narwhals 2 or later, which is not installed; "
+            'pip install "nbagent[dataframes]"'
         )
         assert usage_error(result, 1) == (
             "model 'openai:gpt-4.1' needs the openai package, which is not installed: "

@@ -106,10 +106,10 @@ def build_injection(
                 cell=cell,
             )
         except ImportError as exc:
-            raise UsageError(
-                f"summarizing a DataFrame needs {exc.name or exc}, which is not installed: "
-                'pip install "nbagent[dataframes]"'
-            ) from None
+            said = str(exc)
+            if "pip install" not in said:  # the summary names the extra itself where it can
+                said = f'summarizing a DataFrame needs {exc.name or exc}, which is not installed: pip install "nbagent[dataframes]"'
+            raise UsageError(said) from None
     if options.rows is not None or options.schema_only:
         raise UsageError(
             f"--rows and --schema-only apply to DataFrames; `{name}` is a {type(value).__name__}"
