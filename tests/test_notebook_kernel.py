@@ -310,6 +310,52 @@ def test_main_thread_work_is_served_while_a_wait_blocks_and_when_the_kernel_is_i
     assert results == ["secret + 1 = 42 on MainThread"] * 2
 
 
+BLOCKING_TOOL = """
+import threading, nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent, current_kernel_session
+
+release = threading.Event()
+
+@nbagent.tool
+def hog() -> str:
+    \"\"\"A synchronous body: it holds the agent loop until released.\"\"\"
+    release.wait(60)
+    return "released"
+
+agent = current_agent()
+agent.add_tool(hog)
+agent.set_model(ScriptedModel([Response(tool_calls=[ToolCall("hog", {})]), "done"]))
+current_kernel_session().delivery_patience = 0.2
+"""
+
+
+def test_a_steer_is_recorded_at_once_even_while_a_synchronous_tool_holds_the_agent_loop(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "work.nbagent.sqlite"
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run(BLOCKING_TOOL)
+        k.run("%followup go")
+        wait_for_events(db, "tool/call")
+        out = k.run("%steer while you hog the loop")  # returns after the patience, not after the tool
+        assert "steer «while you hog the loop» · inbox · queued" in out
+        steered = [
+            m["content"][0]["text"]
+            for e in read_events(db)
+            if e.type == "agent/inbox/spliced"
+            for m in e.data["inserted"]
+        ]
+        assert steered[-1] == "while you hog the loop"
+        k.run("release.set()")
+        k.run("%agent wait")
+    events = read_events(db)
+    check_invariants(events)
+    texts = [e.data["content"][0]["text"] for e in events if e.type == "user/message"]
+    assert texts == ["go", "while you hog the loop"]  # claimed by turn 1's next step
+
+
 def test_followup_returns_while_the_turn_runs_and_a_dead_kernel_is_repaired_on_resume(tmp_path: Path) -> None:
     with Kernel(tmp_path) as k:
         k.run("%load_ext nbagent")

@@ -60,6 +60,7 @@ class KernelSession:
         self.db_override: str | None = None
         self.agent: Agent | None = None
         self.views: list[LiveTurn] = []
+        self.delivery_patience = DELIVERY_PATIENCE
         self.runner = runner_notebook()
         """The notebook named by the program that started this kernel (nbconvert), if any."""
         self.agent_loop: AgentLoop = agent_loop()
@@ -87,14 +88,12 @@ class KernelSession:
         """Call ``fn`` on the agent loop's thread (opening a session binds it to that loop) and wait."""
         return self.wait(self.agent_loop.call(fn))[0]
 
-    def deliver(
-        self, agent: Agent, verb: str, message: UserMessage, *, patience: float = DELIVERY_PATIENCE
-    ) -> None:
+    def deliver(self, agent: Agent, verb: str, message: UserMessage) -> None:
         """``agent.followup(message)`` or ``agent.steer(message)``, made on the agent loop's thread.
 
         There a waking call on an idle agent starts its turn before it returns (SPEC §3.2): when this
         returns, ``turn/start`` and the claim are in the log, so a later ``%inject`` lands in a later
-        step, at any pace. If the loop stays busy longer than ``patience`` seconds (a synchronous tool
+        step, at any pace. If the loop stays busy longer than ``delivery_patience`` seconds (a synchronous tool
         body holding it), the message is delivered from this thread instead: recorded at once, its turn
         opens when the loop is free.
         """
@@ -110,7 +109,7 @@ class KernelSession:
 
         future = self.agent_loop.call(on_loop)
         try:
-            self.main_thread.wait(future, timeout=patience)
+            self.main_thread.wait(future, timeout=self.delivery_patience)
             return
         except concurrent.futures.TimeoutError:
             with lock:
