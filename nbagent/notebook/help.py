@@ -36,6 +36,22 @@ def importable(module: str) -> bool:
         return False
 
 
+PROVIDER_SDKS = {
+    "openai": "openai",
+    "ollama": "openai",
+    "deepseek": "openai",
+    "openai-compatible": "openai",
+    "anthropic": "anthropic",
+}
+"""The SDK each provider's requests go through (SPEC §7)."""
+
+
+def missing_sdk(model: Any) -> str | None:
+    """The SDK package ``model``'s requests need when it is not installed, else ``None``."""
+    sdk = PROVIDER_SDKS.get(getattr(model, "provider", ""))
+    return sdk if sdk is not None and not importable(sdk) else None
+
+
 def missing_module(exc: ImportError) -> str:
     """The name of the module an ``ImportError`` could not import."""
     return exc.name or str(exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codeop
+import traceback
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,18 @@ class LastError:
     ename: str
     evalue: str
     traceback: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> LastError:
+        """The error as the user saw it: its traceback without IPython's own frames."""
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if "/IPython/" not in f.filename.replace("\\", "/")
+        ]
+        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+        text += "".join(traceback.format_exception_only(type(exc), exc))
+        return cls(type(exc).__name__, str(exc), text)
 
 
 def classify(text: str) -> str:

@@ -8,7 +8,6 @@ the rest of the line is taken verbatim.
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -17,18 +16,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from nbagent.notebook.arguments import split_options
-from nbagent.notebook.help import RunFailedError, asks_for_help, importable, missing_module, show_help
+from nbagent.notebook.help import RunFailedError, asks_for_help, missing_module, missing_sdk, show_help
 from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe
 from nbagent.notebook.kernel_session import KernelSession, when
-
-PROVIDER_SDKS = {
-    "openai": "openai",
-    "ollama": "openai",
-    "deepseek": "openai",
-    "openai-compatible": "openai",
-    "anthropic": "anthropic",
-}
-"""The SDK each provider's requests go through (SPEC §7); checked when a model is chosen."""
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 
@@ -44,16 +34,6 @@ def running_cell_number(shell: Any, stored: bool) -> int:
     if stored and history:
         return len(history) - 1
     return int(shell.execution_count)
-
-
-def _error_record(exc: BaseException) -> LastError:
-    """The error as the user saw it: its traceback without IPython's own frames."""
-    frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if "/IPython/" not in f.filename.replace("\\", "/")
-    ]
-    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
-    text += "".join(traceback.format_exception_only(type(exc), exc))
-    return LastError(type(exc).__name__, str(exc), text)
 
 
 def _parse(method: Callable[..., Any], options: str) -> Any:
@@ -97,7 +77,7 @@ class AgentMagics(Magics):
         exc = result.error_in_exec or result.error_before_exec
         if exc is None or isinstance(exc, (UsageError, RunFailedError)):
             return
-        self.last_error = _error_record(exc)
+        self.last_error = LastError.of(exc)
 
     def _cell(self) -> dict[str, Any]:
         cell: dict[str, Any] = {"execution_count": running_cell_number(self.shell, self._stored)}
@@ -143,7 +123,7 @@ class AgentMagics(Magics):
             cell if cell is not None else text,
             opts,
             evaluate=lambda expr: self.shell.ev(expr),
-            last_error=_error_record(handled) if handled is not None else self.last_error,
+            last_error=LastError.of(handled) if handled is not None else self.last_error,
             cell=self._cell(),
             literal=cell is not None,
         )
@@ -311,8 +291,8 @@ class AgentMagics(Magics):
             resolved = resolve_model(model)
         except (NbagentError, TypeError, ValueError, ImportError) as exc:
             raise UsageError(f"cannot use model {model!r}: {exc}") from None
-        sdk = PROVIDER_SDKS.get(getattr(resolved, "provider", ""))
-        if sdk is not None and not importable(sdk):
+        sdk = missing_sdk(resolved)
+        if sdk is not None:
             raise UsageError(
                 f"model {model!r} needs the {sdk} package, which is not installed: "
                 'pip install "nbagent[providers]"; the model was not changed'
