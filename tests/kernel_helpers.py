@@ -200,9 +200,10 @@ class Kernel:
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
-        self.version = self.run("import ipykernel; print(ipykernel.__version__)").strip()
+        version = "import ipykernel; print(ipykernel.__version__)"
+        self.version = self.run(version, store_history=False).strip()  # leaves In [1] to the test
 
-    def run(self, code: str, timeout: float = 30) -> str:
+    def run(self, code: str, timeout: float = 30, *, store_history: bool = True) -> str:
         """Execute ``code``; return its stream, display and error text (display updates included)."""
         parts: list[str] = []
 
@@ -215,7 +216,7 @@ class Kernel:
             elif kind == "error":
                 parts.append(f"{content['ename']}: {content['evalue']}\n")
 
-        self.kc.execute_interactive(code, timeout=timeout, output_hook=hook)
+        self.kc.execute_interactive(code, store_history=store_history, timeout=timeout, output_hook=hook)
         return "".join(parts)
 
     def send(self, code: str) -> str:
