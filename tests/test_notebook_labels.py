@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pandas as pd
@@ -57,17 +56,13 @@ def test_cell_text_shows_its_label_or_else_its_first_line() -> None:
     assert label(context.cell_text("\n  prices are in EUR  \nsecond line")) == "prices are in EUR"
 
 
-def test_a_session_reference_shows_the_referenced_sessions_label(tmp_path: Path) -> None:
+async def test_a_session_reference_shows_the_referenced_sessions_label(tmp_path: Path) -> None:
     db = tmp_path / "old.nbagent.sqlite"
-
-    async def record() -> str:
-        agent = nbagent.open_session(db, model=ScriptedModel(["fine"]))
-        agent.followup("how is it going?")
-        await agent.when_idle()
-        await agent.close()
-        return agent.session_id
-
-    sid = asyncio.run(record())
+    agent = nbagent.open_session(db, model=ScriptedModel(["fine"]))
+    agent.followup("how is it going?")
+    await agent.when_idle()
+    await agent.close()
+    sid = agent.session_id
     message = context.session_reference(db, sid, label="yesterday's analysis")
     assert label(message) == "yesterday's analysis"
 
@@ -180,18 +175,15 @@ def test_a_cells_live_output_labels_an_injected_dataframe_briefly(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NBAGENT_DB", raising=False)
 
-    async def body() -> str:
-        with ipython_shell() as sh:
-            sh.user_ns["df"] = frame()
-            sh.run_cell("%inject df")
-            sh.run_cell("%followup describe df")
-            view = magics(sh).session.views[-1]
-            await magics(sh).session.agent.when_idle()
-            await asyncio.sleep(0.05)
-            assert view.final
-            return view.view.bundle()["text/plain"]
-
-    text = asyncio.run(body())
+    with ipython_shell() as sh:
+        sh.user_ns["df"] = frame()
+        sh.run_cell("%inject df")
+        sh.run_cell("%followup describe df")
+        view = magics(sh).session.views[-1]
+        magics(sh).session.wait_idle()
+        view.refresh()
+        assert view.final
+        text = view.view.bundle()["text/plain"]
     assert (
         "  ← [dataframe] df · 50×3 · pandas — 50 rows × 3 columns: a, b, c\n  ← [followup] describe df\n"
         in text

@@ -2,6 +2,10 @@
 
 ``%load_ext nbagent`` calls :func:`load_ipython_extension`; nothing heavier than IPython's magic
 machinery is imported until a magic runs.
+
+The kernel's agent runs on one asyncio loop in a background thread (SPEC §9.0); the kernel's own
+loop is never re-entered. :func:`current_kernel_session` gives that loop (``.agent_loop``) and the hand-over
+to the kernel's main thread (``.main_thread``, :mod:`nbagent.notebook.main_thread`).
 """
 
 from __future__ import annotations
@@ -10,25 +14,34 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
+    from nbagent.notebook.kernel_session import KernelSession
 
-__all__ = ["current_agent", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["current_agent", "current_kernel_session", "load_ipython_extension", "unload_ipython_extension"]
 
 
 def current_agent() -> Agent:
     """The agent the magics of this kernel use, opened or resumed as the first magic would.
 
-    For what the magics do not cover: ``current_agent().set_model(ScriptedModel([...]))``, adding
-    tools with ``current_agent().tools[t.name] = t``, hooks, or ``await current_agent().run(...)``.
+    For what the magics do not cover: ``current_agent().set_model(ScriptedModel([...]))``,
+    ``current_agent().add_tool(t)``, hooks. The agent lives on the agent loop, not on the kernel's:
+    to await one of its coroutines from a cell, hand it over with
+    ``await asyncio.wrap_future(current_kernel_session().agent_loop.submit(agent.run("...")))``.
     """
+    agent = current_kernel_session().ensure()
+    assert agent is not None
+    return agent
+
+
+def current_kernel_session() -> KernelSession:
+    """The kernel's session holder: ``.agent_loop`` (the loop the agent runs on), ``.main_thread``
+    (runs callables on the kernel's main thread for the agent), ``.current()`` (the open agent)."""
     from IPython import get_ipython
 
     shell = get_ipython()
     magics = _instance(shell) if shell is not None else None
     if magics is None:
         raise RuntimeError("run `%load_ext nbagent` first")
-    agent = magics.session.ensure()
-    assert agent is not None
-    return agent
+    return magics.session
 
 
 def load_ipython_extension(ipython: Any) -> None:

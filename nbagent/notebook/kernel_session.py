@@ -1,23 +1,44 @@
-"""The kernel's one agent: opened lazily in the file beside the notebook, resumed after a restart."""
+"""The kernel's one agent: opened lazily in the file beside the notebook, resumed after a restart.
+
+The agent lives on the agent loop (:mod:`nbagent.notebook.agent_loop`); the kernel's main thread
+opens, resumes and closes it there and waits with :meth:`MainThread.wait`, which keeps serving the
+main thread's work (:mod:`nbagent.notebook.main_thread`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import concurrent.futures
 import os
+import threading
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from nbagent.notebook.blocking import block_on, complete_now, running_loop
-from nbagent.notebook.location import notebook_path, session_file
+from nbagent.notebook.agent_loop import AgentLoop, agent_loop
+from nbagent.notebook.location import notebook_path, runner_notebook, session_file
+from nbagent.notebook.main_thread import MainThread
+from nbagent.notebook.shell_pump import ShellPump
 from nbagent.pg_location import redact
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
+    from nbagent.messages import UserMessage
     from nbagent.notebook.live import LiveTurn
     from nbagent.store import SessionRow
+
+T = TypeVar("T")
+
+EXIT_PATIENCE = 3.0
+"""Seconds a shutting-down kernel gives its running turn to stop before the process exits (a
+kernel manager kills a kernel that has not exited 5 s after the shutdown request)."""
+
+DELIVERY_PATIENCE = 5.0
+"""Seconds a ``%followup``/``%steer`` waits for the agent loop to take its message (see ``deliver``)."""
 
 
 def when(ms: int | None) -> str:
@@ -28,17 +49,29 @@ def when(ms: int | None) -> str:
 
 
 class KernelSession:
-    """Holds the kernel's agent and the live views of its cells; knows which file they belong in."""
+    """Holds the kernel's agent and the live views of its cells; knows which file they belong in.
 
-    def __init__(self, user_ns: dict[str, Any]) -> None:
-        self.user_ns = user_ns
+    ``agent_loop`` is the loop the agent runs on (``agent_loop.loop``); ``main_thread`` hands work
+    from that loop to the kernel's main thread (the user's namespace) and is how the main thread waits.
+    """
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.user_ns: dict[str, Any] = shell.user_ns
         self.db_override: str | None = None
         self.agent: Agent | None = None
         self.views: list[LiveTurn] = []
+        self.delivery_patience = DELIVERY_PATIENCE
+        self.runner = runner_notebook()
+        """The notebook named by the program that started this kernel (nbconvert), if any."""
+        self.agent_loop: AgentLoop = agent_loop()
+        kernel = getattr(shell, "kernel", None)
+        self.main_thread = MainThread(_kernel_loop(kernel), ShellPump.for_kernel(kernel))
+        atexit.register(self._close_at_exit)
 
     @property
     def path(self) -> Path:
-        return session_file(self.user_ns, override=self.db_override)
+        return session_file(self.user_ns, override=self.db_override, runner=self.runner)
 
     @property
     def shown_path(self) -> str:
@@ -46,22 +79,68 @@ class KernelSession:
         path = self.path
         return redact(path) if isinstance(path, str) else str(path)
 
-    def loop(self) -> asyncio.AbstractEventLoop:
-        loop = running_loop()
-        if loop is None:
-            raise UsageError(
-                "nbagent's magics need a running asyncio loop, as in a Jupyter kernel (ipykernel); "
-                "in a script use `await nbagent.open_session(...)` inside asyncio.run()"
-            )
-        return loop
+    def wait(
+        self,
+        future: concurrent.futures.Future[T] | Callable[[], concurrent.futures.Future[T]],
+        on_interrupt: Callable[[], None] | None = None,
+    ) -> tuple[T, bool]:
+        """Block the main thread on ``future`` (see :meth:`MainThread.wait`)."""
+        return self.main_thread.wait(future, on_interrupt=on_interrupt)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the agent loop and wait for its result, serving the main thread meanwhile."""
+        return self.wait(self.agent_loop.submit(coro))[0]
+
+    def on_agent_loop(self, fn: Callable[[], T]) -> T:
+        """Call ``fn`` on the agent loop's thread (opening a session binds it to that loop) and wait."""
+        return self.wait(self.agent_loop.call(fn))[0]
+
+    def deliver(self, agent: Agent, verb: str, message: UserMessage) -> None:
+        """``agent.followup(message)`` or ``agent.steer(message)``, made on the agent loop's thread.
+
+        There a waking call on an idle agent starts its turn before it returns (SPEC §3.2): when this
+        returns, ``turn/start`` and the claim are in the log, so a later ``%inject`` lands in a later
+        step, at any pace. If the loop stays busy longer than ``delivery_patience`` seconds (a synchronous tool
+        body holding it), the message is delivered from this thread instead: recorded at once, its turn
+        opens when the loop is free.
+        """
+        lock = threading.Lock()
+        state = {"started": False, "abandoned": False}
+
+        def on_loop() -> None:
+            with lock:
+                if state["abandoned"]:
+                    return
+                state["started"] = True
+            getattr(agent, verb)(message)
+
+        future = self.agent_loop.call(on_loop)
+        try:
+            self.main_thread.wait(future, timeout=self.delivery_patience)
+            return
+        except concurrent.futures.TimeoutError:
+            with lock:
+                if not state["started"]:
+                    state["abandoned"] = True
+        if state["abandoned"]:
+            getattr(agent, verb)(message)
+        else:
+            self.wait(future)
+
+    def wait_idle(self) -> None:
+        """Block until the agent is idle (no turn running, nothing waking latched)."""
+        agent = self.current()
+        if agent is not None:
+            self.run(agent.when_idle())
 
     def rows(self) -> list[SessionRow]:
+        """The sessions in the file, newest first (nothing is created: an absent file has none)."""
         from nbagent import list_sessions
 
         path = self.path
         if isinstance(path, Path) and not path.exists():
             return []
-        return list_sessions(path)
+        return self._file_call(path, lambda: list_sessions(path))
 
     def current(self) -> Agent | None:
         """The open agent, without opening one."""
@@ -69,47 +148,77 @@ class KernelSession:
             self.agent = None
         return self.agent
 
-    def ensure(self, *, create: bool = True) -> Agent | None:
-        """The open agent; else resume the file's most recent session; else (``create``) open a new one.
+    def knows_notebook(self) -> bool:
+        """Whether the file was chosen for this notebook (or by the user), not the shared fallback."""
+        explicit = self.db_override or os.environ.get("NBAGENT_DB")
+        return bool(explicit) or notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner) is not None
 
-        Prints one line saying which session the kernel now uses.
+    def ensure(self, *, create: bool = True) -> Agent | None:
+        """The open agent; else the file's most recent session, resumed; else (``create``) a new one.
+
+        Read-only callers (``create=False``) never create anything: a file that is missing or holds no
+        session gives ``None``, and so does a latest session in use by another kernel (said in one line
+        with the ways out). A writing caller gets that line as a ``UsageError`` instead of a silent fork.
+        A kernel that does not know its notebook (the shared ``nbagent.sqlite`` fallback) never resumes
+        on its own: that file may hold another notebook's session.
         """
         agent = self.current()
         if agent is not None:
             return agent
-        self.loop()
-        rows = self.rows()
+        known = self.knows_notebook()
+        rows = self.rows() if known else []
         if rows:
-            return self.resume(rows[0].id, rows=rows, fallback=True)
+            from nbagent import SessionLockedError
+
+            try:
+                return self.resume(rows[0].id, rows=rows)
+            except SessionLockedError:
+                line = (
+                    f"nbagent: the latest session {rows[0].id[:8]} in {_shown(self.path)} is in use by another "
+                    "kernel; `%agent new` starts another session here, `%agent resume ID` continues an "
+                    "earlier one (see `%agent sessions`), `%agent --db PATH` uses another file"
+                )
+                if create:
+                    raise UsageError(line) from None
+                print(line)
+                return None
         if not create:
             return None
-        return self.new(announce=True)
+        agent = self.new(announce=known)
+        if not known:
+            print(
+                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)} (model {agent.model.name}); "
+                "this kernel does not know its notebook, so it does not continue the file's earlier sessions "
+                "(`%agent sessions` lists them, `%agent resume ID` continues one)"
+            )
+        return agent
 
     def new(self, *, announce: bool = True) -> Agent:
         """Close the current agent (if any) and open a fresh session in the file."""
         from nbagent import open_session
 
-        self.loop()
         self.close()
         path = self.path
-        notebook = notebook_path(self.user_ns, os.environ, Path.cwd())
-        self.agent = open_session(path, notebook=str(notebook) if notebook else None)
+        notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner)
+        self.agent = self._file_call(
+            path,
+            lambda: self.on_agent_loop(
+                lambda: open_session(path, notebook=str(notebook) if notebook else None)
+            ),
+        )
         if announce:
             print(
                 f"nbagent: new session {self.agent.session_id[:8]} in {_shown(path)} (model {self.agent.model.name})"
             )
         return self.agent
 
-    def resume(
-        self, session_id: str, *, rows: list[SessionRow] | None = None, fallback: bool = False
-    ) -> Agent:
+    def resume(self, session_id: str, *, rows: list[SessionRow] | None = None) -> Agent:
         """Close the current agent and resume ``session_id`` (a unique prefix is enough).
 
-        With ``fallback``, a session held by another process makes a new session instead of an error.
+        A session held by another process raises ``SessionLockedError`` (``ensure`` words it).
         """
-        from nbagent import SessionLockedError, resume_session
+        from nbagent import resume_session
 
-        self.loop()
         rows = self.rows() if rows is None else rows
         matches = [r for r in rows if r.id.startswith(session_id)]
         if not matches:
@@ -123,13 +232,7 @@ class KernelSession:
             return current
         self.close()
         path = self.path
-        try:
-            agent = resume_session(path, row.id)
-        except SessionLockedError as exc:
-            if fallback:
-                print(f"nbagent: the latest session is in use elsewhere ({exc}); starting a new one")
-                return self.new()
-            raise UsageError(str(exc)) from None
+        agent = self._file_call(path, lambda: self.on_agent_loop(lambda: resume_session(path, row.id)))
         self.agent = agent
         after = next((r for r in self.rows() if r.id == row.id), row)
         repaired = (
@@ -143,6 +246,20 @@ class KernelSession:
         )
         return agent
 
+    def _file_call(self, path: Path, fn: Callable[[], T]) -> T:
+        """``fn()``, with a failure of the session file turned into one line naming the file and the way
+        out (a ``UsageError``); a session in use elsewhere passes through as ``SessionLockedError``."""
+        import sqlite3
+
+        from nbagent import NbagentError, SessionLockedError
+
+        try:
+            return fn()
+        except SessionLockedError:
+            raise
+        except (OSError, sqlite3.Error, NbagentError) as exc:
+            raise UsageError(file_failure(path, exc)) from None
+
     def close(self) -> None:
         """Close the current agent, waiting for a running turn to stop (it is aborted as ``closed``)."""
         agent = self.current()
@@ -152,10 +269,23 @@ class KernelSession:
             view.stop()
         self.views.clear()
         self.agent = None
-        if agent.status == "running":
-            block_on(agent.close(), self.loop())
-        else:
-            complete_now(agent.close())  # nothing to wait for: no nested loop needed
+        self.run(agent.close())
+
+    def dispose(self) -> None:
+        """Close the session and forget this holder (``%unload_ext``)."""
+        atexit.unregister(self._close_at_exit)
+        self.close()
+
+    def _close_at_exit(self) -> None:
+        """A kernel shut down (not killed) closes its session: a running turn ends ``aborted`` with
+        cause ``closed`` and the lease is released, instead of a repair at the next resume."""
+        agent = self.current()
+        if agent is None or not self.agent_loop.running:
+            return
+        try:
+            self.agent_loop.submit(agent.close()).result(timeout=EXIT_PATIENCE)
+        except Exception:  # the process is going away; resume repairs whatever is left open
+            pass
 
     def status_lines(self) -> list[str]:
         agent = self.current()
@@ -176,6 +306,34 @@ class KernelSession:
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
         ]
+
+
+def file_failure(path: Path, exc: BaseException) -> str:
+    """One line for a session file that cannot be used: the path, why, and the way out."""
+    if path.is_dir():
+        why = "it is a folder, not a file"
+    elif path.parent.exists() and not path.parent.is_dir():
+        why = f"{_shown(path.parent)} is a file, not a folder"
+    elif not os.access(path.parent if path.parent.exists() else Path.cwd(), os.W_OK):
+        why = "its folder is not writable"
+    elif isinstance(exc, OSError) and exc.strerror:
+        why = exc.strerror.lower()
+    else:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (
+        f"nbagent cannot use the session file {path}: {why}; choose another with `%agent --db PATH` "
+        "(or the NBAGENT_DB environment variable)"
+    )
+
+
+def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop the kernel's main thread runs between cells (ipykernel's tornado IOLoop)."""
+    try:
+        return asyncio.get_running_loop()  # loading the extension from a cell: inside that loop
+    except RuntimeError:
+        pass
+    io_loop = getattr(kernel, "io_loop", None)
+    return getattr(io_loop, "asyncio_loop", None)
 
 
 def _shown(path: Path) -> str:

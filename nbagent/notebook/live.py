@@ -1,15 +1,18 @@
 """The live turn display: a cell's own output, updated in place as its message's turn runs.
 
-Event callbacks run synchronously on the kernel's loop thread; they only record and schedule a
-render on the loop. Renders run in an empty ``contextvars.Context`` so ipykernel stamps the update
-with the currently executing cell as parent: front ends route ``update_display_data`` by display id,
-and headless runners (nbclient) only read messages of the cell they are running.
+Event callbacks run synchronously on the agent loop's thread; they only record and schedule a render
+on that loop, so a turn's view keeps updating whatever the kernel's main thread does. A render sends
+``update_display_data`` for the view's display id: front ends route it by that id to the cell that
+showed the view. Renders run in an empty ``contextvars.Context``, so ipykernel (6 and 7) stamps them
+with the request it is handling now: headless runners (nbclient), which read only the running cell's
+messages, see them too and apply them by display id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,9 +61,11 @@ class LiveTurn:
         verb: str,
         surface: Surface,
         *,
+        loop: asyncio.AbstractEventLoop | None = None,
         on_final: Callable[[LiveTurn], None] | None = None,
     ) -> None:
-        """``on_final`` is called once the final state has been shown from a cell."""
+        """``loop`` is the agent's loop (the running one by default); ``on_final`` is called once the
+        final state has been shown from a cell."""
         self.agent = agent
         self.message = message
         self.verb = verb
@@ -71,10 +76,15 @@ class LiveTurn:
         self._offs: list[Callable[[], None]] = []
         self._scheduled = False
         self._on_final = on_final
-        self._discarded = False
         self.settled = False
         """Final and shown from a cell; until then a magic re-publishes it (see ``refresh``)."""
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop if loop is not None else asyncio.get_running_loop()
+        self._loop_thread: int | None = None
+        self._loop.call_soon_threadsafe(self._learn_loop_thread)
+        self._render_lock = threading.Lock()  # the agent loop renders; a magic refreshes from the main thread
+
+    def _learn_loop_thread(self) -> None:
+        self._loop_thread = threading.get_ident()
 
     @property
     def final(self) -> bool:
@@ -100,10 +110,11 @@ class LiveTurn:
         self._render(in_cell=True)
 
     def _render(self, *, in_cell: bool) -> None:
-        self._scheduled = False
-        events, self._events = self._events, []
-        self.view.feed(events)
-        self.surface.update(self.view.bundle())
+        with self._render_lock:  # one feed-and-publish at a time, so an older state never follows a newer
+            self._scheduled = False
+            events, self._events = self._events, []
+            self.view.feed(events)
+            self.surface.update(self.view.bundle())
         if self.view.final:
             self.stop()
             if in_cell and not self.settled:
@@ -117,7 +128,8 @@ class LiveTurn:
         event = notice.event
         if event is None:
             return
-        self._events.append(event)  # from the message's insertion on: the view learns its queue
+        with self._render_lock:  # a render on the main thread may be swapping the list right now
+            self._events.append(event)  # from the message's insertion on: the view learns its queue
         if self.turn is None:
             return  # before the claim nothing of this message's turn has happened yet
         ends = event.type == TURN_END and event.data.get("turn") == self.turn
@@ -131,7 +143,6 @@ class LiveTurn:
 
     def _on_discarded(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id and self.turn is None:
-            self._discarded = True
             self.view.discard()
             self._schedule(0)
 
@@ -141,7 +152,13 @@ class LiveTurn:
         if self._scheduled and delay > 0:
             return
         self._scheduled = True
-        self._loop.call_later(delay, self._render_scheduled, context=contextvars.Context())
+        fresh = contextvars.Context()
+        if threading.get_ident() == self._loop_thread:
+            self._loop.call_later(delay, self._render_scheduled, context=fresh)
+        else:  # defensive: notices are delivered on the loop thread
+            self._loop.call_soon_threadsafe(
+                lambda: self._loop.call_later(delay, self._render_scheduled, context=fresh)
+            )
 
     def _render_scheduled(self) -> None:
         if self._scheduled and self._offs:
