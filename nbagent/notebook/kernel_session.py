@@ -50,6 +50,8 @@ class KernelSession:
         self.db_override: str | None = None
         self.agent: Agent | None = None
         self.views: list[LiveTurn] = []
+        self.on_open: list[Callable[[Agent], None]] = []
+        """Called with every agent opened or resumed, before it is used (the built-in tools equip it)."""
         self.agent_loop: AgentLoop = agent_loop()
         kernel = getattr(shell, "kernel", None)
         self.main_thread = MainThread(_kernel_loop(kernel), ShellPump.for_kernel(kernel))
@@ -117,6 +119,8 @@ class KernelSession:
         self.agent = self.on_agent_loop(
             lambda: open_session(path, notebook=str(notebook) if notebook else None)
         )
+        for equip in self.on_open:
+            equip(self.agent)
         if announce:
             print(
                 f"nbagent: new session {self.agent.session_id[:8]} in {_shown(path)} (model {self.agent.model.name})"
@@ -152,6 +156,8 @@ class KernelSession:
                 print(f"nbagent: the latest session is in use elsewhere ({exc}); starting a new one")
                 return self.new()
             raise UsageError(str(exc)) from None
+        for equip in self.on_open:
+            equip(agent)
         self.agent = agent
         after = next((r for r in self.rows() if r.id == row.id), row)
         repaired = (

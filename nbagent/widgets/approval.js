@@ -1,0 +1,74 @@
+// nbagent approval prompt: the code a tool wants to run, with Approve / Deny / allow for this
+// session. Synced state: "question" ({id, tool, turn, code, arguments}), "outcome" (a sentence once
+// decided, "" while pending), "notice" (what the kernel said about the last click). While the
+// question is pending and the prompt is on screen, the view tells the kernel so every few seconds
+// (somebody is there to ask). Plain ES module, no bundler.
+
+const SEEN_EVERY_MS = 5000;
+
+const h = (tag, cls, text) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+};
+
+function draw(root, model) {
+  const q = model.get("question") || {};
+  const outcome = model.get("outcome") || "";
+  root.dataset.state = outcome ? model.get("state") || "decided" : "pending";
+  root.dataset.approvalId = q.id || "";
+  const head = h("div", "nba-approval-head");
+  head.append(h("span", null, outcome ? `Approval · ${q.tool}` : `Approval needed · ${q.tool}`));
+  if (q.turn !== null && q.turn !== undefined) head.append(h("span", "nba-approval-where", `turn ${q.turn}`));
+  const parts = [head];
+  parts.push(h("pre", "nba-approval-code", q.code ?? q.arguments ?? ""));
+  if (outcome) {
+    parts.push(h("div", "nba-approval-outcome", outcome));
+  } else {
+    const row = h("div", "nba-approval-buttons");
+    const button = (action, label, title, msg) => {
+      const b = h("button", null, label);
+      b.dataset.action = action;
+      b.title = title;
+      b.addEventListener("click", () => {
+        for (const other of row.querySelectorAll("button")) other.disabled = true;
+        model.send({ type: "decide", id: q.id, ...msg });
+      });
+      return b;
+    };
+    row.append(
+      button("approve", "Approve", "Run it this once", { outcome: "allowed-once" }),
+      button("deny", "Deny", "Do not run it; the model is told you declined", { outcome: "rejected" }),
+      button("session", `Allow ${q.tool} for this session`, `Run this and every later ${q.tool} call without asking`, {
+        outcome: "allowed-once",
+        remember: true,
+      }),
+      h("span", "nba-approval-hint", "or %agent approve / %agent deny"),
+    );
+    parts.push(row);
+  }
+  const notice = model.get("notice");
+  if (notice) parts.push(h("div", "nba-approval-notice", notice));
+  root.replaceChildren(...parts);
+}
+
+function render({ model, el }) {
+  const root = h("div", "nba-approval");
+  el.append(root);
+  const redraw = () => draw(root, model);
+  redraw();
+  const seen = () => {
+    if (!model.get("outcome") && root.isConnected) model.send({ type: "seen", id: (model.get("question") || {}).id });
+  };
+  seen();
+  const timer = setInterval(seen, SEEN_EVERY_MS);
+  const names = ["change:question", "change:outcome", "change:notice", "change:state"];
+  for (const n of names) model.on(n, redraw);
+  return () => {
+    clearInterval(timer);
+    for (const n of names) model.off(n, redraw);
+  };
+}
+
+export default { render };
