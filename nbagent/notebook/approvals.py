@@ -22,7 +22,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from nbagent.agent import Agent
 
 Outcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
 Policy = Literal["ask", "session"]
@@ -126,12 +129,13 @@ class Approvals:
     when one opens and with a :class:`Settled` when it ends, on the agent's loop.
     """
 
-    def __init__(self, *, timeout: float | None = None, turn_of: Callable[[str], int | None] | None = None):
+    def __init__(self, agent: Agent | None = None, *, timeout: float | None = None) -> None:
+        """``agent``: the agent whose ``approver`` this is, to tell which turn asked (optional)."""
+        self.agent = agent
         self.policy: Policy = "ask"
         self.allowed_tools: set[str] = set()
         self.timeout = default_timeout() if timeout is None else timeout
         self.listeners: list[Callable[[Question | Settled], None]] = []
-        self._turn_of = turn_of
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
         self._settled: dict[str, Settled] = {}
@@ -146,7 +150,7 @@ class Approvals:
             tool=tool.name,
             call_id=call.id,
             arguments=str(call.arguments),
-            turn=self._turn_of(call.id) if self._turn_of is not None else None,
+            turn=_turn_of(self.agent, call.id) if self.agent is not None else None,
         )
         if self.policy == "session" or tool.name in self.allowed_tools:
             self._settle(question, "allowed-once", "allowed for this session")
@@ -287,6 +291,15 @@ class Approvals:
                 import logging
 
                 logging.getLogger("nbagent.approvals").warning("approval listener failed", exc_info=True)
+
+
+def _turn_of(agent: Agent, call_id: str) -> int | None:
+    """The turn whose ``tool/call`` has ``call_id`` (read from the end of the log)."""
+    for event in reversed(agent.events):
+        if (event.type == "tool/call" and event.data.get("call_id") == call_id) or event.type == "turn/start":
+            turn = event.data.get("turn")
+            return turn if isinstance(turn, int) else None
+    return None
 
 
 def _resolve(future: asyncio.Future[Any], value: Any) -> None:

@@ -73,9 +73,15 @@ class CellHistory:
             elif n in outputs:
                 lines.append(f"Out [{n}]: {bounded_repr(outputs[n], RESULT_CHARS)}")
             blocks.append("\n".join(lines))
+        dropped = 0
+        while len(blocks) > 1 and sum(len(b) + 2 for b in blocks) > TOTAL_CHARS:
+            blocks.pop(0)
+            dropped += 1
         text = "\n\n".join(blocks)
-        if len(text) > TOTAL_CHARS:
-            text = "… (older cells cut)\n" + text[-TOTAL_CHARS:]
+        if dropped:
+            text = (
+                f"({dropped} older cell{'s' if dropped != 1 else ''} left out to keep this short)\n\n{text}"
+            )
         if count > MAX_CELLS:
             text += f"\n\n(only the last {MAX_CELLS} cells are returned)"
         return text

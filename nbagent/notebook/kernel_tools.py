@@ -165,7 +165,7 @@ class NotebookTools:
         """Give a freshly opened or resumed agent the tools (if enabled) and an approval desk."""
         if self.enabled:
             self.set_enabled(agent, True)
-        desk = Approvals(turn_of=lambda call_id: _turn_of(agent, call_id))
+        desk = Approvals(agent)
         agent.approver = desk
         self.prompts.attach(agent, desk)
 
@@ -189,14 +189,3 @@ def desk_of(agent: Agent) -> Approvals | None:
     """The agent's notebook approval desk, or ``None`` when ``agent.approver`` is something else."""
     approver = agent.approver
     return approver if isinstance(approver, Approvals) else None
-
-
-def _turn_of(agent: Agent, call_id: str) -> int | None:
-    """The turn whose ``tool/call`` has ``call_id`` (read from the end of the log)."""
-    for event in reversed(agent.events):
-        if event.type == "tool/call" and event.data.get("call_id") == call_id:
-            turn = event.data.get("turn")
-            return turn if isinstance(turn, int) else None
-        if event.type == "turn/start":
-            return event.data.get("turn")
-    return None

@@ -38,10 +38,11 @@ def clip(text: str, limit: int) -> str:
 
 
 def type_name(obj: Any) -> str:
-    """``DataFrame (pandas)``-style short type names: the class, and its top package unless builtin."""
+    """``DataFrame (pandas)``-style short type names: the class, and its top package unless it is a
+    builtin or the user's own (``__main__``)."""
     cls = type(obj)
     package = cls.__module__.split(".")[0]
-    return cls.__qualname__ if package == "builtins" else f"{cls.__qualname__} ({package})"
+    return cls.__qualname__ if package in ("builtins", "__main__") else f"{cls.__qualname__} ({package})"
 
 
 def size_of(obj: Any) -> str:
