@@ -95,7 +95,7 @@ class Settled:
             "allowed-once": "approved",
             "rejected": "denied",
             "cancelled": "cancelled with the turn",
-            "unavailable": "unanswered: nobody was there to ask",
+            "unavailable": "not answered",
         }[self.outcome]
         return f"{self.question.tool} {what} ({self.by})"
 
@@ -185,7 +185,7 @@ class Approvals:
             if remaining <= 0:
                 with self._lock:
                     if entry.decision is None:
-                        entry.decision = ("unavailable", "nobody answered")
+                        entry.decision = ("unavailable", f"nobody there to ask for {self.timeout:g} s")
                         return entry.decision
                 return await entry.future
             await asyncio.wait({entry.future}, timeout=remaining)
@@ -236,7 +236,7 @@ class Approvals:
         the model asked). Wait on the returned waiter's ``done``; :meth:`forget` it if you stop waiting."""
         waiter = Waiter(outcome, by)
         with self._lock:
-            if not self._open:
+            if all(e.decision is not None for e in self._open.values()):
                 self._waiters.append(waiter)
                 return waiter
         waiter.done.set_result(self.decide(outcome, by=by))
@@ -260,7 +260,8 @@ class Approvals:
     def _find(self, approval_id: str | None) -> _Open | None:
         if approval_id is not None:
             return self._open.get(approval_id)
-        return next(iter(self._open.values()), None)
+        undecided = [e for e in self._open.values() if e.decision is None]
+        return undecided[0] if undecided else next(iter(self._open.values()), None)
 
     def _not_pending(self, approval_id: str | None) -> str:
         if approval_id is None:

@@ -64,9 +64,10 @@ def tools(session: KernelSession, builtins: NotebookTools, value: list[str]) -> 
         state = "offered" if builtins.enabled else "withdrawn"
         print(f"nbagent: built-in tools {state} ({', '.join(TOOL_NAMES)}) {when}")
         return
-    offered = [n for n in TOOL_NAMES if agent is not None and n in agent.tools]
-    state = "on" if builtins.enabled else "off"
-    print(f"nbagent: built-in tools {state}" + (f": {', '.join(offered)}" if offered else ""))
+    if builtins.enabled:
+        print(f"nbagent: built-in tools on: {', '.join(TOOL_NAMES)} (run_code asks for approval)")
+    else:
+        print("nbagent: built-in tools off (%agent tools on offers them again)")
 
 
 def approvals(session: KernelSession, value: list[str]) -> None:
