@@ -200,7 +200,7 @@ def test_with_nobody_there_the_question_is_unavailable_after_the_timeout(db):
     assert ran == []
     assert decisions(agent) == [("approval/asked", None), ("approval/decided", "unavailable")]
     assert result_of(agent, "c0") == ("Error: the user did not approve this call (unavailable)", "DENIED")
-    assert seen.settled() == [("unavailable", "nobody answered")]
+    assert seen.settled() == [("unavailable", "nobody there to ask for 0.05 s")]
 
 
 def test_a_prompt_on_screen_keeps_the_question_open_past_the_timeout(db, monkeypatch):
