@@ -330,3 +330,28 @@ def test_a_click_works_while_a_wait_cell_blocks_and_a_click_after_the_turn_is_ig
         "ignored: that approval in turn 1 is over (run_code approved (clicked in the notebook)); nothing changed"
     )
     assert outcomes(read_events(db(kernel))) == ["allowed-once"]
+
+
+def test_a_plain_open_session_agent_gets_the_tools_only_when_asked(kernel):
+    kernel.run(FRAME)
+    code = """
+import nbagent
+from IPython import get_ipython
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook.kernel_tools import kernel_tools
+plain = nbagent.open_session("plain.sqlite", model="echo")
+print(sorted(plain.tools))
+model = ScriptedModel([Response(tool_calls=[ToolCall("describe_variable", {"name": "sales"})]), "ok"])
+asked = nbagent.open_session("asked.sqlite", model=model, tools=kernel_tools(get_ipython()))
+print(sorted(asked.tools))
+run = await asked.run("describe sales")
+print(run.end["reason"]["kind"])
+result = [e for e in asked.events if e.type == "tool/result"][0]
+print(result.data["message"]["content"][0]["content"][0]["text"].splitlines()[0][:40])
+"""
+    assert kernel.run(code) == (
+        "[]\n"
+        "['describe_variable', 'list_variables', 'recent_cells', 'run_code']\n"
+        "completed\n"
+        '<dataframe name="sales" library="pandas"\n'
+    )

@@ -101,6 +101,7 @@ class ApprovalPrompts:
                 remember=remember,
             ),
             seen=desk.seen,
+            history=slot.records,
         )
         old, slot.widget, slot.question = slot.widget, widget, question
         if old is not None:

@@ -1,6 +1,7 @@
 // nbagent approval prompt: the code a tool wants to run, with Approve / Deny / allow for this
 // session. Synced state: "question" ({id, tool, turn, code, arguments}), "outcome" (a sentence once
-// decided, "" while pending), "notice" (what the kernel said about the last click). While the
+// decided, "" while pending), "notice" (what the kernel said about the last click), "history" (the
+// questions of the same cell decided before this one: {question, state, outcome}). While the
 // question is pending and the prompt is on screen, the view tells the kernel so every few seconds
 // (somebody is there to ask). Plain ES module, no bundler.
 
@@ -13,19 +14,25 @@ const h = (tag, cls, text) => {
   return e;
 };
 
-function draw(root, model) {
-  const q = model.get("question") || {};
-  const outcome = model.get("outcome") || "";
-  root.dataset.state = outcome ? model.get("state") || "decided" : "pending";
-  root.dataset.approvalId = q.id || "";
+function card(q, state, outcome) {
+  const box = h("div", "nba-approval");
+  box.dataset.state = state;
+  box.dataset.approvalId = q.id || "";
   const head = h("div", "nba-approval-head");
   head.append(h("span", null, outcome ? `Approval · ${q.tool}` : `Approval needed · ${q.tool}`));
   if (q.turn !== null && q.turn !== undefined) head.append(h("span", "nba-approval-where", `turn ${q.turn}`));
-  const parts = [head];
-  parts.push(h("pre", "nba-approval-code", q.code ?? q.arguments ?? ""));
-  if (outcome) {
-    parts.push(h("div", "nba-approval-outcome", outcome));
-  } else {
+  box.append(head, h("pre", "nba-approval-code", q.code ?? q.arguments ?? ""));
+  if (outcome) box.append(h("div", "nba-approval-outcome", outcome));
+  return box;
+}
+
+function draw(root, model) {
+  const q = model.get("question") || {};
+  const outcome = model.get("outcome") || "";
+  const earlier = (model.get("history") || []).map((r) => card(r.question || {}, r.state, r.outcome));
+  const current = card(q, outcome ? model.get("state") || "decided" : "pending", outcome);
+  const parts = [];
+  if (!outcome) {
     const row = h("div", "nba-approval-buttons");
     const button = (action, label, title, msg) => {
       const b = h("button", null, label);
@@ -50,11 +57,12 @@ function draw(root, model) {
   }
   const notice = model.get("notice");
   if (notice) parts.push(h("div", "nba-approval-notice", notice));
-  root.replaceChildren(...parts);
+  current.append(...parts);
+  root.replaceChildren(...earlier, current);
 }
 
 function render({ model, el }) {
-  const root = h("div", "nba-approval");
+  const root = h("div", "nba-approvals");
   el.append(root);
   const redraw = () => draw(root, model);
   redraw();
@@ -63,7 +71,7 @@ function render({ model, el }) {
   };
   seen();
   const timer = setInterval(seen, SEEN_EVERY_MS);
-  const names = ["change:question", "change:outcome", "change:notice", "change:state"];
+  const names = ["change:question", "change:outcome", "change:notice", "change:state", "change:history"];
   for (const n of names) model.on(n, redraw);
   return () => {
     clearInterval(timer);

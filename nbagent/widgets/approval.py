@@ -9,7 +9,7 @@ layer binds to its approval desk. Clicks arrive as custom messages on the kernel
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from html import escape
 from importlib import resources
@@ -23,6 +23,8 @@ log = logging.getLogger("nbagent.widgets")
 _HERE = Path(__file__).parent
 
 Decide = Callable[[str, str, bool], str]
+Records = Sequence[tuple[Mapping[str, Any], str, str]]
+"""Decided questions: ``(question, state, outcome sentence)`` each."""
 
 
 class ApprovalWidget(anywidget.AnyWidget):
@@ -30,7 +32,8 @@ class ApprovalWidget(anywidget.AnyWidget):
 
     ``question`` is ``{id, tool, turn, code, arguments}``; ``outcome`` is a sentence once decided
     (``""`` while pending) and ``state`` the outcome's name; ``notice`` answers the last click (for
-    example "ignored: that approval is over").
+    example "ignored: that approval is over"); ``history`` shows the questions decided before it in
+    the same cell, ``{question, state, outcome}`` each.
     """
 
     _esm = _HERE / "approval.js"
@@ -39,13 +42,21 @@ class ApprovalWidget(anywidget.AnyWidget):
     outcome = traitlets.Unicode("").tag(sync=True)
     state = traitlets.Unicode("pending").tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
+    history = traitlets.List().tag(sync=True)
 
     def __init__(
-        self, question: Mapping[str, Any], *, decide: Decide, seen: Callable[[str], None], **kwargs: Any
+        self,
+        question: Mapping[str, Any],
+        *,
+        decide: Decide,
+        seen: Callable[[str], None],
+        history: Records = (),
+        **kwargs: Any,
     ) -> None:
         self._decide = decide
         self._seen = seen
-        super().__init__(question=dict(question), **kwargs)
+        earlier = [{"question": dict(q), "state": state, "outcome": said} for q, state, said in history]
+        super().__init__(question=dict(question), history=earlier, **kwargs)
         self.on_msg(self._on_msg)
 
     def settle(self, state: str, sentence: str) -> None:
@@ -117,11 +128,11 @@ def prompt_html(question: Mapping[str, Any], *, outcome: str | None = None, stat
         f"<div><style>{_stylesheet()}</style>"
         f'<div class="nba-approval" data-state="{escape(state)}">'
         f'<div class="nba-approval-head"><span>{title} · {escape(str(question.get("tool")))}</span>{where}</div>'
-        f"<pre>{escape(_shown(question))}</pre>{tail}</div></div>"
+        f'<pre class="nba-approval-code">{escape(_shown(question))}</pre>{tail}</div></div>'
     )
 
 
-def settled_bundle(records: list[tuple[Mapping[str, Any], str, str]]) -> dict[str, Any]:
+def settled_bundle(records: Records) -> dict[str, Any]:
     """The MIME bundle that replaces decided prompts, one record per ``(question, state, sentence)``
     (no widget, so a saved notebook shows them)."""
     texts, htmls = [], []
