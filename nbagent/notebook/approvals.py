@@ -132,6 +132,10 @@ class Approvals:
     def __init__(self, agent: Agent | None = None, *, timeout: float | None = None) -> None:
         """``agent``: the agent whose ``approver`` this is, to tell which turn asked (optional)."""
         self.agent = agent
+        self._asked_in: dict[str, int] = {}
+        """call id → the turn of its ``approval/asked``, from the agent's event notices."""
+        if agent is not None:
+            agent.on("event", self._on_event)
         self.policy: Policy = "ask"
         self.allowed_tools: set[str] = set()
         self.timeout = default_timeout() if timeout is None else timeout
@@ -150,7 +154,7 @@ class Approvals:
             tool=tool.name,
             call_id=call.id,
             arguments=str(call.arguments),
-            turn=_turn_of(self.agent, call.id) if self.agent is not None else None,
+            turn=self._asked_in.pop(call.id, None),
         )
         if self.policy == "session" or tool.name in self.allowed_tools:
             self._settle(question, "allowed-once", "allowed for this session")
@@ -257,6 +261,14 @@ class Approvals:
 
     # -- internals ---------------------------------------------------------------------------------
 
+    def _on_event(self, notice: Any) -> None:
+        """Note the turn of each ``approval/asked`` (delivered on the agent loop before the ask)."""
+        event = notice.event
+        if event is not None and event.type == "approval/asked" and isinstance(event.data.get("turn"), int):
+            self._asked_in[str(event.data.get("call_id"))] = event.data["turn"]
+            while len(self._asked_in) > _KEPT_SETTLED:
+                del self._asked_in[next(iter(self._asked_in))]
+
     def _find(self, approval_id: str | None) -> _Open | None:
         if approval_id is not None:
             return self._open.get(approval_id)
@@ -292,15 +304,6 @@ class Approvals:
                 import logging
 
                 logging.getLogger("nbagent.approvals").warning("approval listener failed", exc_info=True)
-
-
-def _turn_of(agent: Agent, call_id: str) -> int | None:
-    """The turn whose ``tool/call`` has ``call_id`` (read from the end of the log)."""
-    for event in reversed(agent.events):
-        if (event.type == "tool/call" and event.data.get("call_id") == call_id) or event.type == "turn/start":
-            turn = event.data.get("turn")
-            return turn if isinstance(turn, int) else None
-    return None
 
 
 def _resolve(future: asyncio.Future[Any], value: Any) -> None:
