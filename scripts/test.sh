@@ -7,4 +7,19 @@ python3 -m pip install -q -e ".[test]"
 python3 -m ruff check .
 python3 -m ruff format --check .
 command -v chromium || (apt-get update -qq && apt-get install -y -qq chromium)
+
+# The kernel tests run on ipykernel 7 (installed above) and on ipykernel 6: a pip-less venv whose own
+# site-packages holds only ipykernel 6 and that sees this interpreter's packages behind it.
+IPK6=build/ipykernel6
+if ! "$IPK6/bin/python" -c 'import ipykernel, sys; sys.exit(ipykernel.version_info[0] != 6)' 2>/dev/null; then
+  rm -rf "$IPK6"
+  python3 -m venv --without-pip "$IPK6"
+  site=$("$IPK6/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  python3 -m pip install -q --no-deps --target "$site" "ipykernel>=6.25,<7" "nest-asyncio>=1.6"
+  python3 -c 'import site, sys, sysconfig
+paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()])
+lines = [f"import site; site.addsitedir({p!r})" for p in paths]
+open(sys.argv[1] + "/nbagent-test-parent.pth", "w").write("\n".join(lines) + "\n")' "$site"
+fi
+export NBAGENT_IPYKERNEL6_PYTHON="$PWD/$IPK6/bin/python"
 python3 -m pytest -q "$@"

@@ -1,12 +1,15 @@
-"""The tutorials run end to end in a real ipykernel (nbclient), offline, and leave the log beside them."""
+"""The tutorials run end to end in a real ipykernel, offline, and leave the log beside them: cell by
+cell (nbclient, as nbconvert does) and all at once (as JupyterLab's Run All sends them), on ipykernel
+7 and 6."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
-from kernel_helpers import read_events, session_ids
+from kernel_helpers import KERNELS, Kernel, read_events, session_ids
 
 from nbagent.notebook.headless import output_text, run_notebook
 from nbagent.testing import check_invariants
@@ -70,9 +73,27 @@ def test_dataframe_context_shows_summaries_and_budgets(tmp_path: Path) -> None:
     assert "queued dataframe orders (1000×5): " in text
     assert "schema only: no statistics or rows were computed" in text
     assert "[50, 300] ['head', 'middle-stats']" in text or "[50, 300] [" in text
+    assert "caught KeyError: 'region'" in text and "queued error KeyError" in text
     kinds = [k for k, _ in user_messages(db)]
-    assert kinds == ["dataframe", "dataframe", "dataframe", "dataframe", "user"]
+    assert kinds == ["dataframe", "dataframe", "dataframe", "dataframe", "error", "user"]
+    (error,) = [
+        e.data for e in read_events(db) if e.type == "user/message" and e.data["source"]["kind"] == "error"
+    ]
+    assert 'orders.groupby("region")' in error["content"][0]["text"]
     check_invariants(read_events(db))
+
+
+DEBUGGING_SHAPE = [
+    ("turn/start", 1),
+    ("step/start", 1),
+    ("user/message", "user"),
+    ("tool/result", 1),
+    ("step/start", 2),
+    ("user/message", "cell"),
+    ("user/message", "user"),
+    ("turn/end", 1),
+]
+"""Turn 1 of the debugging tutorial: the prompt, the tool, then the note and the steer in step 2."""
 
 
 def test_debugging_turn_order_injection_and_steering_reach_the_running_turns_next_step(
@@ -83,27 +104,45 @@ def test_debugging_turn_order_injection_and_steering_reach_the_running_turns_nex
     assert "the running turn reads it at its next step" in text
     events = read_events(db)
     check_invariants(events)
-    steps = [
-        e for e in events if e.type in ("step/start", "user/message", "tool/result", "turn/start", "turn/end")
-    ]
-    shape = [
-        (e.type, e.data.get("step") or (e.data.get("source") or {}).get("kind") or e.data.get("turn"))
-        for e in steps
-    ]
-    assert shape == [
-        ("turn/start", 1),
-        ("step/start", 1),
-        ("user/message", "user"),
-        ("tool/result", 1),
-        ("step/start", 2),
-        ("user/message", "cell"),
-        ("user/message", "user"),
-        ("turn/end", 1),
-    ]
+    assert debugging_shape(events) == DEBUGGING_SHAPE
     # the followup cell's own output was updated to the turn's end, step 2 included
     followup = next(o for o in outs if o.startswith("followup «What is a?»"))
     assert "turn 1 · done" in followup and "4. user · cell · the service was slow today" in followup
     assert "turn 1: completed" in followup
+
+
+TUTORIALS = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+def debugging_shape(events: list) -> list[tuple[str, object]]:
+    return [
+        (e.type, e.data.get("step") or (e.data.get("source") or {}).get("kind") or e.data.get("turn"))
+        for e in events
+        if e.type in ("step/start", "user/message", "tool/result", "turn/start", "turn/end")
+    ]
+
+
+@pytest.mark.parametrize("kernel_python", KERNELS)
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_run_all_sends_every_cell_at_once_and_every_cell_succeeds_in_order(
+    name: str, kernel_python: str | None, tmp_path: Path
+) -> None:
+    path = tmp_path / f"{name}.ipynb"
+    shutil.copy(NOTEBOOKS / f"{name}.ipynb", path)
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    codes = ["".join(c["source"]) for c in cells]
+    with Kernel(tmp_path, path.name, python=kernel_python) as k:
+        result = k.run_all(codes)
+        assert [r.parent for r in result.replies] == result.ids  # each reply in the order sent
+        failed = [(i, result.reply(i)) for i in range(len(codes)) if result.reply(i)["status"] != "ok"]
+        assert failed == []
+        assert not [m for m in result.iopub if m.type == "error"]
+        assert k.alive()
+    if name == "debugging-turn-order":
+        events = read_events(tmp_path / f"{name}.nbagent.sqlite")
+        check_invariants(events)
+        assert debugging_shape(events) == DEBUGGING_SHAPE
+        assert [e.data["reason"]["kind"] for e in events if e.type == "turn/end"] == ["completed"]
 
 
 def test_the_demo_command_runs_offline_and_prints_the_timeline(capsys: pytest.CaptureFixture[str]) -> None:

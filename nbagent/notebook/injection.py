@@ -59,7 +59,10 @@ def build_injection(
         if text.strip():
             raise UsageError("--last-error takes no expression or text")
         if last_error is None:
-            raise UsageError("no cell has raised an error since `%load_ext nbagent`")
+            raise UsageError(
+                "no error to inject: no cell has raised one since `%load_ext nbagent`; inside `except:` "
+                "--last-error takes the error being handled"
+            )
         return context.error(last_error.ename, last_error.evalue, last_error.traceback)
     if not text.strip():
         raise UsageError("nothing to inject: give an expression, some text, or --last-error")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -24,10 +25,14 @@ from nbagent.notebook.shell_pump import ShellPump
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
+    from nbagent.messages import UserMessage
     from nbagent.notebook.live import LiveTurn
     from nbagent.store import SessionRow
 
 T = TypeVar("T")
+
+DELIVERY_PATIENCE = 5.0
+"""Seconds a ``%followup``/``%steer`` waits for the agent loop to take its message (see ``deliver``)."""
 
 
 def when(ms: int | None) -> str:
@@ -61,7 +66,9 @@ class KernelSession:
         return session_file(self.user_ns, override=self.db_override)
 
     def wait(
-        self, future: concurrent.futures.Future[T], on_interrupt: Callable[[], None] | None = None
+        self,
+        future: concurrent.futures.Future[T] | Callable[[], concurrent.futures.Future[T]],
+        on_interrupt: Callable[[], None] | None = None,
     ) -> tuple[T, bool]:
         """Block the main thread on ``future`` (see :meth:`MainThread.wait`)."""
         return self.main_thread.wait(future, on_interrupt=on_interrupt)
@@ -73,6 +80,40 @@ class KernelSession:
     def on_agent_loop(self, fn: Callable[[], T]) -> T:
         """Call ``fn`` on the agent loop's thread (opening a session binds it to that loop) and wait."""
         return self.wait(self.agent_loop.call(fn))[0]
+
+    def deliver(
+        self, agent: Agent, verb: str, message: UserMessage, *, patience: float = DELIVERY_PATIENCE
+    ) -> None:
+        """``agent.followup(message)`` or ``agent.steer(message)``, made on the agent loop's thread.
+
+        There a waking call on an idle agent starts its turn before it returns (SPEC §3.2): when this
+        returns, ``turn/start`` and the claim are in the log, so a later ``%inject`` lands in a later
+        step, at any pace. If the loop stays busy longer than ``patience`` seconds (a synchronous tool
+        body holding it), the message is delivered from this thread instead: recorded at once, its turn
+        opens when the loop is free.
+        """
+        lock = threading.Lock()
+        state = {"started": False, "abandoned": False}
+
+        def on_loop() -> None:
+            with lock:
+                if state["abandoned"]:
+                    return
+                state["started"] = True
+            getattr(agent, verb)(message)
+
+        future = self.agent_loop.call(on_loop)
+        try:
+            self.main_thread.wait(future, timeout=patience)
+            return
+        except concurrent.futures.TimeoutError:
+            with lock:
+                if not state["started"]:
+                    state["abandoned"] = True
+        if state["abandoned"]:
+            getattr(agent, verb)(message)
+        else:
+            self.wait(future)
 
     def wait_idle(self) -> None:
         """Block until the agent is idle (no turn running, nothing waking latched)."""

@@ -7,6 +7,7 @@ the rest of the line is taken verbatim.
 
 from __future__ import annotations
 
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,16 @@ from nbagent.notebook.kernel_tools import NotebookTools
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
+
+
+def _error_record(exc: BaseException) -> LastError:
+    """The error as the user saw it: its traceback without IPython's own frames."""
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if "/IPython/" not in f.filename.replace("\\", "/")
+    ]
+    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    text += "".join(traceback.format_exception_only(type(exc), exc))
+    return LastError(type(exc).__name__, str(exc), text)
 
 
 def _parse(method: Callable[..., Any], options: str) -> Any:
@@ -68,14 +79,7 @@ class AgentMagics(Magics):
         exc = result.error_in_exec or result.error_before_exec
         if exc is None or isinstance(exc, UsageError):
             return
-        frames = [
-            f
-            for f in traceback.extract_tb(exc.__traceback__)
-            if "/IPython/" not in f.filename.replace("\\", "/")
-        ]
-        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
-        text += "".join(traceback.format_exception_only(type(exc), exc))
-        self.last_error = LastError(type(exc).__name__, str(exc), text)
+        self.last_error = _error_record(exc)
 
     def _cell(self) -> dict[str, Any]:
         cell: dict[str, Any] = {"execution_count": self.shell.execution_count}
@@ -89,7 +93,11 @@ class AgentMagics(Magics):
     @argument("--label", help="a label for literal text, shown in the timeline and transcript")
     @argument("--rows", type=int, help="head rows in a DataFrame summary (default 5)")
     @argument("--schema-only", action="store_true", help="a DataFrame's columns and dtypes only")
-    @argument("--last-error", action="store_true", help="the traceback of the last cell that failed")
+    @argument(
+        "--last-error",
+        action="store_true",
+        help="the traceback of the error being handled (inside `except:`), else of the last cell that failed",
+    )
     @argument("text", nargs="*", help="an expression (a DataFrame or any object) or literal text")
     @line_cell_magic
     def inject(self, line: str, cell: str | None = None) -> None:
@@ -106,11 +114,12 @@ class AgentMagics(Magics):
         opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error)
         if opts.rows is not None and opts.rows < 0:
             raise UsageError("--rows must be 0 or more")
+        handled = sys.exc_info()[1]  # inside `except:`, --last-error means the error being handled
         message = build_injection(
             cell if cell is not None else text,
             opts,
             evaluate=lambda expr: self.shell.ev(expr),
-            last_error=self.last_error,
+            last_error=_error_record(handled) if handled is not None else self.last_error,
             cell=self._cell(),
             literal=cell is not None,
         )
@@ -172,10 +181,11 @@ class AgentMagics(Magics):
         self.tools.prompts.reserve(view)
         self.session.views.append(view)
         if not args.wait:
-            getattr(agent, verb)(message)  # thread-safe: recorded now, the turn opens on the agent loop
+            self.session.deliver(agent, verb, message)
+            view.refresh()  # an idle agent's turn has started: show its number at once
             return
         run, interrupted = self.session.wait(
-            self.session.agent_loop.submit(agent.run(message, steer=verb == "steer")),
+            lambda: self.session.agent_loop.submit(agent.run(message, steer=verb == "steer")),
             on_interrupt=lambda: agent.cancel("interrupt"),
         )
         view.refresh()
@@ -294,7 +304,8 @@ class AgentMagics(Magics):
             print("no session open; nothing to cancel")
             return
         running = agent.status == "running"
-        agent.cancel(keep_inbox=keep_inbox)
+        # on the agent loop, so the inbox is cleared (and the turn told) when this cell returns
+        self.session.on_agent_loop(lambda: agent.cancel(keep_inbox=keep_inbox))
         kept = "pending messages kept" if keep_inbox else "pending messages canceled"
         print(f"nbagent: {'cancelling the running turn' if running else 'no turn running'}; {kept}")
 
@@ -302,7 +313,7 @@ class AgentMagics(Magics):
         agent = self.session.current()
         if agent is not None and agent.status == "running":
             _, interrupted = self.session.wait(
-                self.session.agent_loop.submit(agent.when_idle()),
+                lambda: self.session.agent_loop.submit(agent.when_idle()),
                 on_interrupt=lambda: agent.cancel("interrupt"),
             )
             if interrupted:

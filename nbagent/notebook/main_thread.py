@@ -39,9 +39,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import select
 import signal
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -122,19 +124,25 @@ class MainThread:
 
     def wait(
         self,
-        future: concurrent.futures.Future[T],
+        future: concurrent.futures.Future[T] | Callable[[], concurrent.futures.Future[T]],
         *,
         on_interrupt: Callable[[], None] | None = None,
+        timeout: float | None = None,
     ) -> tuple[T, bool]:
         """Block the main thread until ``future`` is done, serving queued callables and widget
         messages meanwhile; return its result and whether a SIGINT arrived.
 
+        ``future`` may be a function that starts the work and returns its future: it is called once
+        the SIGINT handler is in place, so an interrupt can never fall between the start and the wait.
+
         With ``on_interrupt``, the first SIGINT calls it (it should make ``future`` finish soon, for
         example by cancelling the turn) and the wait goes on; a second SIGINT, or any SIGINT without
-        ``on_interrupt``, raises ``KeyboardInterrupt``. Never call this from the agent loop's thread.
+        ``on_interrupt``, raises ``KeyboardInterrupt``. After ``timeout`` seconds without the future
+        done, raises ``concurrent.futures.TimeoutError`` (the future goes on). Never call this from the
+        agent loop's thread.
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         interrupted = False
-        future.add_done_callback(lambda _f: self._wake())
 
         def handler(signum: int, frame: Any) -> None:
             nonlocal interrupted
@@ -147,14 +155,20 @@ class MainThread:
         self._waiting += 1
         try:
             with self._sigint(handler):
+                if callable(future):
+                    future = future()
+                future.add_done_callback(lambda _f: self._wake())
                 while True:
                     self.run_pending()
                     if future.done():
                         break
-                    self._block()
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise concurrent.futures.TimeoutError
+                    self._block(remaining)
         finally:
             self._waiting -= 1
-        return future.result(), interrupted
+        return future.result(), interrupted  # type: ignore[union-attr]
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -178,13 +192,12 @@ class MainThread:
             while self._wake_r.recv(4096):
                 pass
 
-    def _block(self) -> None:
-        """Sleep until a wake (a job, the future done, a signal) or a shell message; serve messages."""
+    def _block(self, timeout: float | None) -> None:
+        """Sleep until a wake (a job, the future done, a signal), a shell message or ``timeout``
+        seconds; serve the shell messages."""
         pump = self.pump
         if pump is not None and pump.available():
-            pump.wait_and_serve(self._wake_r.fileno())
+            pump.wait_and_serve(self._wake_r.fileno(), timeout)
         else:
-            import select
-
-            select.select([self._wake_r], [], [])
+            select.select([self._wake_r], [], [], timeout)
         self._drain_wakes()

@@ -84,14 +84,15 @@ class ShellPump:
     def available(self) -> bool:
         return not self.socket.closed
 
-    def wait_and_serve(self, wake_fd: int) -> None:
-        """Block until ``wake_fd`` is readable or a request arrives; then serve every request waiting."""
+    def wait_and_serve(self, wake_fd: int, timeout: float | None = None) -> None:
+        """Block until ``wake_fd`` is readable, a request arrives or ``timeout`` seconds pass; then
+        serve every request waiting."""
         import zmq
 
         poller = zmq.Poller()
         poller.register(self.socket, zmq.POLLIN)
         poller.register(wake_fd, zmq.POLLIN)
-        poller.poll()
+        poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
         self.serve()
 
     def serve(self) -> None:
