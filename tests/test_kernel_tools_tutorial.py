@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from kernel_helpers import Kernel, read_events
+from kernel_helpers import KERNELS, Kernel, read_events
 
 from nbagent.events import Event
 from nbagent.notebook.headless import output_text, run_notebook
@@ -69,16 +69,13 @@ def test_the_tutorial_runs_cell_by_cell_and_shows_one_approval_and_one_denial(tm
     assert the_story(events) == STORY
 
 
-def test_the_tutorial_survives_run_all(tmp_path):
+@pytest.mark.parametrize("kernel_python", KERNELS)
+def test_the_tutorial_tells_the_same_story_with_run_all(kernel_python, tmp_path):
     shutil.copy(NOTEBOOK, tmp_path / NOTEBOOK.name)
     cells = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
-    with Kernel(tmp_path, notebook=NOTEBOOK.name) as k:
-        ids = [k.kc.execute(src, stop_on_error=True) for src in cells]
-        replies = {}
-        while len(replies) < len(ids):
-            reply = k.kc.get_shell_msg(timeout=120)
-            replies[reply["parent_header"]["msg_id"]] = reply["content"]["status"]
-        assert [replies[i] for i in ids] == ["ok"] * len(cells)
+    with Kernel(tmp_path, notebook=NOTEBOOK.name, python=kernel_python) as k:
+        result = k.run_all(cells)
+        assert [result.reply(i)["status"] for i in range(len(cells))] == ["ok"] * len(cells)
     events = read_events(tmp_path / "agent-tools.nbagent.sqlite")
     check_invariants(events)
     assert the_story(events) == STORY

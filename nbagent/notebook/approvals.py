@@ -154,7 +154,7 @@ class Approvals:
             tool=tool.name,
             call_id=call.id,
             arguments=str(call.arguments),
-            turn=self._asked_in.pop(call.id, None),
+            turn=self._turn_of(call.id),
         )
         if self.policy == "session" or tool.name in self.allowed_tools:
             self._settle(question, "allowed-once", "allowed for this session")
@@ -260,6 +260,18 @@ class Approvals:
                 entry.seen_until = time.monotonic() + PRESENCE
 
     # -- internals ---------------------------------------------------------------------------------
+
+    def _turn_of(self, call_id: str) -> int | None:
+        """The turn that asked: from the event notices, else (they may come later when another
+        thread committed the question) from the end of the log."""
+        turn = self._asked_in.pop(call_id, None)
+        if turn is not None or self.agent is None:
+            return turn
+        for event in reversed(self.agent.events):
+            if event.type == "approval/asked" and event.data.get("call_id") == call_id:
+                found = event.data.get("turn")
+                return found if isinstance(found, int) else None
+        return None
 
     def _on_event(self, notice: Any) -> None:
         """Note the turn of each ``approval/asked`` (delivered on the agent loop before the ask)."""
