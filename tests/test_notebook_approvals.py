@@ -154,7 +154,7 @@ def test_allow_for_this_session_approves_this_call_and_stops_asking_for_that_too
         agent.followup("go")
         await seen.asked.wait()
         said = desk.decide("allowed-once", by="click", remember=True)
-        assert said == "approved run_code (click); run_code now runs without asking for this session"
+        assert said == "approved run_code (click, and for the rest of the session)"
         await agent.when_idle()
         await agent.close()
         return agent, seen

@@ -1,13 +1,15 @@
 """Approval questions shown in the cell whose turn asked them (SPEC §9.4).
 
-A cell's output can only be changed after the cell has finished through a display it created while it
-ran (front ends route ``update_display_data`` by display id). So ``%followup`` and ``%steer`` reserve
-an empty display under their live turn view when the session has a tool that needs approval; when
-that turn asks, the display becomes the prompt widget, and once decided a static record of the
-decision (code and outcome), which a saved notebook keeps without any widget state.
+A cell's output can only change after the cell has finished through a display it created while it
+ran (front ends route ``update_display_data`` by display id). The live turn view of ``%followup`` and
+``%steer`` is such a display, so the question goes there: :meth:`ApprovalPrompts.reserve` wraps the
+view's surface, and while a question of its turn is pending the display becomes the prompt widget,
+which shows the turn as it stood (the view's HTML) above the code and its buttons. Once decided, the
+display is the turn view again with a static record of each decision below it (code and outcome), which
+a saved notebook keeps without any widget state. The cell keeps one output, as before.
 
-Questions arrive on the agent loop's thread; displays are published there in a fresh context, as
-the live turn view does, so the kernel stamps them with whatever request it serves now.
+Questions arrive on the agent loop's thread; they are published there in a fresh context, as the
+live turn view does, so the kernel stamps them with whatever request it serves now.
 """
 
 from __future__ import annotations
@@ -15,33 +17,99 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbagent.notebook.approvals import Approvals, Question, Settled
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
-    from nbagent.notebook.live import LiveTurn
+    from nbagent.notebook.live import LiveTurn, Surface
 
 log = logging.getLogger("nbagent.notebook")
 
 KEPT_SLOTS = 64
-"""Reserved displays remembered at most (the oldest finished ones are forgotten first)."""
+"""Cells remembered at most (the oldest finished ones are forgotten first)."""
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-@dataclass
 class _Slot:
-    view: LiveTurn
-    handle: Any
-    widget: Any = None
-    question: Question | None = None
-    records: list[tuple[dict[str, Any], str, str]] = field(default_factory=list)
+    """A live turn view's surface, with the turn's approval prompt and records laid over it."""
+
+    def __init__(self, view: LiveTurn, inner: Surface) -> None:
+        self.view = view
+        self.inner = inner
+        self.widget: Any = None
+        self.question: Question | None = None
+        self.records: list[tuple[dict[str, Any], str, str]] = []
+        self._data: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # -- the Surface protocol (called by the live view) -----------------------------------------
+
+    def show(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._data = dict(data)
+            self.inner.show(self._composed())
+
+    def update(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._data = dict(data)
+            self._publish()
+
+    # -- the desk's questions ---------------------------------------------------------------------
+
+    def ask(self, question: Question, widget: Any) -> None:
+        with self._lock:
+            old, self.widget, self.question = self.widget, widget, question
+            self._publish()
+        if old is not None:
+            old.close()
+
+    def settle(self, settled: Settled) -> None:
+        from nbagent.widgets.approval import question_data
+
+        with self._lock:
+            pending = self.question is not None and self.question.id == settled.question.id
+            if pending and self.widget is not None:
+                self.widget.settle(settled.outcome, settled.sentence)  # a stale view shows it too
+            if pending:
+                self.question = None
+            self.records.append((question_data(settled.question), settled.outcome, settled.sentence))
+            self._publish()
+
+    # -- composing (under the lock) ---------------------------------------------------------------
+
+    def _publish(self) -> None:
+        self.inner.update(self._composed())
+
+    def _composed(self) -> dict[str, Any]:
+        from IPython.core.formatters import format_display_data
+
+        from nbagent.widgets.approval import settled_bundle
+
+        data = self._data
+        turn_html = str(data.get("text/html", ""))
+        if self.records:
+            done = settled_bundle(self.records)
+            data = {
+                **data,
+                "text/plain": f"{data.get('text/plain', '')}\n{done['text/plain']}",
+                "text/html": turn_html + done["text/html"],
+            }
+        if self.question is None or self.widget is None:
+            return data
+        self.widget.context_html = turn_html
+        prompt, _ = format_display_data(self.widget)
+        return {
+            WIDGET_VIEW: prompt[WIDGET_VIEW],
+            "text/plain": f"{data.get('text/plain', '')}\n{prompt['text/plain']}",
+            "text/html": f"{data.get('text/html', '')}{prompt['text/html']}",
+        }
 
 
 class ApprovalPrompts:
-    """Reserves a display per delivered message and shows its turn's questions there."""
+    """Lays each question of a desk over the live view of the cell whose turn asked it."""
 
     def __init__(self) -> None:
         self._slots: dict[str, _Slot] = {}
@@ -50,15 +118,12 @@ class ApprovalPrompts:
     def reserve(self, view: LiveTurn) -> None:
         """Call from the delivering cell, right after the live view is shown (main thread)."""
         agent = view.agent
-        if not isinstance(agent.approver, Approvals) or not any(
-            t.requires_approval for t in agent.tools.values()
-        ):
+        if not isinstance(agent.approver, Approvals):
             return
-        from IPython.display import display
-
-        handle = display({"text/plain": ""}, raw=True, display_id=True)
+        slot = _Slot(view, view.surface)
+        view.surface = slot
         with self._lock:
-            self._slots[view.message.id] = _Slot(view, handle)
+            self._slots[view.message.id] = slot
             self._prune()
 
     def attach(self, agent: Agent, desk: Approvals) -> None:
@@ -72,13 +137,11 @@ class ApprovalPrompts:
         slot = self._slot_for(agent, question)
         if slot is None:
             return
-        publish: Callable[[], None]
-        if isinstance(what, Question):
-            publish = lambda: self._ask(slot, desk, what)  # noqa: E731
-        else:
-            publish = lambda: self._settle(slot, what)  # noqa: E731
         try:
-            contextvars.Context().run(publish)
+            if isinstance(what, Question):
+                contextvars.Context().run(self._ask, slot, desk, what)
+            else:
+                contextvars.Context().run(slot.settle, what)
         except Exception:  # a display problem never decides an approval
             log.warning("nbagent could not show an approval prompt", exc_info=True)
 
@@ -90,10 +153,10 @@ class ApprovalPrompts:
         return None
 
     def _ask(self, slot: _Slot, desk: Approvals, question: Question) -> None:
-        from nbagent.widgets.approval import ApprovalWidget
+        from nbagent.widgets.approval import ApprovalWidget, question_data
 
         widget = ApprovalWidget(
-            _data(question),
+            question_data(question),
             decide=lambda outcome, approval_id, remember: desk.decide(
                 outcome,  # type: ignore[arg-type]
                 approval_id,
@@ -103,19 +166,7 @@ class ApprovalPrompts:
             seen=desk.seen,
             history=slot.records,
         )
-        old, slot.widget, slot.question = slot.widget, widget, question
-        if old is not None:
-            old.close()
-        slot.handle.update(widget)
-
-    def _settle(self, slot: _Slot, settled: Settled) -> None:
-        from nbagent.widgets.approval import settled_bundle
-
-        question = settled.question
-        if slot.widget is not None and slot.question is not None and slot.question.id == question.id:
-            slot.widget.settle(settled.outcome, settled.sentence)  # a stale view shows it too
-        slot.records.append((_data(question), settled.outcome, settled.sentence))
-        slot.handle.update(settled_bundle(slot.records), raw=True)
+        slot.ask(question, widget)
 
     def _prune(self) -> None:
         while len(self._slots) > KEPT_SLOTS:
@@ -123,13 +174,3 @@ class ApprovalPrompts:
             slot = self._slots.pop(key)
             if slot.widget is not None:
                 slot.widget.close()
-
-
-def _data(question: Question) -> dict[str, Any]:
-    return {
-        "id": question.id,
-        "tool": question.tool,
-        "turn": question.turn,
-        "code": question.code,
-        "arguments": question.arguments,
-    }

@@ -226,14 +226,14 @@ class Approvals:
                 return self._not_pending(approval_id)
             if entry.decision is not None:
                 return f"{entry.question.tool} was already decided ({entry.decision[1]}); nothing changed"
-            entry.decision = (outcome, by)
-            if remember and outcome == "allowed-once":
+            remember = remember and outcome == "allowed-once"
+            if remember:
                 self.allowed_tools.add(entry.question.tool)
+                by = f"{by}, and for the rest of the session"
+            entry.decision = (outcome, by)
             said = self._said(entry.question, outcome, by)
         entry.loop.call_soon_threadsafe(_resolve, entry.future, (outcome, by))
-        return said + (
-            f"; {entry.question.tool} now runs without asking for this session" if remember else ""
-        )
+        return said
 
     def decide_next(self, outcome: Outcome, *, by: str) -> Waiter:
         """Decide the pending question, or else the next one asked (a ``%agent approve`` typed before

@@ -1,7 +1,8 @@
 // nbagent approval prompt: the code a tool wants to run, with Approve / Deny / allow for this
 // session. Synced state: "question" ({id, tool, turn, code, arguments}), "outcome" (a sentence once
 // decided, "" while pending), "notice" (what the kernel said about the last click), "history" (the
-// questions of the same cell decided before this one: {question, state, outcome}). While the
+// questions of the same cell decided before this one: {question, state, outcome}), "context_html"
+// (the cell's live turn view as HTML, made and escaped by nbagent, shown above). While the
 // question is pending and the prompt is on screen, the view tells the kernel so every few seconds
 // (somebody is there to ask). Plain ES module, no bundler.
 
@@ -58,7 +59,9 @@ function draw(root, model) {
   const notice = model.get("notice");
   if (notice) parts.push(h("div", "nba-approval-notice", notice));
   current.append(...parts);
-  root.replaceChildren(...earlier, current);
+  const context = h("div", "nba-approval-context");
+  context.innerHTML = model.get("context_html") || ""; // nbagent's own escaped rendering of the turn
+  root.replaceChildren(context, ...earlier, current);
 }
 
 function render({ model, el }) {
@@ -71,7 +74,7 @@ function render({ model, el }) {
   };
   seen();
   const timer = setInterval(seen, SEEN_EVERY_MS);
-  const names = ["change:question", "change:outcome", "change:notice", "change:state", "change:history"];
+  const names = ["change:question", "change:outcome", "change:notice", "change:state", "change:history", "change:context_html"];
   for (const n of names) model.on(n, redraw);
   return () => {
     clearInterval(timer);

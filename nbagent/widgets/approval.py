@@ -43,6 +43,8 @@ class ApprovalWidget(anywidget.AnyWidget):
     state = traitlets.Unicode("pending").tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
     history = traitlets.List().tag(sync=True)
+    context_html = traitlets.Unicode("").tag(sync=True)
+    """What the cell showed before the question (the live turn view's HTML, made by nbagent)."""
 
     def __init__(
         self,
@@ -92,6 +94,17 @@ class ApprovalWidget(anywidget.AnyWidget):
             "text/plain": prompt_text(self.question),
             "text/html": prompt_html(self.question),
         }, meta
+
+
+def question_data(question: Any) -> dict[str, Any]:
+    """The prompt's view of a question (anything with ``id``, ``tool``, ``turn``, ``code``, ``arguments``)."""
+    return {
+        "id": question.id,
+        "tool": question.tool,
+        "turn": question.turn,
+        "code": question.code,
+        "arguments": question.arguments,
+    }
 
 
 @cache

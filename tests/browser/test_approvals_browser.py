@@ -33,8 +33,8 @@ def cell(page: Any, index: int) -> Any:
 def pending_prompt(page: Any, index: int, code: str) -> Any:
     """The live prompt in cell ``index`` asking to run ``code`` (waits for it)."""
     prompt = cell(page, index).locator('.nba-approval[data-state="pending"]')
-    prompt.wait_for()
-    assert prompt.locator(".nba-approval-code").inner_text() == code
+    prompt = prompt.filter(has=page.locator(".nba-approval-code").get_by_text(code, exact=True))
+    prompt.wait_for()  # an earlier question's prompt may still be on screen for a moment
     return prompt
 
 
@@ -69,7 +69,8 @@ def test_approve_and_deny_clicked_under_a_finished_followup_cell(lab: Lab, page:
     prompt.locator('button[data-action="approve"]').click()
 
     prompt = pending_prompt(page, 1, "denied = 1")
-    assert records(page, 1, 1) == ["allowed-once"]
+    assert records(page, 1, 1) == ["allowed-once"]  # the cell's earlier decision stays in view
+    shot(page, "approvals-02-second-question", cell(page, 1))
     prompt.locator('button[data-action="deny"]').click()
     assert records(page, 1, 2) == ["allowed-once", "rejected"]
     cell(page, 1).get_by_text("turn 1: completed").wait_for()
@@ -77,7 +78,7 @@ def test_approve_and_deny_clicked_under_a_finished_followup_cell(lab: Lab, page:
     assert "run_code approved (clicked in the notebook)" in text
     assert "run_code denied (clicked in the notebook)" in text
     assert "Error: the user did not approve this call (rejected)" in text
-    shot(page, "approvals-02-approved-and-denied", cell(page, 1))
+    shot(page, "approvals-03-approved-and-denied", cell(page, 1))
 
     run_cell(page, 2)
     cell(page, 2).get_by_text("['approved']").wait_for()
@@ -85,7 +86,7 @@ def test_approve_and_deny_clicked_under_a_finished_followup_cell(lab: Lab, page:
     run_cell(page, 3)  # the timeline tells the same story, approvals included
     timeline = cell(page, 3).locator(".nba-timeline")
     timeline.get_by_text("run_code", exact=False).first.wait_for()
-    shot(page, "approvals-05-timeline", timeline)
+    shot(page, "approvals-06-timeline", timeline)
 
 
 def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) -> None:
@@ -104,16 +105,16 @@ def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) ->
     run_cell_async(page, 1)  # the cell blocks until the run ends
 
     prompt = pending_prompt(page, 1, "first = 1")
-    shot(page, "approvals-03-pending-during-wait-dark", cell(page, 1))
+    shot(page, "approvals-04-pending-during-wait-dark", cell(page, 1))
     prompt.locator('button[data-action="approve"]').click()
     pending_prompt(page, 1, "second = 1").locator('button[data-action="deny"]').click()
     pending_prompt(page, 1, "third = 1").locator('button[data-action="session"]').click()
     assert records(page, 1, 4) == ["allowed-once", "rejected", "allowed-once", "allowed-once"]
     cell(page, 1).get_by_text("turn 1: completed").wait_for()
     text = output_text(page, 1)
-    assert "run_code approved (clicked in the notebook); run_code now runs without asking" not in text
+    assert "run_code approved (clicked in the notebook, and for the rest of the session)" in text
     assert "run_code approved (allowed for this session)" in text  # the fourth call did not ask
-    shot(page, "approvals-04-decided-during-wait-dark", cell(page, 1))
+    shot(page, "approvals-05-decided-during-wait-dark", cell(page, 1))
 
     run_cell(page, 2)
     cell(page, 2).get_by_text("['first', 'fourth', 'third']").wait_for()
