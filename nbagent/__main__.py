@@ -1,4 +1,4 @@
-"""``python -m nbagent demo`` (an offline tour in plain Python) and ``python -m nbagent quickstart``."""
+"""The ``nbagent`` command (also ``python -m nbagent``): ``demo`` and ``quickstart``."""
 
 from __future__ import annotations
 
@@ -36,7 +36,11 @@ async def _demo(folder: Path) -> None:
         f"injected context; status {agent.status!r}, {len(agent.inbox.next_step)} message pending, no model call\n"
     )
     run = await agent.run("Which region sold the most?")
-    print(f"followup answered in turn {run.turns}, outcome {run.outcome}:\n{run.text}\n")
+    turns = ", ".join(str(t) for t in run.turns)
+    print(
+        f"the followup ran as turn{'s' if len(run.turns) != 1 else ''} {turns} ({run.outcome}); the answer:"
+    )
+    print(f"{run.text}\n")
     print("the log, event by event:")
     for event in agent.events:
         data = event.data
@@ -62,15 +66,20 @@ def demo() -> int:
 
 def quickstart(headless: bool | None) -> int:
     """Copy the quickstart into the working directory (if missing) and open it, or run it headless."""
-    target = Path.cwd() / TUTORIAL
-    if not target.exists():
-        shutil.copy(_tutorial_source(), target)
-        print(f"nbagent: copied {TUTORIAL} into {target.parent}")
     if headless is None:
         headless = bool(os.environ.get("CI")) or (
             sys.platform.startswith("linux")
             and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
         )
+    if headless:
+        for module in ("ipykernel", "nbclient", "nbformat"):
+            _require(module, "notebook", "running the quickstart headless")
+    else:
+        _require("jupyterlab", "all", "opening the quickstart in JupyterLab")
+    target = Path.cwd() / TUTORIAL
+    if not target.exists():
+        shutil.copy(_tutorial_source(), target)
+        print(f"nbagent: copied {TUTORIAL} into {target.parent}")
     if not headless:
         return subprocess.call([sys.executable, "-m", "jupyterlab", str(target)])
     from nbagent.notebook.headless import output_text, run_notebook
@@ -89,11 +98,56 @@ def quickstart(headless: bool | None) -> int:
     return 0
 
 
+def _require(module: str, extra: str, purpose: str) -> None:
+    """Exit with the exact install line when ``module`` (from the ``extra`` extra) is missing."""
+    from nbagent.notebook.help import importable
+
+    if not importable(module):
+        raise SystemExit(
+            f'nbagent: {purpose} needs {module}, which is not installed: pip install "nbagent[{extra}]"'
+        )
+
+
+DESCRIPTION = """\
+An LLM agent session that lives in a Jupyter kernel, logged to an append-only SQLite file.
+In a notebook: %load_ext nbagent, then %inject, %followup, %steer and %agent."""
+
+EPILOG = """\
+examples:
+  %(prog)s demo                    the offline tour, in the terminal
+  %(prog)s quickstart              copy quickstart.ipynb here and open it in JupyterLab
+  %(prog)s quickstart --headless   run it here and print its outputs"""
+
+
+def _prog() -> str:
+    """``nbagent`` when run as the installed command, ``python -m nbagent`` when run as a module."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return "python -m nbagent" if name in ("", "__main__.py", "-c") else name
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nbagent", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="an offline tour: inject, follow up, print the log (plain Python)")
-    quick = sub.add_parser("quickstart", help="copy the quickstart notebook here and open it in JupyterLab")
+    from nbagent import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=_prog(),
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    sub.add_parser(
+        "demo",
+        help="an offline tour in plain Python: inject, follow up, print the log",
+        description="Open a session with the offline echo model in a temporary folder, inject context, "
+        "follow up, and print the log and the transcript.",
+    )
+    quick = sub.add_parser(
+        "quickstart",
+        help="copy the quickstart notebook here and open it in JupyterLab",
+        description="Copy quickstart.ipynb into the working directory (unless it is there) and open it in "
+        "JupyterLab; without a display it is run headless and its outputs are printed.",
+    )
     mode = quick.add_mutually_exclusive_group()
     mode.add_argument(
         "--headless", action="store_true", default=None, help="execute it and print the outputs"
@@ -102,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         "--open", dest="headless", action="store_false", help="open JupyterLab even without a display"
     )
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     if args.command == "demo":
         return demo()
     return quickstart(args.headless)

@@ -200,9 +200,10 @@ class Kernel:
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
-        self.version = self.run("import ipykernel; print(ipykernel.__version__)").strip()
+        version = "import ipykernel; print(ipykernel.__version__)"
+        self.version = self.run(version, store_history=False).strip()  # leaves In [1] to the test
 
-    def run(self, code: str, timeout: float = 30) -> str:
+    def run(self, code: str, timeout: float = 30, *, store_history: bool = True) -> str:
         """Execute ``code``; return its stream, display and error text (display updates included)."""
         parts: list[str] = []
 
@@ -215,17 +216,17 @@ class Kernel:
             elif kind == "error":
                 parts.append(f"{content['ename']}: {content['evalue']}\n")
 
-        self.kc.execute_interactive(code, timeout=timeout, output_hook=hook)
+        self.kc.execute_interactive(code, store_history=store_history, timeout=timeout, output_hook=hook)
         return "".join(parts)
 
     def send(self, code: str) -> str:
         """Start executing ``code`` without waiting; returns the request's message id."""
         return self.kc.execute(code)
 
-    def run_all(self, codes: list[str], timeout: float = 120) -> RunAll:
+    def run_all(self, codes: list[str], timeout: float = 120, *, stop_on_error: bool = True) -> RunAll:
         """Send every code at once with ``stop_on_error=True`` (JupyterLab's Run All), without waiting
         between them; then collect every reply and IOPub message until each request is idle again."""
-        result = RunAll([self.kc.execute(code, stop_on_error=True) for code in codes])
+        result = RunAll([self.kc.execute(code, stop_on_error=stop_on_error) for code in codes])
         self.collect(result, timeout)
         return result
 

@@ -185,9 +185,9 @@ def test_a_turn_keeps_streaming_into_its_own_cell_while_another_cell_sleeps_ten_
         start, end = result.window(1)
         assert end - start >= 10
         during = [u for u in result.updates(display_id) if start <= u.at <= end]
-        # every second of the sleeping cell brought updates of the first cell's view ...
-        per_second = [sum(start + s <= u.at < start + s + 1 for u in during) for s in range(10)]
-        assert all(n >= 1 for n in per_second), per_second
+        # every two seconds of the sleeping cell brought updates of the first cell's view ...
+        per_window = [sum(start + s <= u.at < start + s + 2 for u in during) for s in range(0, 10, 2)]
+        assert all(n >= 1 for n in per_window), per_window
         # ... with more of the answer each time, and none of it appeared in the sleeping cell's output
         lengths = [len(u.content["data"]["text/plain"]) for u in during]
         assert lengths == sorted(lengths) and lengths[-1] > lengths[0]
@@ -310,6 +310,52 @@ def test_main_thread_work_is_served_while_a_wait_blocks_and_when_the_kernel_is_i
     assert results == ["secret + 1 = 42 on MainThread"] * 2
 
 
+BLOCKING_TOOL = """
+import threading, nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent, current_kernel_session
+
+release = threading.Event()
+
+@nbagent.tool
+def hog() -> str:
+    \"\"\"A synchronous body: it holds the agent loop until released.\"\"\"
+    release.wait(60)
+    return "released"
+
+agent = current_agent()
+agent.add_tool(hog)
+agent.set_model(ScriptedModel([Response(tool_calls=[ToolCall("hog", {})]), "done"]))
+current_kernel_session().delivery_patience = 0.2
+"""
+
+
+def test_a_steer_is_recorded_at_once_even_while_a_synchronous_tool_holds_the_agent_loop(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "work.nbagent.sqlite"
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run(BLOCKING_TOOL)
+        k.run("%followup go")
+        wait_for_events(db, "tool/call")
+        out = k.run("%steer while you hog the loop")  # returns after the patience, not after the tool
+        assert "steer «while you hog the loop» · inbox · queued" in out
+        steered = [
+            m["content"][0]["text"]
+            for e in read_events(db)
+            if e.type == "agent/inbox/spliced"
+            for m in e.data["inserted"]
+        ]
+        assert steered[-1] == "while you hog the loop"
+        k.run("release.set()")
+        k.run("%agent wait")
+    events = read_events(db)
+    check_invariants(events)
+    texts = [e.data["content"][0]["text"] for e in events if e.type == "user/message"]
+    assert texts == ["go", "while you hog the loop"]  # claimed by turn 1's next step
+
+
 def test_followup_returns_while_the_turn_runs_and_a_dead_kernel_is_repaired_on_resume(tmp_path: Path) -> None:
     with Kernel(tmp_path) as k:
         k.run("%load_ext nbagent")
@@ -333,6 +379,20 @@ def test_followup_returns_while_the_turn_runs_and_a_dead_kernel_is_repaired_on_r
         for e in events[-3:]
     ]
     assert tail == [("tool/result", "TOOL_OUTCOME_UNKNOWN"), ("step/end", None), ("turn/end", "interrupted")]
+
+
+def test_shutting_the_kernel_down_closes_the_session_and_its_running_turn(tmp_path: Path) -> None:
+    db = tmp_path / "work.nbagent.sqlite"
+    k = Kernel(tmp_path)
+    k.run("%load_ext nbagent")
+    k.run(SLOW_MODEL.format(n=1))
+    k.run("%followup take your time")
+    wait_for_events(db, "step/start")
+    k.kc.stop_channels()
+    k.km.shutdown_kernel(now=False)  # Kernel → Shut Down: a shutdown request, then the process exits
+    events = read_events(db)
+    check_invariants(events)
+    assert events[-1].data == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "closed"}}}
 
 
 SLOW_TEXT = """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pandas as pd
@@ -56,17 +55,13 @@ def test_cell_text_shows_its_label_or_else_its_first_line() -> None:
     assert label(context.cell_text("\n  prices are in EUR  \nsecond line")) == "prices are in EUR"
 
 
-def test_a_session_reference_shows_the_referenced_sessions_label(tmp_path: Path) -> None:
+async def test_a_session_reference_shows_the_referenced_sessions_label(tmp_path: Path) -> None:
     db = tmp_path / "old.nbagent.sqlite"
-
-    async def record() -> str:
-        agent = nbagent.open_session(db, model=ScriptedModel(["fine"]))
-        agent.followup("how is it going?")
-        await agent.when_idle()
-        await agent.close()
-        return agent.session_id
-
-    sid = asyncio.run(record())
+    agent = nbagent.open_session(db, model=ScriptedModel(["fine"]))
+    agent.followup("how is it going?")
+    await agent.when_idle()
+    await agent.close()
+    sid = agent.session_id
     message = context.session_reference(db, sid, label="yesterday's analysis")
     assert label(message) == "yesterday's analysis"
 
@@ -101,19 +96,16 @@ def test_the_badge_is_you_for_a_typed_prompt_and_the_kind_otherwise() -> None:
     ]
 
 
-def test_the_live_turn_view_shows_short_labels_for_what_the_step_read() -> None:
-    async def record() -> tuple[nbagent.Event, ...]:
-        agent = nbagent.open_session(None, model=ScriptedModel(["ok"]))
-        agent.inject(context.dataframe(frame(), name="df"))
-        agent.inject(context.error("KeyError", "'regoin'", TRACEBACK))
-        agent.inject(context.cell_text("metres", label="units"))
-        agent.followup("what is in df?")
-        await agent.when_idle()
-        events = agent.events
-        await agent.close()
-        return events
-
-    view = fold_turn(asyncio.run(record()), 1, "followup «what is in df?» · turn 1 · done")
+async def test_the_live_turn_view_shows_short_labels_for_what_the_step_read() -> None:
+    agent = nbagent.open_session(None, model=ScriptedModel(["ok"]))
+    agent.inject(context.dataframe(frame(), name="df"))
+    agent.inject(context.error("KeyError", "'regoin'", TRACEBACK))
+    agent.inject(context.cell_text("metres", label="units"))
+    agent.followup("what is in df?")
+    await agent.when_idle()
+    events = agent.events
+    await agent.close()
+    view = fold_turn(events, 1, "followup «what is in df?» · turn 1 · done")
     text = render_text(view)
     assert text.splitlines()[1:6] == [
         "step 1",
@@ -133,16 +125,13 @@ def test_a_cells_live_output_labels_an_injected_dataframe_briefly(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NBAGENT_DB", raising=False)
 
-    async def body() -> str:
-        with ipython_shell() as sh:
-            sh.user_ns["df"] = frame()
-            sh.run_cell("%inject df")
-            sh.run_cell("%followup describe df")
-            view = magics(sh).session.views[-1]
-            await magics(sh).session.agent.when_idle()
-            await asyncio.sleep(0.05)
-            assert view.final
-            return render_text(view.view)
-
-    text = asyncio.run(body())
+    with ipython_shell() as sh:
+        sh.user_ns["df"] = frame()
+        sh.run_cell("%inject df")
+        sh.run_cell("%followup describe df")
+        view = magics(sh).session.views[-1]
+        magics(sh).session.wait_idle()
+        view.refresh()
+        assert view.final
+        text = render_text(view.view)
     assert "  ← [dataframe] df · 50×3 · pandas\n  ← [you] describe df\n" in text

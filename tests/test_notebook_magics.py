@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from kernel_helpers import ipython_shell, magics, read_events
+from kernel_helpers import ipython_shell, magics, read_events, session_ids
 
 from nbagent.testing import check_invariants
 
@@ -134,16 +134,19 @@ def test_followup_returns_at_once_and_the_cell_output_follows_the_turn(tmp_path,
 
 
 def test_a_session_is_resumed_after_the_extension_is_reloaded_and_new_starts_fresh(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    with ipython_shell() as sh:
+    notebook = tmp_path / "analysis.ipynb"
+    with ipython_shell(notebook) as sh:
         sh.run_cell("%followup first")
         first = magics(sh).session.agent
         magics(sh).session.wait_idle()
         sid = first.session_id
     capsys.readouterr()
-    with ipython_shell() as sh:
+    with ipython_shell(notebook) as sh:
         sh.run_cell("%agent status")
         out = capsys.readouterr().out
-        assert out.startswith(f"nbagent: resumed session {sid[:8]} from nbagent.sqlite (1 turn, last active")
+        assert out.startswith(
+            f"nbagent: resumed session {sid[:8]} from analysis.nbagent.sqlite (1 turn, last active"
+        )
         assert "status: idle" in out and "turns: 1" in out
         sh.run_cell("%agent new")
         assert magics(sh).session.agent.session_id != sid
@@ -153,6 +156,31 @@ def test_a_session_is_resumed_after_the_extension_is_reloaded_and_new_starts_fre
         assert listing.count("\n") == 4
         sh.run_cell(f"%agent resume {sid[:6]}")
         assert magics(sh).session.agent.session_id == sid
+
+
+def test_a_kernel_that_does_not_know_its_notebook_never_resumes_another_ones_session(
+    tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    with ipython_shell() as sh:  # no notebook path: the shared nbagent.sqlite of the folder
+        sh.run_cell("%followup from the first notebook")
+        magics(sh).session.wait_idle()
+        first = magics(sh).session.agent.session_id
+    capsys.readouterr()
+    with ipython_shell() as sh:
+        sh.run_cell("%agent status")
+        assert capsys.readouterr().out.startswith("no session open · file nbagent.sqlite")
+        sh.run_cell("%inject from the second notebook")
+        out = capsys.readouterr().out
+        second = magics(sh).session.agent.session_id
+        assert second != first
+        assert out.splitlines()[0] == (
+            f"nbagent: new session {second[:8]} in nbagent.sqlite (model echo); this kernel does not know "
+            "its notebook, so it does not continue the file's earlier sessions (`%agent sessions` lists "
+            "them, `%agent resume ID` continues one)"
+        )
+        sh.run_cell(f"%agent resume {first[:8]}")  # the way to continue it, on purpose
+        assert magics(sh).session.agent.session_id == first
+    assert session_ids(tmp_path / "nbagent.sqlite") == [first, second]
 
 
 def test_model_switch_cancel_close_and_db_override(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

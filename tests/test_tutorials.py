@@ -134,6 +134,8 @@ def test_run_all_sends_every_cell_at_once_and_every_cell_succeeds_in_order(
     with Kernel(tmp_path, path.name, python=kernel_python) as k:
         result = k.run_all(codes)
         assert [r.parent for r in result.replies] == result.ids  # each reply in the order sent
+        counts = [result.reply(i).get("execution_count") for i in range(len(codes))]
+        assert counts == list(range(1, len(codes) + 1))  # every cell ran once, in order
         failed = [(i, result.reply(i)) for i in range(len(codes)) if result.reply(i)["status"] != "ok"]
         assert failed == []
         assert not [m for m in result.iopub if m.type == "error"]

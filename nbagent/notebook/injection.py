@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import codeop
+import traceback
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,14 +31,35 @@ class LastError:
     evalue: str
     traceback: str
 
+    @classmethod
+    def of(cls, exc: BaseException) -> LastError:
+        """The error as the user saw it: its traceback without IPython's own frames."""
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if "/IPython/" not in f.filename.replace("\\", "/")
+        ]
+        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+        text += "".join(traceback.format_exception_only(type(exc), exc))
+        return cls(type(exc).__name__, str(exc), text)
 
-def is_expression(text: str) -> bool:
-    """True when ``text`` parses as one Python expression (``df``, ``df.head(20)``, ``data["x"]``)."""
-    try:
-        compile(text, "<inject>", "eval")
-    except (SyntaxError, ValueError):
-        return False
-    return True
+
+def classify(text: str) -> str:
+    """How ``%inject`` reads a line: ``"expression"`` when it parses as one Python expression (``df``,
+    ``df.head(20)``, ``data["x"]``), ``"unfinished"`` when it is the start of one that ends inside a
+    bracket or a string (``df.head(``, ``data["x"``), ``"text"`` otherwise (``prices are in EUR``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings about the text itself (an escape, say)
+        try:
+            compile(text, "<inject>", "eval")
+            return "expression"
+        except (SyntaxError, ValueError, OverflowError):
+            pass
+        try:
+            unfinished = codeop.compile_command(text, symbol="eval") is None
+        except (SyntaxError, ValueError, OverflowError):
+            unfinished = False
+    return "unfinished" if unfinished else "text"
 
 
 def build_injection(
@@ -49,9 +73,10 @@ def build_injection(
 ) -> UserMessage:
     """The message ``%inject`` queues (SPEC §9.1).
 
-    Text is literal (source ``cell``) when it is not a Python expression, when it has a ``--label``,
-    or when ``literal`` (the ``%%inject`` body); otherwise it is evaluated and a failure is a usage
-    error, so a mistyped variable name is not silently sent as text.
+    Text is literal (source ``cell``) when it has a ``--label``, when ``literal`` (the ``%%inject``
+    body), or when it is not a Python expression; an expression is evaluated and a failure is a usage
+    error, so a mistyped variable name is not silently sent as text; an unfinished expression
+    (``df.head(``) is refused for the same reason (see :func:`classify`).
     """
     from nbagent import context
 
@@ -66,7 +91,13 @@ def build_injection(
         return context.error(last_error.ename, last_error.evalue, last_error.traceback)
     if not text.strip():
         raise UsageError("nothing to inject: give an expression, some text, or --last-error")
-    if literal or options.label is not None or not is_expression(text.strip()):
+    kind = "text" if literal or options.label is not None else classify(text.strip())
+    if kind == "unfinished":
+        raise UsageError(
+            f"`{text.strip()}` is an unfinished Python expression (it ends inside a bracket or a string): "
+            "finish it, or send it as text with --label LABEL or in a %%inject cell"
+        )
+    if kind == "text":
         if options.rows is not None or options.schema_only:
             raise UsageError("--rows and --schema-only apply to DataFrames, not to text")
         return context.cell_text(text, label=options.label, cell=cell)
@@ -79,13 +110,19 @@ def build_injection(
             "to inject it as text use %%inject with the text in the cell body"
         ) from None
     if context.is_dataframe(value):
-        return context.dataframe(
-            value,
-            name=name,
-            rows=5 if options.rows is None else options.rows,
-            schema_only=options.schema_only,
-            cell=cell,
-        )
+        try:
+            return context.dataframe(
+                value,
+                name=name,
+                rows=5 if options.rows is None else options.rows,
+                schema_only=options.schema_only,
+                cell=cell,
+            )
+        except ImportError as exc:
+            said = str(exc)
+            if "pip install" not in said:  # the summary names the extra itself where it can
+                said = f'summarizing a DataFrame needs {exc.name or exc}, which is not installed: pip install "nbagent[dataframes]"'
+            raise UsageError(said) from None
     if options.rows is not None or options.schema_only:
         raise UsageError(
             f"--rows and --schema-only apply to DataFrames; `{name}` is a {type(value).__name__}"

@@ -8,6 +8,7 @@ main thread's work (:mod:`nbagent.notebook.main_thread`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import os
 import threading
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 from nbagent.notebook.agent_loop import AgentLoop, agent_loop
-from nbagent.notebook.location import notebook_path, session_file
+from nbagent.notebook.location import notebook_path, runner_notebook, session_file
 from nbagent.notebook.main_thread import MainThread
 from nbagent.notebook.shell_pump import ShellPump
 
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
     from nbagent.store import SessionRow
 
 T = TypeVar("T")
+
+EXIT_PATIENCE = 3.0
+"""Seconds a shutting-down kernel gives its running turn to stop before the process exits (a
+kernel manager kills a kernel that has not exited 5 s after the shutdown request)."""
 
 DELIVERY_PATIENCE = 5.0
 """Seconds a ``%followup``/``%steer`` waits for the agent loop to take its message (see ``deliver``)."""
@@ -57,13 +62,17 @@ class KernelSession:
         self.views: list[LiveTurn] = []
         self.on_open: list[Callable[[Agent], None]] = []
         """Called with every agent opened or resumed, before it is used (the built-in tools equip it)."""
+        self.delivery_patience = DELIVERY_PATIENCE
+        self.runner = runner_notebook()
+        """The notebook named by the program that started this kernel (nbconvert), if any."""
         self.agent_loop: AgentLoop = agent_loop()
         kernel = getattr(shell, "kernel", None)
         self.main_thread = MainThread(_kernel_loop(kernel), ShellPump.for_kernel(kernel))
+        atexit.register(self._close_at_exit)
 
     @property
     def path(self) -> Path:
-        return session_file(self.user_ns, override=self.db_override)
+        return session_file(self.user_ns, override=self.db_override, runner=self.runner)
 
     def wait(
         self,
@@ -81,14 +90,12 @@ class KernelSession:
         """Call ``fn`` on the agent loop's thread (opening a session binds it to that loop) and wait."""
         return self.wait(self.agent_loop.call(fn))[0]
 
-    def deliver(
-        self, agent: Agent, verb: str, message: UserMessage, *, patience: float = DELIVERY_PATIENCE
-    ) -> None:
+    def deliver(self, agent: Agent, verb: str, message: UserMessage) -> None:
         """``agent.followup(message)`` or ``agent.steer(message)``, made on the agent loop's thread.
 
         There a waking call on an idle agent starts its turn before it returns (SPEC §3.2): when this
         returns, ``turn/start`` and the claim are in the log, so a later ``%inject`` lands in a later
-        step, at any pace. If the loop stays busy longer than ``patience`` seconds (a synchronous tool
+        step, at any pace. If the loop stays busy longer than ``delivery_patience`` seconds (a synchronous tool
         body holding it), the message is delivered from this thread instead: recorded at once, its turn
         opens when the loop is free.
         """
@@ -104,7 +111,7 @@ class KernelSession:
 
         future = self.agent_loop.call(on_loop)
         try:
-            self.main_thread.wait(future, timeout=patience)
+            self.main_thread.wait(future, timeout=self.delivery_patience)
             return
         except concurrent.futures.TimeoutError:
             with lock:
@@ -122,12 +129,13 @@ class KernelSession:
             self.run(agent.when_idle())
 
     def rows(self) -> list[SessionRow]:
+        """The sessions in the file, newest first (nothing is created: an absent file has none)."""
         from nbagent import list_sessions
 
         path = self.path
         if not path.exists():
             return []
-        return list_sessions(path)
+        return self._file_call(path, lambda: list_sessions(path))
 
     def current(self) -> Agent | None:
         """The open agent, without opening one."""
@@ -135,20 +143,50 @@ class KernelSession:
             self.agent = None
         return self.agent
 
-    def ensure(self, *, create: bool = True) -> Agent | None:
-        """The open agent; else resume the file's most recent session; else (``create``) open a new one.
+    def knows_notebook(self) -> bool:
+        """Whether the file was chosen for this notebook (or by the user), not the shared fallback."""
+        explicit = self.db_override or os.environ.get("NBAGENT_DB")
+        return bool(explicit) or notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner) is not None
 
-        Prints one line saying which session the kernel now uses.
+    def ensure(self, *, create: bool = True) -> Agent | None:
+        """The open agent; else the file's most recent session, resumed; else (``create``) a new one.
+
+        Read-only callers (``create=False``) never create anything: a file that is missing or holds no
+        session gives ``None``, and so does a latest session in use by another kernel (said in one line
+        with the ways out). A writing caller gets that line as a ``UsageError`` instead of a silent fork.
+        A kernel that does not know its notebook (the shared ``nbagent.sqlite`` fallback) never resumes
+        on its own: that file may hold another notebook's session.
         """
         agent = self.current()
         if agent is not None:
             return agent
-        rows = self.rows()
+        known = self.knows_notebook()
+        rows = self.rows() if known else []
         if rows:
-            return self.resume(rows[0].id, rows=rows, fallback=True)
+            from nbagent import SessionLockedError
+
+            try:
+                return self.resume(rows[0].id, rows=rows)
+            except SessionLockedError:
+                line = (
+                    f"nbagent: the latest session {rows[0].id[:8]} in {_shown(self.path)} is in use by another "
+                    "kernel; `%agent new` starts another session here, `%agent resume ID` continues an "
+                    "earlier one (see `%agent sessions`), `%agent --db PATH` uses another file"
+                )
+                if create:
+                    raise UsageError(line) from None
+                print(line)
+                return None
         if not create:
             return None
-        return self.new(announce=True)
+        agent = self.new(announce=known)
+        if not known:
+            print(
+                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)} (model {agent.model.name}); "
+                "this kernel does not know its notebook, so it does not continue the file's earlier sessions "
+                "(`%agent sessions` lists them, `%agent resume ID` continues one)"
+            )
+        return agent
 
     def new(self, *, announce: bool = True) -> Agent:
         """Close the current agent (if any) and open a fresh session in the file."""
@@ -156,9 +194,12 @@ class KernelSession:
 
         self.close()
         path = self.path
-        notebook = notebook_path(self.user_ns, os.environ, Path.cwd())
-        self.agent = self.on_agent_loop(
-            lambda: open_session(path, notebook=str(notebook) if notebook else None)
+        notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner)
+        self.agent = self._file_call(
+            path,
+            lambda: self.on_agent_loop(
+                lambda: open_session(path, notebook=str(notebook) if notebook else None)
+            ),
         )
         for equip in self.on_open:
             equip(self.agent)
@@ -168,14 +209,12 @@ class KernelSession:
             )
         return self.agent
 
-    def resume(
-        self, session_id: str, *, rows: list[SessionRow] | None = None, fallback: bool = False
-    ) -> Agent:
+    def resume(self, session_id: str, *, rows: list[SessionRow] | None = None) -> Agent:
         """Close the current agent and resume ``session_id`` (a unique prefix is enough).
 
-        With ``fallback``, a session held by another process makes a new session instead of an error.
+        A session held by another process raises ``SessionLockedError`` (``ensure`` words it).
         """
-        from nbagent import SessionLockedError, resume_session
+        from nbagent import resume_session
 
         rows = self.rows() if rows is None else rows
         matches = [r for r in rows if r.id.startswith(session_id)]
@@ -190,13 +229,7 @@ class KernelSession:
             return current
         self.close()
         path = self.path
-        try:
-            agent = self.on_agent_loop(lambda: resume_session(path, row.id))
-        except SessionLockedError as exc:
-            if fallback:
-                print(f"nbagent: the latest session is in use elsewhere ({exc}); starting a new one")
-                return self.new()
-            raise UsageError(str(exc)) from None
+        agent = self._file_call(path, lambda: self.on_agent_loop(lambda: resume_session(path, row.id)))
         for equip in self.on_open:
             equip(agent)
         self.agent = agent
@@ -212,6 +245,20 @@ class KernelSession:
         )
         return agent
 
+    def _file_call(self, path: Path, fn: Callable[[], T]) -> T:
+        """``fn()``, with a failure of the session file turned into one line naming the file and the way
+        out (a ``UsageError``); a session in use elsewhere passes through as ``SessionLockedError``."""
+        import sqlite3
+
+        from nbagent import NbagentError, SessionLockedError
+
+        try:
+            return fn()
+        except SessionLockedError:
+            raise
+        except (OSError, sqlite3.Error, NbagentError) as exc:
+            raise UsageError(file_failure(path, exc)) from None
+
     def close(self) -> None:
         """Close the current agent, waiting for a running turn to stop (it is aborted as ``closed``)."""
         agent = self.current()
@@ -222,6 +269,22 @@ class KernelSession:
         self.views.clear()
         self.agent = None
         self.run(agent.close())
+
+    def dispose(self) -> None:
+        """Close the session and forget this holder (``%unload_ext``)."""
+        atexit.unregister(self._close_at_exit)
+        self.close()
+
+    def _close_at_exit(self) -> None:
+        """A kernel shut down (not killed) closes its session: a running turn ends ``aborted`` with
+        cause ``closed`` and the lease is released, instead of a repair at the next resume."""
+        agent = self.current()
+        if agent is None or not self.agent_loop.running:
+            return
+        try:
+            self.agent_loop.submit(agent.close()).result(timeout=EXIT_PATIENCE)
+        except Exception:  # the process is going away; resume repairs whatever is left open
+            pass
 
     def status_lines(self) -> list[str]:
         agent = self.current()
@@ -242,6 +305,24 @@ class KernelSession:
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
         ]
+
+
+def file_failure(path: Path, exc: BaseException) -> str:
+    """One line for a session file that cannot be used: the path, why, and the way out."""
+    if path.is_dir():
+        why = "it is a folder, not a file"
+    elif path.parent.exists() and not path.parent.is_dir():
+        why = f"{_shown(path.parent)} is a file, not a folder"
+    elif not os.access(path.parent if path.parent.exists() else Path.cwd(), os.W_OK):
+        why = "its folder is not writable"
+    elif isinstance(exc, OSError) and exc.strerror:
+        why = exc.strerror.lower()
+    else:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (
+        f"nbagent cannot use the session file {path}: {why}; choose another with `%agent --db PATH` "
+        "(or the NBAGENT_DB environment variable)"
+    )
 
 
 def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:

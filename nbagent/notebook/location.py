@@ -1,4 +1,12 @@
-"""Where a kernel's session file lives: ``<notebook stem>.nbagent.sqlite`` beside the notebook (SPEC §9.5)."""
+"""Where a kernel's session file lives: ``<notebook stem>.nbagent.sqlite`` beside the notebook (SPEC §9.5).
+
+The notebook's path comes from the kernel's session variables (JupyterLab, Notebook 7, VS Code and
+``nbagent quickstart`` set one). ``jupyter nbconvert --execute`` sets none, but names the notebook on
+its own command line: a kernel started by nbconvert for a single notebook takes it from there
+(:func:`runner_notebook`, Linux). Otherwise the kernel does not know its notebook and uses the shared
+``nbagent.sqlite`` of its working directory, where it never resumes a session on its own (see
+``KernelSession.ensure``), so two notebooks never share one session.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +19,12 @@ FALLBACK_NAME = "nbagent.sqlite"
 SUFFIX = ".nbagent.sqlite"
 
 
-def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str], cwd: Path) -> Path | None:
+def notebook_path(
+    user_ns: Mapping[str, Any], environ: Mapping[str, str], cwd: Path, runner: Path | None = None
+) -> Path | None:
     """The notebook this kernel serves, if the kernel was told: ``__vsc_ipynb_file__`` (VS Code),
-    ``__session__`` (IPython, from Jupyter's session) or ``JPY_SESSION_NAME``.
+    ``__session__`` (IPython, from Jupyter's session) or ``JPY_SESSION_NAME``; else ``runner``, the
+    notebook named by the process that started the kernel (:func:`runner_notebook`).
 
     Jupyter gives the path relative to the server's root, while the kernel usually runs in the
     notebook's own folder; a relative path is therefore tried against the working directory first and
@@ -36,7 +47,29 @@ def notebook_path(user_ns: Mapping[str, Any], environ: Mapping[str, str], cwd: P
             return path
         joined = cwd / path
         return joined if joined.parent.is_dir() and joined.exists() else cwd / path.name
-    return None
+    return runner
+
+
+RUNNERS = ("jupyter-nbconvert", "nbconvert")
+"""Programs that start a kernel for the notebooks named on their command line."""
+
+
+def runner_notebook(proc: Path = Path("/proc"), parent: int | None = None) -> Path | None:
+    """The notebook named on the command line of the process that started this kernel, when that is
+    ``jupyter nbconvert`` with exactly one ``.ipynb`` argument; ``None`` otherwise (several notebooks,
+    another program, no ``/proc``)."""
+    pid = os.getppid() if parent is None else parent
+    try:
+        argv = (proc / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        where = Path(os.readlink(proc / str(pid) / "cwd"))
+    except OSError:
+        return None
+    is_runner = any(Path(a).name in RUNNERS for a in argv if a)  # `jupyter-nbconvert …`, `-m nbconvert …`
+    notebooks = [a for a in argv if a.endswith(".ipynb")]
+    if not is_runner or len(notebooks) != 1:
+        return None
+    path = Path(notebooks[0]).expanduser()
+    return path if path.is_absolute() else where / path
 
 
 def session_file(
@@ -45,16 +78,18 @@ def session_file(
     override: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    runner: Path | None = None,
 ) -> Path:
     """The session file for this kernel: ``override`` (``%agent --db``), ``NBAGENT_DB``, the file beside
-    the notebook, or ``nbagent.sqlite`` in the working directory, in that order."""
+    the notebook (``runner``: see :func:`notebook_path`), or ``nbagent.sqlite`` in the working
+    directory, in that order."""
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
     chosen = override or environ.get("NBAGENT_DB")
     if chosen:
         path = Path(chosen).expanduser()
         return path if path.is_absolute() else cwd / path
-    notebook = notebook_path(user_ns, environ, cwd)
+    notebook = notebook_path(user_ns, environ, cwd, runner)
     if notebook is None:
         return cwd / FALLBACK_NAME
     return notebook.with_name(notebook.stem + SUFFIX)

@@ -8,7 +8,6 @@ the rest of the line is taken verbatim.
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from nbagent.notebook import tool_commands
 from nbagent.notebook.arguments import split_options
+from nbagent.notebook.help import RunFailedError, asks_for_help, missing_module, missing_sdk, show_help
 from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
@@ -26,14 +26,17 @@ _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
 
 
-def _error_record(exc: BaseException) -> LastError:
-    """The error as the user saw it: its traceback without IPython's own frames."""
-    frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if "/IPython/" not in f.filename.replace("\\", "/")
-    ]
-    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
-    text += "".join(traceback.format_exception_only(type(exc), exc))
-    return LastError(type(exc).__name__, str(exc), text)
+def running_cell_number(shell: Any, stored: bool) -> int:
+    """The ``In [n]`` number of the cell running now (``stored``: the cell goes into the history).
+
+    IPython 9 advances ``shell.execution_count`` as a cell starts, IPython 8 as it ends; the input
+    history receives a stored cell before its code runs in both, so its length says the number. A cell
+    kept out of the history has no number of its own and advances nothing.
+    """
+    history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None)
+    if stored and history:
+        return len(history) - 1
+    return int(shell.execution_count)
 
 
 def _parse(method: Callable[..., Any], options: str) -> Any:
@@ -56,6 +59,7 @@ class AgentMagics(Magics):
         self.session.on_open.append(self.tools.equip)
         self.last_error: LastError | None = None
         self._cell_id: str | None = None
+        self._stored = False
         shell.events.register("pre_run_cell", self._pre_run_cell)
         shell.events.register("post_run_cell", self._post_run_cell)
 
@@ -67,22 +71,22 @@ class AgentMagics(Magics):
             except ValueError:
                 pass
         self.tools.close()
-        if self.session.current() is not None:
-            self.session.close()
+        self.session.dispose()
 
     # -- shell events -----------------------------------------------------------------------------
 
     def _pre_run_cell(self, info: Any) -> None:
         self._cell_id = getattr(info, "cell_id", None)
+        self._stored = bool(getattr(info, "store_history", False))
 
     def _post_run_cell(self, result: Any) -> None:
         exc = result.error_in_exec or result.error_before_exec
-        if exc is None or isinstance(exc, UsageError):
+        if exc is None or isinstance(exc, (UsageError, RunFailedError)):
             return
-        self.last_error = _error_record(exc)
+        self.last_error = LastError.of(exc)
 
     def _cell(self) -> dict[str, Any]:
-        cell: dict[str, Any] = {"execution_count": self.shell.execution_count}
+        cell: dict[str, Any] = {"execution_count": running_cell_number(self.shell, self._stored)}
         if self._cell_id:
             cell["cell_id"] = self._cell_id
         return cell
@@ -103,11 +107,17 @@ class AgentMagics(Magics):
     def inject(self, line: str, cell: str | None = None) -> None:
         """Queue context for the model's next step without running the model.
 
-        `%inject df` summarizes a pandas/polars DataFrame; `%inject obj` previews any other object;
-        text that is not an expression (or the body of `%%inject`) is queued verbatim.
+        Expression or text: the line is evaluated when it parses as one Python expression
+        (`%inject df` summarizes a pandas/polars DataFrame, `%inject obj` previews any other object;
+        a name that fails to evaluate is an error, not text). It is refused when it is an unfinished
+        expression (it ends inside a bracket or a string: `df.head(`). Anything else is queued as
+        text, verbatim. `--label L` and the body of `%%inject` are always text.
         """
-        self._settle()
         options, text = split_options(line, {"--label", "--rows"})
+        if asks_for_help(options, text if cell is None else ""):
+            show_help(self.inject)
+            return
+        self._settle()
         args = _parse(self.inject, options)
         if cell is not None and text:
             raise UsageError("%%inject takes options on its line and the text in the cell body")
@@ -119,7 +129,7 @@ class AgentMagics(Magics):
             cell if cell is not None else text,
             opts,
             evaluate=lambda expr: self.shell.ev(expr),
-            last_error=_error_record(handled) if handled is not None else self.last_error,
+            last_error=LastError.of(handled) if handled is not None else self.last_error,
             cell=self._cell(),
             literal=cell is not None,
         )
@@ -162,8 +172,11 @@ class AgentMagics(Magics):
         from nbagent.messages import UserMessage
         from nbagent.notebook.live import DisplaySurface, LiveTurn
 
-        self._settle()
         options, text = split_options(line, ())
+        if asks_for_help(options, text if cell is None else ""):
+            show_help(method)
+            return
+        self._settle()
         args = _parse(method, options)
         if cell is not None:
             if text:
@@ -191,6 +204,8 @@ class AgentMagics(Magics):
         view.refresh()
         if interrupted:
             raise KeyboardInterrupt(f"the turn was cancelled ({run.outcome})")
+        if run.outcome == "error":
+            raise RunFailedError.from_run(run)
 
     def _settle(self) -> None:
         """Re-publish views that became final while no cell ran, so every front end has the end."""
@@ -231,6 +246,9 @@ class AgentMagics(Magics):
         self._agent_command(line)
 
     def _agent_command(self, line: str) -> None:
+        if asks_for_help(line, line):
+            show_help(self.agent)
+            return
         self._settle()
         args = _parse(self.agent, line)
         if args.db:
@@ -279,23 +297,35 @@ class AgentMagics(Magics):
 
     def _agent_model(self, model: str, *, keep_inbox: bool) -> None:
         from nbagent import NbagentError
+        from nbagent.models import resolve_model
 
-        agent = self.session.ensure()
-        assert agent is not None
         try:
-            agent.set_model(model)
+            resolved = resolve_model(model)
         except (NbagentError, TypeError, ValueError, ImportError) as exc:
             raise UsageError(f"cannot use model {model!r}: {exc}") from None
+        sdk = missing_sdk(resolved)
+        if sdk is not None:
+            raise UsageError(
+                f"model {model!r} needs the {sdk} package, which is not installed: "
+                'pip install "nbagent[providers]"; the model was not changed'
+            )
+        agent = self.session.ensure()
+        assert agent is not None
+        agent.set_model(resolved)
         print(f"nbagent: later turns use {agent.model.name}")
 
     def _agent_show(self, *, keep_inbox: bool) -> None:
-        agent = self.session.ensure()
         try:
             from nbagent import widgets
         except ImportError as exc:
             raise UsageError(
-                f"the nbagent widgets are not available ({exc}); use %agent transcript"
+                f"the nbagent widgets need {missing_module(exc)}, which is not installed: "
+                f'pip install "nbagent[notebook]" (or use %agent transcript)'
             ) from None
+        agent = self.session.ensure(create=False)
+        if agent is None:
+            print(f"no session in {self.session.path} yet; %inject, %followup or %steer starts one")
+            return
         widgets.show(agent)
 
     def _agent_cancel(self, *, keep_inbox: bool) -> None:

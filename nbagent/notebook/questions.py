@@ -2,7 +2,8 @@
 
 IPython reads ``name?`` at the end of a line as a help request, which would swallow a natural
 question. This cleanup transformer rewrites such a line magic into the equivalent
-``get_ipython().run_line_magic(...)`` call before IPython looks for help syntax.
+``get_ipython().run_line_magic(...)`` call before IPython looks for help syntax. A line that is only
+the verb and question marks (``%inject?``, ``%agent ??``) is left alone: that is IPython's help.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ def keep_question_marks(lines: list[str]) -> list[str]:
             out.append(line)
             continue
         rest = match["rest"].strip()
+        if rest.strip("?") == "":
+            out.append(line)  # `%verb?` / `%verb ??`: a help request, not a message
+            continue
         out.append(
             f"{match['indent']}get_ipython().run_line_magic({match['verb']!r}, {rest!r}){match['eol']}"
         )

@@ -54,9 +54,18 @@ class ShellPump:
 
     @classmethod
     def for_kernel(cls, kernel: Any) -> ShellPump | None:
-        """The pump for a running ipykernel, or ``None`` when the kernel is not one this module knows."""
+        """The pump for a running ipykernel, or ``None`` when the kernel is not one this module knows
+        (waits then serve only the main-thread queue, and widget messages wait for the cell's end)."""
         if kernel is None or getattr(kernel, "session", None) is None:
             return None
+        try:
+            return cls._for_ipykernel(kernel)
+        except (AttributeError, TypeError) as exc:  # an ipykernel whose internals moved
+            log.warning("nbagent: widget messages will wait for --wait cells to end (%s)", exc)
+            return None
+
+    @classmethod
+    def _for_ipykernel(cls, kernel: Any) -> ShellPump | None:
         channel_thread = getattr(kernel, "shell_channel_thread", None)
         if hasattr(kernel, "shell_main"):  # ipykernel 7
             if channel_thread is not None:
