@@ -355,3 +355,40 @@ print(result.data["message"]["content"][0]["content"][0]["text"].splitlines()[0]
         "completed\n"
         '<dataframe name="sales" library="pandas"\n'
     )
+
+
+def test_the_tools_and_approvals_commands_show_and_set_the_session_policy(kernel):
+    assert kernel.run("%agent approve") == "nbagent: no session open; nothing to approve\n"
+    assert kernel.run("%agent tools") == (
+        "nbagent: built-in tools on: list_variables, describe_variable, recent_cells, run_code "
+        "(run_code asks for approval)\n"
+    )
+    shown = kernel.run("%agent approvals")
+    assert shown.endswith(
+        "nbagent: approvals: ask — each call asks in its turn's cell (or %agent approve / %agent deny); "
+        "unanswered for 120 s with nobody there to ask, it is unavailable\n"
+    )
+    assert (
+        kernel.run("%agent deny")
+        == "nbagent: nothing to deny: the agent is idle and no approval is pending\n"
+    )
+    assert kernel.run("%agent approvals session") == (
+        "nbagent: approvals: session — tools that need approval run without asking until the session ends\n"
+    )
+    assert kernel.run("%agent tools off") == (
+        "nbagent: built-in tools withdrawn (list_variables, describe_variable, recent_cells, run_code) "
+        "from the next request on\n"
+    )
+    assert (
+        kernel.run("from nbagent.notebook import current_agent; print(sorted(current_agent().tools))")
+        == "[]\n"
+    )
+    assert kernel.run("%agent tools on").startswith("nbagent: built-in tools offered")
+    assert kernel.run("%agent tools maybe") == (
+        "UsageError: use %agent tools on, %agent tools off, or %agent tools to see which are on\n"
+    )
+    assert kernel.run("%agent approvals never").startswith("UsageError: use %agent approvals ask")
+    assert kernel.run("%agent approve a b") == "UsageError: %agent approve takes at most one approval id\n"
+    assert kernel.run("%agent approve approval-zz") == (
+        "nbagent: approval approval-zz is not pending; nothing changed\n"
+    )
