@@ -61,6 +61,8 @@ class KernelSession:
         self.db_override: str | None = None
         self.agent: Agent | None = None
         self.views: list[LiveTurn] = []
+        self.on_open: list[Callable[[Agent], None]] = []
+        """Called with every agent opened or resumed, before it is used (the built-in tools equip it)."""
         self.delivery_patience = DELIVERY_PATIENCE
         self.runner = runner_notebook()
         """The notebook named by the program that started this kernel (nbconvert), if any."""
@@ -206,6 +208,8 @@ class KernelSession:
                 lambda: open_session(path, notebook=str(notebook) if notebook else None)
             ),
         )
+        for equip in self.on_open:
+            equip(self.agent)
         if announce:
             print(
                 f"nbagent: new session {self.agent.session_id[:8]} in {_shown(path)} (model {self.agent.model.name})"
@@ -233,6 +237,8 @@ class KernelSession:
         self.close()
         path = self.path
         agent = self._file_call(path, lambda: self.on_agent_loop(lambda: resume_session(path, row.id)))
+        for equip in self.on_open:
+            equip(agent)
         self.agent = agent
         after = next((r for r in self.rows() if r.id == row.id), row)
         repaired = (

@@ -15,12 +15,15 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from nbagent.notebook import tool_commands
 from nbagent.notebook.arguments import split_options
 from nbagent.notebook.help import RunFailedError, asks_for_help, missing_module, missing_sdk, show_help
 from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe
 from nbagent.notebook.kernel_session import KernelSession, when
+from nbagent.notebook.kernel_tools import NotebookTools
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
+_COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
 
 
 def running_cell_number(shell: Any, stored: bool) -> int:
@@ -52,6 +55,8 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.session = KernelSession(shell)
+        self.tools = NotebookTools(shell, on_main=self.session.main_thread.call)
+        self.session.on_open.append(self.tools.equip)
         self.last_error: LastError | None = None
         self._cell_id: str | None = None
         self._stored = False
@@ -65,6 +70,7 @@ class AgentMagics(Magics):
                 self.shell.events.unregister(name, callback)
             except ValueError:
                 pass
+        self.tools.close()
         self.session.dispose()
 
     # -- shell events -----------------------------------------------------------------------------
@@ -185,6 +191,7 @@ class AgentMagics(Magics):
             agent, message, verb, DisplaySurface(), loop=self.session.agent_loop.loop, on_final=self._forget
         )
         view.start()
+        self.tools.prompts.reserve(view)
         self.session.views.append(view)
         if not args.wait:
             self.session.deliver(agent, verb, message)
@@ -216,13 +223,18 @@ class AgentMagics(Magics):
     @argument("--db", help="use this session file (instead of the one beside the notebook)")
     @argument("--keep-inbox", action="store_true", help="with `cancel`: keep pending messages")
     @argument("command", nargs="?", help=" | ".join(_COMMANDS) + " (default: status)")
-    @argument("value", nargs="*", help="the session id for `resume`, the model for `model`")
+    @argument(
+        "value",
+        nargs="*",
+        help="the session id for `resume`, the model for `model`, on|off for `tools`, ask|session for `approvals`",
+    )
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
         """Inspect and control the kernel's agent session.
 
         status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
-        transcript · close. `%%agent` runs one command per line of its body.
+        transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session].
+        `%%agent` runs one command per line of its body.
         """
         if cell is not None:
             if line.strip():
@@ -252,7 +264,7 @@ class AgentMagics(Magics):
         wants_value = command in ("resume", "model")
         if wants_value and len(args.value) != 1:
             raise UsageError(f"%agent {command} takes exactly one argument")
-        if not wants_value and args.value:
+        if not wants_value and args.value and command not in ("approve", "deny", "tools", "approvals"):
             raise UsageError(f"%agent {command} takes no argument (got {' '.join(args.value)!r})")
         if args.keep_inbox and command != "cancel":
             raise UsageError("--keep-inbox goes with `%agent cancel`")
@@ -355,6 +367,18 @@ class AgentMagics(Magics):
             return
         text = transcript(agent.events, title=f"Session {agent.session_id[:8]}")
         display({"text/markdown": text, "text/plain": text}, raw=True)
+
+    def _agent_approve(self, *value: str, keep_inbox: bool) -> None:
+        tool_commands.decide(self.session, "allowed-once", list(value))
+
+    def _agent_deny(self, *value: str, keep_inbox: bool) -> None:
+        tool_commands.decide(self.session, "rejected", list(value))
+
+    def _agent_tools(self, *value: str, keep_inbox: bool) -> None:
+        tool_commands.tools(self.session, self.tools, list(value))
+
+    def _agent_approvals(self, *value: str, keep_inbox: bool) -> None:
+        tool_commands.approvals(self.session, list(value))
 
     def _agent_close(self, *, keep_inbox: bool) -> None:
         agent = self.session.current()

@@ -1,0 +1,85 @@
+// nbagent approval prompt: the code a tool wants to run, with Approve / Deny / allow for this
+// session. Synced state: "question" ({id, tool, turn, code, arguments}), "outcome" (a sentence once
+// decided, "" while pending), "notice" (what the kernel said about the last click), "history" (the
+// questions of the same cell decided before this one: {question, state, outcome}), "context_html"
+// (the cell's live turn view as HTML, made and escaped by nbagent, shown above). While the
+// question is pending and the prompt is on screen, the view tells the kernel so every few seconds
+// (somebody is there to ask). Plain ES module, no bundler.
+
+const SEEN_EVERY_MS = 5000;
+
+const h = (tag, cls, text) => {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+};
+
+function card(q, state, outcome) {
+  const box = h("div", "nba-approval");
+  box.dataset.state = state;
+  box.dataset.approvalId = q.id || "";
+  const head = h("div", "nba-approval-head");
+  head.append(h("span", null, outcome ? `Approval · ${q.tool}` : `Approval needed · ${q.tool}`));
+  if (q.turn !== null && q.turn !== undefined) head.append(h("span", "nba-approval-where", `turn ${q.turn}`));
+  box.append(head, h("pre", "nba-approval-code", q.code ?? q.arguments ?? ""));
+  if (outcome) box.append(h("div", "nba-approval-outcome", outcome));
+  return box;
+}
+
+function draw(root, model) {
+  const q = model.get("question") || {};
+  const outcome = model.get("outcome") || "";
+  const earlier = (model.get("history") || []).map((r) => card(r.question || {}, r.state, r.outcome));
+  const current = card(q, outcome ? model.get("state") || "decided" : "pending", outcome);
+  const parts = [];
+  if (!outcome) {
+    const row = h("div", "nba-approval-buttons");
+    const button = (action, label, title, msg) => {
+      const b = h("button", null, label);
+      b.dataset.action = action;
+      b.title = title;
+      b.addEventListener("click", () => {
+        for (const other of row.querySelectorAll("button")) other.disabled = true;
+        model.send({ type: "decide", id: q.id, ...msg });
+      });
+      return b;
+    };
+    row.append(
+      button("approve", "Approve", "Run it this once", { outcome: "allowed-once" }),
+      button("deny", "Deny", "Do not run it; the model is told you declined", { outcome: "rejected" }),
+      button("session", `Allow ${q.tool} for this session`, `Run this and every later ${q.tool} call without asking`, {
+        outcome: "allowed-once",
+        remember: true,
+      }),
+      h("span", "nba-approval-hint", "or %agent approve / %agent deny"),
+    );
+    parts.push(row);
+  }
+  const notice = model.get("notice");
+  if (notice) parts.push(h("div", "nba-approval-notice", notice));
+  current.append(...parts);
+  const context = h("div", "nba-approval-context");
+  context.innerHTML = model.get("context_html") || ""; // nbagent's own escaped rendering of the turn
+  root.replaceChildren(context, ...earlier, current);
+}
+
+function render({ model, el }) {
+  const root = h("div", "nba-approvals");
+  el.append(root);
+  const redraw = () => draw(root, model);
+  redraw();
+  const seen = () => {
+    if (!model.get("outcome") && root.isConnected) model.send({ type: "seen", id: (model.get("question") || {}).id });
+  };
+  seen();
+  const timer = setInterval(seen, SEEN_EVERY_MS);
+  const names = ["change:question", "change:outcome", "change:notice", "change:state", "change:history", "change:context_html"];
+  for (const n of names) model.on(n, redraw);
+  return () => {
+    clearInterval(timer);
+    for (const n of names) model.off(n, redraw);
+  };
+}
+
+export default { render };

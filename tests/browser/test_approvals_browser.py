@@ -1,0 +1,120 @@
+"""Approval prompts in a real JupyterLab, in Debian's Chromium: Approve, Deny and "allow for this
+session" clicked in the cell whose turn asked, both after the cell returned and while a ``--wait``
+cell blocks the kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import Lab, shot
+from notebook_page import open_notebook, output_text, run_cell, run_cell_async, set_theme
+
+pytestmark = pytest.mark.browser
+
+
+def setup(codes: list[str]) -> str:
+    """The first cell: the extension and a scripted model asking to run each code in turn."""
+    steps = ", ".join(
+        f"Response(tool_calls=[ToolCall('run_code', {{'code': {code!r}}}, id='c{i}')])"
+        for i, code in enumerate(codes)
+    )
+    return f"""\
+%load_ext nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent
+current_agent().set_model(ScriptedModel([{steps}, Response("done")]))"""
+
+
+def cell(page: Any, index: int) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+
+def pending_prompt(page: Any, index: int, code: str) -> Any:
+    """The live prompt in cell ``index`` asking to run ``code`` (waits for it)."""
+    prompt = cell(page, index).locator('.nba-approval[data-state="pending"]')
+    prompt = prompt.filter(has=page.locator(".nba-approval-code").get_by_text(code, exact=True))
+    prompt.wait_for()  # an earlier question's prompt may still be on screen for a moment
+    return prompt
+
+
+def records(page: Any, index: int, count: int) -> list[str]:
+    """The decided prompts' states in cell ``index``, once ``count`` are there."""
+    decided = cell(page, index).locator('.nba-approval:not([data-state="pending"])')
+    decided.nth(count - 1).wait_for()
+    return [str(s) for s in decided.evaluate_all("els => els.map(e => e.dataset.state)")]
+
+
+def test_approve_and_deny_clicked_under_a_finished_followup_cell(lab: Lab, page: Any) -> None:
+    name = lab.write_notebook(
+        "approve-click",
+        [
+            setup(["approved = 1", "denied = 1"]),
+            "%followup go",
+            "print(sorted(k for k in ('approved', 'denied') if k in globals()))",
+            "%agent show",
+        ],
+    )
+    open_notebook(page, lab.lab_url(name, "approve-click"))
+    run_cell(page, 0)
+    run_cell(page, 1)  # returns at once; the turn runs on
+
+    prompt = pending_prompt(page, 1, "approved = 1")
+    assert prompt.locator("button").all_inner_texts() == [
+        "Approve",
+        "Deny",
+        "Allow run_code for this session",
+    ]
+    shot(page, "approvals-01-pending-prompt", cell(page, 1))
+    prompt.locator('button[data-action="approve"]').click()
+
+    prompt = pending_prompt(page, 1, "denied = 1")
+    assert records(page, 1, 1) == ["allowed-once"]  # the cell's earlier decision stays in view
+    shot(page, "approvals-02-second-question", cell(page, 1))
+    prompt.locator('button[data-action="deny"]').click()
+    assert records(page, 1, 2) == ["allowed-once", "rejected"]
+    cell(page, 1).get_by_text("turn 1: completed").wait_for()
+    text = output_text(page, 1)
+    assert "run_code approved (clicked in the notebook)" in text
+    assert "run_code denied (clicked in the notebook)" in text
+    assert "Error: the user did not approve this call (rejected)" in text
+    shot(page, "approvals-03-approved-and-denied", cell(page, 1))
+
+    run_cell(page, 2)
+    cell(page, 2).get_by_text("['approved']").wait_for()
+
+    run_cell(page, 3)  # the timeline tells the same story, approvals included
+    timeline = cell(page, 3).locator(".nba-timeline")
+    timeline.get_by_text("run_code", exact=False).first.wait_for()
+    shot(page, "approvals-06-timeline", timeline)
+
+
+def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) -> None:
+    codes = ["first = 1", "second = 1", "third = 1", "fourth = 1"]
+    name = lab.write_notebook(
+        "approve-wait",
+        [
+            setup(codes),
+            "%followup --wait go",
+            "print(sorted(k for k in ('first', 'second', 'third', 'fourth') if k in globals()))",
+        ],
+    )
+    open_notebook(page, lab.lab_url(name, "approve-wait"))
+    set_theme(page, "JupyterLab Dark")
+    run_cell(page, 0)
+    run_cell_async(page, 1)  # the cell blocks until the run ends
+
+    prompt = pending_prompt(page, 1, "first = 1")
+    shot(page, "approvals-04-pending-during-wait-dark", cell(page, 1))
+    prompt.locator('button[data-action="approve"]').click()
+    pending_prompt(page, 1, "second = 1").locator('button[data-action="deny"]').click()
+    pending_prompt(page, 1, "third = 1").locator('button[data-action="session"]').click()
+    assert records(page, 1, 4) == ["allowed-once", "rejected", "allowed-once", "allowed-once"]
+    cell(page, 1).get_by_text("turn 1: completed").wait_for()
+    text = output_text(page, 1)
+    assert "run_code approved (clicked in the notebook, and for the rest of the session)" in text
+    assert "run_code approved (allowed for this session)" in text  # the fourth call did not ask
+    shot(page, "approvals-05-decided-during-wait-dark", cell(page, 1))
+
+    run_cell(page, 2)
+    cell(page, 2).get_by_text("['first', 'fourth', 'third']").wait_for()

@@ -1,0 +1,394 @@
+"""The built-in tools and their approvals in a real ipykernel (jupyter_client): a scripted model calls
+each tool, approvals come from cells, the approver hook and real widget messages, and a pending
+approval meets an interrupt, a timeout and a killed kernel."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eventtrace import trace
+from kernel_helpers import KERNELS, Kernel, read_events
+
+from nbagent.events import Event
+from nbagent.testing import check_invariants
+
+pytestmark = pytest.mark.kernel
+
+FRAME = """
+import pandas as pd
+sales = pd.DataFrame({"region": ["north", "south", "east"], "units": [120, 80, 95]})
+"""
+
+
+def scripted(*responses: str) -> str:
+    """Kernel code giving the notebook's agent a ScriptedModel with these ``Response(...)`` sources."""
+    return (
+        "from nbagent.models import Response, ScriptedModel, ToolCall\n"
+        "from nbagent.notebook import current_agent\n"
+        f"current_agent().set_model(ScriptedModel([{', '.join(responses)}]))\n"
+    )
+
+
+def run_code(code: str, call_id: str) -> str:
+    return f"Response(tool_calls=[ToolCall('run_code', {{'code': {code!r}}}, id={call_id!r})])"
+
+
+@pytest.fixture(params=KERNELS)
+def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
+    """A real kernel with the extension loaded, on ipykernel 7 and on ipykernel 6."""
+    with Kernel(tmp_path, python=request.param) as k:
+        k.run("%load_ext nbagent")
+        yield k
+
+
+def db(k: Kernel) -> Path:
+    return k.cwd / "work.nbagent.sqlite"
+
+
+def wait_for(k: Kernel, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
+    """Poll the session file, as another reader would, until it holds ``count`` events of a type."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            events = read_events(db(k))
+        except Exception:  # the file or its session row is not written yet
+            events = []
+        if sum(e.type == event_type for e in events) >= count:
+            return events
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} {event_type} in {db(k)} after {timeout}s")
+
+
+def results(events: list[Event]) -> dict[str, tuple[str, str | None]]:
+    out = {}
+    for e in events:
+        if e.type == "tool/result":
+            block = e.data["message"]["content"][0]
+            out[block["tool_call_id"]] = (block["content"][0]["text"], e.data.get("error", {}).get("code"))
+    return out
+
+
+def outcomes(events: list[Event]) -> list[str]:
+    return [e.data["outcome"] for e in events if e.type == "approval/decided"]
+
+
+def steps(events: list[Event]) -> list[str]:
+    return [x for x in trace(events) if not x.startswith(("RH", "CH", "INS", "CLM", "UM", "AM"))]
+
+
+def test_a_scripted_model_calls_each_tool_and_run_code_defines_a_variable_the_next_cell_reads(kernel):
+    kernel.run(FRAME)
+    kernel.run(
+        scripted(
+            "Response(tool_calls=[ToolCall('list_variables', {}, id='l'), "
+            "ToolCall('describe_variable', {'name': 'sales'}, id='d'), "
+            "ToolCall('describe_variable', {'name': 'sale'}, id='u'), "
+            "ToolCall('recent_cells', {'count': 2}, id='r')])",
+            run_code("top = sales.sort_values('units').region.iloc[-1]\nprint('top is', top)\ntop", "c"),
+            "'north sells most'",
+        )
+    )
+    shown = kernel.run("%followup which region sells most?")
+    assert "followup «which region sells most?»" in shown
+    assert "nbagent: approved run_code (%agent approve)\n" in kernel.run("%agent approve")
+    assert "nbagent: idle" in kernel.run("%agent wait")
+    assert kernel.run("print(top.upper())").endswith("NORTH\n")
+
+    events = read_events(db(kernel))
+    check_invariants(events)
+    assert steps(events) == [
+        "TS 1",
+        "SS 1.1",
+        "TC l",
+        "TC d",
+        "TC u",
+        "TC r",
+        "TR l",
+        "TR d",
+        "TR u UNKNOWN_VARIABLE",
+        "TR r",
+        "SE 1.1",
+        "SS 1.2",
+        "TC c",
+        "approval/asked",
+        "approval/decided",
+        "TR c",
+        "SE 1.2",
+        "SS 1.3",
+        "SE 1.3",
+        "TE 1 completed",
+    ]
+    out = results(events)
+    assert out["l"] == (
+        "1 variable (name · type · shape/len · preview):\nsales · DataFrame (pandas) · shape 3×2 · columns: region, units",
+        None,
+    )
+    assert out["d"][0].startswith(
+        '<dataframe name="sales" library="pandas" type="pandas.DataFrame" shape="3 x 2"'
+    )
+    assert "- units: int64 · non-null 3 (0% null) · distinct 3 · min 80 · max 120" in out["d"][0]
+    assert out["u"] == (
+        "Error: no variable named 'sale' in the user's namespace; close matches: sales",
+        "UNKNOWN_VARIABLE",
+    )
+    # The main thread serves the tools between cells or inside %agent approve's wait, whichever comes first.
+    assert re.search(r"In \[\d+\]:\n%followup which region sells most\?", out["r"][0])
+    assert out["c"] == ("stdout:\ntop is north\n\nresult:\n'north'", None)
+    assert outcomes(events) == ["allowed-once"]
+
+
+def test_the_approver_hook_allows_once_then_rejects_and_the_log_says_so(kernel):
+    kernel.run(
+        scripted(run_code("a = 1", "c0"), run_code("b = 2", "c1"), "'done'")
+        + "answers = iter(['allowed-once', 'rejected'])\n"
+        "async def approver(tool, call):\n"
+        "    return next(answers)\n"
+        "current_agent().approver = approver\n"
+    )
+    kernel.run("%followup --wait go")
+    assert kernel.run("print('a' in dir(), 'b' in dir())") == "True False\n"
+    assert kernel.run("%agent approve").startswith(
+        "nbagent: this session's approvals are decided by agent.approver (<function approver"
+    )
+    events = read_events(db(kernel))
+    check_invariants(events)
+    assert steps(events)[steps(events).index("TC c0") :] == [
+        "TC c0",
+        "approval/asked",
+        "approval/decided",
+        "TR c0",
+        "SE 1.1",
+        "SS 1.2",
+        "TC c1",
+        "approval/asked",
+        "approval/decided",
+        "TR c1 DENIED",
+        "SE 1.2",
+        "SS 1.3",
+        "SE 1.3",
+        "TE 1 completed",
+    ]
+    assert outcomes(events) == ["allowed-once", "rejected"]
+    asked = [e.data for e in events if e.type == "approval/asked"]
+    assert asked == [
+        {"id": "approval-c0", "tool": "run_code", "call_id": "c0", "turn": 1, "step": 1},
+        {"id": "approval-c1", "tool": "run_code", "call_id": "c1", "turn": 1, "step": 2},
+    ]
+    assert results(events)["c1"] == ("Error: the user did not approve this call (rejected)", "DENIED")
+
+
+def test_run_all_approves_and_denies_from_cells_queued_behind_the_followup(kernel):
+    cells = [
+        scripted(run_code("a = 1", "c0"), run_code("b = 2", "c1"), "'done'"),
+        "%followup go",
+        "%agent approve",
+        "%agent deny",
+        "%agent wait",
+        "print('a' in dir(), 'b' in dir())",
+    ]
+    result = kernel.run_all(cells)  # all at once, as Run All sends them
+    assert [result.reply(i)["status"] for i in range(len(cells))] == ["ok"] * len(cells)
+    assert kernel.run("print('a' in dir(), 'b' in dir())") == "True False\n"
+    events = read_events(db(kernel))
+    assert outcomes(events) == ["allowed-once", "rejected"]
+    check_invariants(events)
+
+
+def test_an_interrupt_during_a_pending_approval_cancels_it_and_aborts_the_call(kernel):
+    kernel.run(scripted(run_code("never = True", "c0")))
+    msg_id = kernel.send("%followup --wait go")
+    wait_for(kernel, "approval/asked")
+    kernel.km.interrupt_kernel()
+    reply = kernel.kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id
+    assert (reply["content"]["status"], reply["content"]["ename"]) == ("error", "KeyboardInterrupt")
+    kernel.wait_idle(msg_id)
+    assert "status: idle" in kernel.run("%agent status")
+    assert kernel.run("print('never' in dir())") == "False\n"
+    events = read_events(db(kernel))
+    check_invariants(events)
+    assert trace(events)[-5:] == [
+        "approval/asked",
+        "approval/decided",
+        "TR c0 ABORTED",
+        "SE 1.1",
+        "TE 1 aborted:interrupt",
+    ]
+    assert outcomes(events) == ["cancelled"]
+
+
+def test_a_kernel_killed_during_a_pending_approval_is_repaired_on_resume(kernel):
+    kernel.run(scripted(run_code("never = True", "c0")))
+    kernel.run("%followup go")
+    wait_for(kernel, "approval/asked")
+    kernel.restart()  # SIGKILL, then a fresh kernel
+    kernel.run("%load_ext nbagent")
+    status = kernel.run("%agent status")
+    assert "its last turn was cut off by the kernel stopping and has been closed" in status
+    events = read_events(db(kernel))
+    check_invariants(events)
+    start = next(i for i, e in enumerate(events) if e.type == "approval/asked")
+    assert [
+        (e.type, e.data.get("outcome") or e.data.get("error", {}).get("code")) for e in events[start:]
+    ] == [
+        ("approval/asked", None),
+        ("approval/decided", "unavailable"),
+        ("tool/result", "TOOL_OUTCOME_UNKNOWN"),
+        ("step/end", None),
+        ("turn/end", None),
+    ]
+    assert events[-1].data["reason"] == {"kind": "interrupted"}
+
+
+def test_with_nobody_to_ask_the_call_comes_back_unavailable_after_the_timeout(kernel):
+    kernel.run(
+        scripted(run_code("never = True", "c0"), "'I could not run it'")
+        + "current_agent().approver.timeout = 0.5\n"
+    )
+    shown = kernel.run("%followup --wait go")
+    assert (
+        "approval needed (turn 1): run_code wants to run\nnever = True\n→ %agent approve or %agent deny"
+        in shown
+    )
+    assert "approval (turn 1): run_code not answered (nobody there to ask for 0.5 s)\nnever = True" in shown
+    events = read_events(db(kernel))
+    assert outcomes(events) == ["unavailable"]
+    assert results(events)["c0"] == ("Error: the user did not approve this call (unavailable)", "DENIED")
+
+
+def test_code_that_raises_anything_stays_inside_the_tool(kernel):
+    kernel.run(
+        scripted(
+            run_code("raise SystemExit(3)", "c0"),
+            run_code("raise KeyboardInterrupt", "c1"),
+            run_code("import sys; sys.exit()", "c2"),
+            "'ok'",
+        )
+    )
+    assert "session" in kernel.run("%agent approvals session")
+    reply_text = kernel.run("%followup --wait go")
+    assert "turn 1: completed" in reply_text
+    out = results(read_events(db(kernel)))
+    assert [out[c][1] for c in ("c0", "c1", "c2")] == ["CODE_ERROR"] * 3
+    assert out["c0"][0].rstrip().endswith("SystemExit: 3")
+    assert out["c1"][0].rstrip().endswith("KeyboardInterrupt")
+    assert kernel.run("print('still here')") == "still here\n"
+
+
+# -- clicks: the prompt widget's real comm messages -----------------------------------------------
+
+
+def approval_comm(k: Kernel, timeout: float = 30) -> str:
+    """The comm id of the approval prompt, once the kernel has shown it in the cell (read from iopub):
+    a front end can click only what it displays."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msg = k.kc.get_iopub_msg(timeout=timeout)
+        if msg["msg_type"] == "update_display_data":
+            view = msg["content"]["data"].get("application/vnd.jupyter.widget-view+json")
+            if view is not None and "approval needed" in msg["content"]["data"].get("text/plain", ""):
+                return str(view["model_id"])
+    raise AssertionError("no approval prompt shown")
+
+
+def click(k: Kernel, comm_id: str, outcome: str, *, remember: bool = False) -> None:
+    """What the prompt's button sends (anywidget's custom message)."""
+    content = {"type": "decide", "outcome": outcome, "remember": remember}
+    msg = k.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": content}})
+    k.kc.shell_channel.send(msg)
+
+
+def notice(k: Kernel, comm_id: str, timeout: float = 30) -> str:
+    """The next ``notice`` the widget shows (a state update on iopub)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msg: dict[str, Any] = k.kc.get_iopub_msg(timeout=timeout)
+        content = msg["content"]
+        if msg["msg_type"] == "comm_msg" and content.get("comm_id") == comm_id:
+            state = content["data"].get("state", {})
+            if state.get("notice"):
+                return str(state["notice"])
+    raise AssertionError("the widget showed no notice")
+
+
+def test_a_click_works_while_a_wait_cell_blocks_and_a_click_after_the_turn_is_ignored(kernel):
+    kernel.run(scripted(run_code("clicked = True", "c0"), "'done'"))
+    msg_id = kernel.send("%followup --wait go")
+    comm_id = approval_comm(kernel)
+    click(kernel, comm_id, "allowed-once")
+    assert notice(kernel, comm_id) == "approved run_code (clicked in the notebook)"
+    reply = kernel.kc.get_shell_msg(timeout=30)
+    assert (reply["parent_header"]["msg_id"], reply["content"]["status"]) == (msg_id, "ok")
+    assert kernel.run("print(clicked)") == "True\n"
+    click(kernel, comm_id, "rejected")
+    assert notice(kernel, comm_id) == (
+        "ignored: that approval in turn 1 is over (run_code approved (clicked in the notebook)); nothing changed"
+    )
+    assert outcomes(read_events(db(kernel))) == ["allowed-once"]
+
+
+def test_a_plain_open_session_agent_gets_the_tools_only_when_asked(kernel):
+    kernel.run(FRAME)
+    code = """
+import nbagent
+from IPython import get_ipython
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook.kernel_tools import kernel_tools
+plain = nbagent.open_session("plain.sqlite", model="echo")
+print(sorted(plain.tools))
+model = ScriptedModel([Response(tool_calls=[ToolCall("describe_variable", {"name": "sales"})]), "ok"])
+asked = nbagent.open_session("asked.sqlite", model=model, tools=kernel_tools(get_ipython()))
+print(sorted(asked.tools))
+run = await asked.run("describe sales")
+print(run.end["reason"]["kind"])
+result = [e for e in asked.events if e.type == "tool/result"][0]
+print(result.data["message"]["content"][0]["content"][0]["text"].splitlines()[0][:40])
+"""
+    assert kernel.run(code) == (
+        "[]\n"
+        "['describe_variable', 'list_variables', 'recent_cells', 'run_code']\n"
+        "completed\n"
+        '<dataframe name="sales" library="pandas"\n'
+    )
+
+
+def test_the_tools_and_approvals_commands_show_and_set_the_session_policy(kernel):
+    assert kernel.run("%agent approve") == "nbagent: no session open; nothing to approve\n"
+    assert kernel.run("%agent tools") == (
+        "nbagent: built-in tools on: list_variables, describe_variable, recent_cells, run_code "
+        "(run_code asks for approval)\n"
+    )
+    shown = kernel.run("%agent approvals")
+    assert shown.endswith(
+        "nbagent: approvals: ask — each call asks in its turn's cell (or %agent approve / %agent deny); "
+        "unanswered for 120 s with nobody there to ask, it is unavailable\n"
+    )
+    assert (
+        kernel.run("%agent deny")
+        == "nbagent: nothing to deny: the agent is idle and no approval is pending\n"
+    )
+    assert kernel.run("%agent approvals session") == (
+        "nbagent: approvals: session — tools that need approval run without asking until the session ends\n"
+    )
+    assert kernel.run("%agent tools off") == (
+        "nbagent: built-in tools withdrawn (list_variables, describe_variable, recent_cells, run_code) "
+        "from the next request on\n"
+    )
+    assert (
+        kernel.run("from nbagent.notebook import current_agent; print(sorted(current_agent().tools))")
+        == "[]\n"
+    )
+    assert kernel.run("%agent tools on").startswith("nbagent: built-in tools offered")
+    assert kernel.run("%agent tools maybe") == (
+        "UsageError: use %agent tools on, %agent tools off, or %agent tools to see which are on\n"
+    )
+    assert kernel.run("%agent approvals never").startswith("UsageError: use %agent approvals ask")
+    assert kernel.run("%agent approve a b") == "UsageError: %agent approve takes at most one approval id\n"
+    assert kernel.run("%agent approve approval-zz") == (
+        "nbagent: approval approval-zz is not pending; nothing changed\n"
+    )
