@@ -11,6 +11,22 @@ import sys
 import tempfile
 from pathlib import Path
 
+from nbagent.events import (
+    AssistantChunk,
+    AssistantMessageEvent,
+    Splice,
+    StepEnd,
+    StepStart,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnd,
+    TurnStart,
+    TypedEvent,
+    UserMessageEvent,
+    parse_event,
+)
+from nbagent.views.labels import describe_message
+
 TUTORIAL = "quickstart.ipynb"
 
 
@@ -23,10 +39,30 @@ def _tutorial_source() -> Path:
     raise SystemExit(f"nbagent: cannot find {TUTORIAL} next to the package ({here})")
 
 
+def _event_line(ev: TypedEvent) -> str:
+    """A few words on one event of the demo's log."""
+    match ev:
+        case Splice(is_claim=True):
+            return f"{ev.target}: claimed {ev.removed_count}"
+        case Splice(is_cancel=True):
+            return f"{ev.target}: canceled {ev.removed_count}" + (" (replaced)" if ev.inserted else "")
+        case Splice():
+            return f"{ev.target}: +{[m['source']['kind'] for m in ev.inserted]}"
+        case UserMessageEvent():
+            return f"[{ev.source.get('kind')}] {describe_message(ev.message).first_line}"
+        case TurnEnd():
+            return f"{ev.turn} {ev.kind}"
+        case TurnStart() | StepStart() | StepEnd():
+            return ".".join(str(x) for x in (ev.turn, getattr(ev, "step", None)) if x is not None)
+        case AssistantChunk() | AssistantMessageEvent() | ToolCallEvent() | ToolResultEvent():
+            return f"{ev.turn}.{ev.step}"
+    return ""
+
+
 async def _demo(folder: Path) -> None:
     import nbagent
     from nbagent.context import cell_text
-    from nbagent.notebook.transcript import transcript
+    from nbagent.views import transcript
 
     path = folder / "demo.nbagent.sqlite"
     agent = nbagent.open_session(path, model="echo")
@@ -36,19 +72,11 @@ async def _demo(folder: Path) -> None:
         f"injected context; status {agent.status!r}, {len(agent.inbox.next_step)} message pending, no model call\n"
     )
     run = await agent.run("Which region sold the most?")
-    print(f"followup answered in turn {run.turns}, outcome {run.outcome}:\n{run.text}\n")
+    turns = ", ".join(str(t) for t in run.turns)
+    print(f"followup answered in turn {turns}, outcome {run.outcome}:\n{run.text}\n")
     print("the log, event by event:")
     for event in agent.events:
-        data = event.data
-        where = ".".join(str(data[k]) for k in ("turn", "step") if k in data)
-        if event.type == "agent/inbox/spliced":
-            inserted = [m["source"]["kind"] for m in data["inserted"]]
-            where = f"{data['target']}: " + (
-                f"+{inserted}" if inserted else f"claimed {data.get('removed_count')}"
-            )
-        elif event.type == "user/message":
-            where = f"[{data['source']['kind']}] {data['content'][0]['text']}"
-        print(f"  {event.seq:3} {event.type:20} {where}")
+        print(f"  {event.seq:3} {event.type:20} {_event_line(parse_event(event))}")
     print("\n" + transcript(agent.events, title="Transcript"))
     await agent.close()
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from nbagent.events import ASSISTANT_MESSAGE, INBOX_SPLICED, STEP_START, TURN_END, TURN_START, Event
+from nbagent.events import AssistantMessageEvent, Event, Splice, StepStart, TurnEnd, TurnStart, parse_event
 
 
 @dataclass(frozen=True)
@@ -37,27 +37,22 @@ def fold_run(events: Iterable[Event]) -> Run:
     dropped = False
     open_turn: int | None = None
     stepped = claimed = False
-    for ev in events:
-        t, data = ev.type, ev.data
-        if t == TURN_START:
-            open_turn, stepped, claimed = data["turn"], False, False
-            turns.append(data["turn"])
-        elif t == STEP_START:
-            stepped = True
-        elif t == INBOX_SPLICED and data.get("removed_count"):
-            if data.get("outcome") == "canceled":
-                if not data.get("inserted"):
-                    dropped = True
-            elif open_turn is not None:
+    for event in events:
+        match parse_event(event):
+            case TurnStart(turn=turn):
+                open_turn, stepped, claimed = turn, False, False
+                turns.append(turn)
+            case StepStart():
+                stepped = True
+            case Splice(is_cancel=True, inserted=()):
+                dropped = True
+            case Splice(is_claim=True) if open_turn is not None:
                 claimed = True
-        elif t == ASSISTANT_MESSAGE:
-            body = "".join(b.get("text", "") for b in data["message"]["content"] if b.get("type") == "text")
-            if body.strip():
+            case AssistantMessageEvent(text=body) if body.strip():
                 text = body
-        elif t == TURN_END:
-            kind = data["reason"]["kind"]
-            if stepped or (claimed and kind != "completed"):
-                end = dict(data)
-                dropped = False
-            open_turn = None
+            case TurnEnd(kind=kind):
+                if stepped or (claimed and kind != "completed"):
+                    end = dict(event.data)
+                    dropped = False
+                open_turn = None
     return Run(tuple(turns), end, text, dropped)

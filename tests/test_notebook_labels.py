@@ -1,4 +1,4 @@
-"""Short, source-aware labels for messages in the live per-cell display (and the transcript's notes)."""
+"""One label function for every view: badges, short labels and first lines, and the live cell view."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ from kernel_helpers import ipython_shell, magics
 
 import nbagent
 from nbagent import UserMessage, context
-from nbagent.labels import badge, context_label
 from nbagent.models import ScriptedModel
-from nbagent.notebook.turn_view import fold_turn, render_html, render_text
+from nbagent.views import TIMELINE_MIME, TurnView, describe_message
 
 TRACEBACK = "Traceback (most recent call last):\n  File \"<cell>\", line 1\nKeyError: 'regoin'"
 
 
 def label(message: UserMessage) -> str:
-    return context_label(message.source, message.plain_text)
+    """What a row shows after the badge: the label, else the first line."""
+    described = describe_message(message)
+    return described.label or described.first_line
 
 
 def frame(rows: int = 50) -> pd.DataFrame:
@@ -48,7 +49,7 @@ def test_an_error_is_labelled_ename_colon_evalue_cut_to_one_short_line() -> None
     long = context.error("ValueError", "bad value " * 30 + "\nsecond line", "ValueError: …")
     text = label(long)
     assert text.startswith("ValueError: bad value bad value") and text.endswith("…")
-    assert len(text) == 80 and "\n" not in text
+    assert len(text) <= 80 and text.endswith(" bad…") and "\n" not in text  # cut at a word
 
 
 def test_cell_text_shows_its_label_or_else_its_first_line() -> None:
@@ -76,10 +77,10 @@ def test_a_plugin_shows_its_plugin_name() -> None:
     assert label(message) == "warehouse"
 
 
-def test_typed_prompts_and_unknown_kinds_show_their_first_line() -> None:
+def test_typed_prompts_and_unknown_kinds_show_their_first_line_past_a_frame_tag() -> None:
     assert label(UserMessage.text("\nwhich region?\nand why")) == "which region?"
     odd = UserMessage.text("<thing a=1>\nbody", source={"kind": "something-new", "name": "ignored"})
-    assert label(odd) == "<thing a=1>"
+    assert label(odd) == "body"
 
 
 def test_missing_source_fields_fall_back_to_the_first_line() -> None:
@@ -89,42 +90,81 @@ def test_missing_source_fields_fall_back_to_the_first_line() -> None:
         {"kind": "plugin"},
         {"kind": "session-reference"},
     ):
-        assert context_label(source, "first\nsecond") == "first"
+        assert label(UserMessage.text("first\nsecond", source=source)) == "first"
 
 
-def test_the_badge_is_you_for_a_typed_prompt_and_the_kind_otherwise() -> None:
-    assert badge({"kind": "user"}) == "you"
-    assert [badge({"kind": k}) for k in ("dataframe", "cell", "something-new")] == [
+def test_the_badge_is_a_user_facing_word_and_a_typed_prompt_is_named_by_its_queue() -> None:
+    prompt = UserMessage.text("go")
+    assert [describe_message(prompt, queue=q).badge for q in ("next-turn", "next-step", None)] == [
+        "followup",
+        "steer",
+        "you",
+    ]
+    kinds = ("dataframe", "cell", "session-reference", "tool", "something-new")
+    assert [describe_message(UserMessage.text("x", source={"kind": k})).badge for k in kinds] == [
         "dataframe",
-        "cell",
+        "text",
+        "recall",
+        "tool result",
         "something-new",
     ]
 
 
-def test_the_live_turn_view_shows_short_labels_for_what_the_step_read() -> None:
-    async def record() -> tuple[nbagent.Event, ...]:
-        agent = nbagent.open_session(None, model=ScriptedModel(["ok"]))
-        agent.inject(context.dataframe(frame(), name="df"))
-        agent.inject(context.error("KeyError", "'regoin'", TRACEBACK))
-        agent.inject(context.cell_text("metres", label="units"))
-        agent.followup("what is in df?")
-        await agent.when_idle()
-        events = agent.events
-        await agent.close()
-        return events
+def test_a_dataframe_row_shows_shape_and_columns_and_an_error_row_its_exception() -> None:
+    df = context.dataframe(pd.DataFrame({"city": ["Oslo"] * 1000, "temp": [1.5] * 1000}), name="df")
+    described = describe_message(df)
+    assert (described.label, described.first_line) == (
+        "df · 1000×2 · pandas",
+        "1,000 rows × 2 columns: city, temp",
+    )
+    assert "RangeIndex" not in described.first_line and described.more_lines > 3
+    error = describe_message(context.error("KeyError", "'missing_0'", TRACEBACK))
+    assert (error.badge, error.label, error.first_line) == ("error", "KeyError: 'missing_0'", "")
 
-    view = fold_turn(asyncio.run(record()), 1, "followup «what is in df?» · turn 1 · done")
-    text = render_text(view)
-    assert text.splitlines()[1:6] == [
+
+def test_long_first_lines_are_cut_at_a_word_with_an_ellipsis() -> None:
+    text = "the quarterly figures 1234567 and 7654321 " * 10
+    line = describe_message(UserMessage.text(text)).first_line
+    assert line.endswith("…") and len(line) <= 160
+    assert text.startswith(line[:-1]) and text[len(line) - 1] == " "  # cut between words
+
+
+async def _record_session() -> tuple[nbagent.Event, ...]:
+    agent = nbagent.open_session(None, model=ScriptedModel(["ok"]))
+    agent.inject(context.dataframe(frame(), name="df"))
+    agent.inject(context.error("KeyError", "'regoin'", TRACEBACK))
+    agent.inject(context.cell_text("metres", label="units"))
+    agent.followup("what is in df?")
+    await agent.when_idle()
+    events = agent.events
+    await agent.close()
+    return events
+
+
+async def test_the_live_turn_view_shows_the_same_labels_as_every_view() -> None:
+    view = TurnView("followup", "what is in df?")
+    view.claimed(1)
+    view.feed(await _record_session())
+    bundle = view.bundle()
+    text = bundle["text/plain"]
+    assert text.splitlines()[:6] == [
+        "followup «what is in df?» · turn 1 · done",
         "step 1",
-        "  ← [dataframe] df · 50×3 · pandas",
+        "  ← [dataframe] df · 50×3 · pandas — 50 rows × 3 columns: a, b, c",
         "  ← [error] KeyError: 'regoin'",
-        "  ← [cell] units",
-        "  ← [you] what is in df?",
+        "  ← [text] units — metres",
+        "  ← [followup] what is in df?",
     ]
-    html = render_html(view)
-    assert "&lt;dataframe" not in html and "<dataframe" not in text
-    assert "df · 50×3 · pandas" in html
+    assert text.splitlines()[-1] == "turn 1: completed"
+    html = bundle["text/html"]
+    assert "<dataframe" not in text and "df · 50×3 · pandas" in html
+    assert (
+        'class="nbagent nba-live"' in html
+        and "#e0e0e0" not in html
+        and "style=" not in html.split("</style>")[1]
+    )
+    data = bundle[TIMELINE_MIME]
+    assert data["scope"] == {"turn": 1} and data["headline"] == "followup «what is in df?» · turn 1 · done"
 
 
 def test_a_cells_live_output_labels_an_injected_dataframe_briefly(
@@ -142,7 +182,10 @@ def test_a_cells_live_output_labels_an_injected_dataframe_briefly(
             await magics(sh).session.agent.when_idle()
             await asyncio.sleep(0.05)
             assert view.final
-            return render_text(view.view)
+            return view.view.bundle()["text/plain"]
 
     text = asyncio.run(body())
-    assert "  ← [dataframe] df · 50×3 · pandas\n  ← [you] describe df\n" in text
+    assert (
+        "  ← [dataframe] df · 50×3 · pandas — 50 rows × 3 columns: a, b, c\n  ← [followup] describe df\n"
+        in text
+    )

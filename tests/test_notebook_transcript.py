@@ -22,8 +22,8 @@ from nbagent._json import thaw
 from nbagent.events import Event
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.models.base import ModelRequest
-from nbagent.notebook.transcript import transcript
 from nbagent.testing import check_invariants
+from nbagent.views import transcript
 
 GOLDEN = Path(__file__).parent / "golden"
 CAPTURED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -93,33 +93,36 @@ async def record_session() -> tuple[tuple[Event, ...], ScriptedModel]:
     return events, model
 
 
-def test_the_transcript_of_a_full_session_matches_its_golden_file() -> None:
-    events, model = asyncio.run(record_session())
+async def test_the_transcript_of_a_full_session_matches_its_golden_file() -> None:
+    events, model = await record_session()
     check_invariants(events)
     assert len(model.requests) == 2
     assert_golden("transcript_session.md", transcript(events, title="Sales questions"))
 
 
-def test_typed_prompts_and_injected_context_look_different_by_source_kind() -> None:
-    events, _ = asyncio.run(record_session())
+async def test_typed_prompts_and_injected_context_look_different_by_source_kind() -> None:
+    events, _ = await record_session()
     text = transcript(events)
-    prompts = re.findall(r"^\*\*You\*\*.*\n\n> (.*)$", text, flags=re.M)
-    contexts = re.findall(r"^📎 \*\*Context — (.*?)\*\*", text, flags=re.M)
-    assert prompts == ["Which region sold the most boxes?", "only count this year's boxes", "And last year?"]
-    assert contexts == [
-        "dataframe sales (4×3)",
-        "text · units",
-        "error KeyError",
-        "plugin warehouse",
-        "text",
+    prompts = re.findall(r"^\*\*You\*\* · (\w+)\n\n> (.*)$", text, flags=re.M)
+    contexts = re.findall(r"^📎 (.*) · \d+ B$", text, flags=re.M)
+    assert prompts == [
+        ("followup", "Which region sold the most boxes?"),
+        ("steer", "only count this year's boxes"),
+        ("followup", "And last year?"),
     ]
-    assert "**You** · steer\n\n> only count this year's boxes" in text
-    assert "*Canceled from next-step before the model saw it:* 📎 text «a draft note I take back»" in text
+    assert contexts == [
+        "**dataframe** sales · 4×3 · pandas",
+        "**text** units",
+        "**error** KeyError: 'regoin'",
+        "**plugin** warehouse · via stock",
+        "**text**",
+    ]
+    assert "*Canceled from next-step before the model saw it: text «a draft note I take back»*" in text
     assert text.count("a draft note I take back") == 1
 
 
-def test_the_transcript_leaves_out_ids_and_times() -> None:
-    events, _ = asyncio.run(record_session())
+async def test_the_transcript_leaves_out_ids_and_times() -> None:
+    events, _ = await record_session()
     text = transcript(events)
     ids = {m["id"] for e in events if e.type == "agent/inbox/spliced" for m in e.data["inserted"]}
     assert ids and not any(i in text for i in ids)

@@ -14,7 +14,6 @@ import pytest
 from eventtrace import trace
 from provider_servers import (
     Error,
-    ProviderServer,
     Stream,
     an_block_start,
     an_block_stop,
@@ -37,37 +36,23 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@pytest.fixture
-def server():
-    with ProviderServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch):
-    for name in ("NBAGENT_BASE_URL", "NBAGENT_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+pytestmark = pytest.mark.usefixtures("provider_env")
 
 
 def of_type(agent, kind: str) -> list[dict]:
     return [e.data for e in agent.events if e.type == kind]
 
 
-def test_a_tool_calling_turn_logs_chunks_messages_calls_and_results(server, db):
+async def test_a_tool_calling_turn_logs_chunks_messages_calls_and_results(server, db):
     server.reply(
         Stream(oa_tool_call_stream([("call_1", "add", '{"a": 1, "b": 2}')], split=4)),
         Stream(oa_text_stream("The sum ", "is 3.")),
     )
 
-    async def main():
-        agent = nbagent.open_session(db, model=f"openai-compatible:m@{server.url}/v1", tools=[add])
-        agent.followup("add 1 and 2")
-        await agent.when_idle()
-        await agent.close()
-        return agent
-
-    agent = asyncio.run(main())
+    agent = nbagent.open_session(db, model=f"openai-compatible:m@{server.url}/v1", tools=[add])
+    agent.followup("add 1 and 2")
+    await agent.when_idle()
+    await agent.close()
     assert trace(agent.events) == [
         "INS nt 0 ['add 1 and 2']",
         "TS 1",
@@ -125,22 +110,18 @@ def test_a_tool_calling_turn_logs_chunks_messages_calls_and_results(server, db):
     assert server.bodies[0]["tools"][0]["function"]["name"] == "add"
 
 
-def test_a_429_with_retry_after_is_retried_in_the_same_step(server, db):
+async def test_a_429_with_retry_after_is_retried_in_the_same_step(server, db):
     server.reply(
         Error(429, {"error": {"message": "slow down"}}, {"retry-after-ms": "40", "Retry-After": "1"}),
         Stream(oa_text_stream("ok")),
     )
 
-    async def main():
-        agent = nbagent.open_session(db, model=f"openai-compatible:m@{server.url}/v1")
-        started = time.monotonic()
-        agent.followup("hi")
-        await agent.when_idle()
-        elapsed = time.monotonic() - started
-        await agent.close()
-        return agent, elapsed
-
-    agent, elapsed = asyncio.run(main())
+    agent = nbagent.open_session(db, model=f"openai-compatible:m@{server.url}/v1")
+    started = time.monotonic()
+    agent.followup("hi")
+    await agent.when_idle()
+    elapsed = time.monotonic() - started
+    await agent.close()
     assert trace(agent.events) == [
         "INS nt 0 ['hi']",
         "TS 1",
@@ -173,23 +154,19 @@ def test_a_429_with_retry_after_is_retried_in_the_same_step(server, db):
     assert elapsed < 1.0, "retry-after-ms (40 ms) must win over Retry-After (1 s)"
 
 
-def test_cancel_mid_stream_closes_the_http_stream_and_ends_the_turn_aborted(server, db):
+async def test_cancel_mid_stream_closes_the_http_stream_and_ends_the_turn_aborted(server, db):
     server.reply(Stream(oa_text_stream("Once ", "upon ", "a time"), stall_after=3))
 
-    async def main():
-        agent = nbagent.open_session(db, model=f"openai-compatible:m@{server.url}/v1")
-        agent.followup("tell a story")
-        while not server.stalled.is_set():
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0.05)  # let the client read what the server sent
-        cancelled_at = time.monotonic()
-        agent.cancel()
-        await agent.when_idle()
-        idle_at = time.monotonic()
-        await agent.close()
-        return agent, cancelled_at, idle_at
-
-    agent, cancelled_at, idle_at = asyncio.run(main())
+    agent = nbagent.open_session(db, model=f"openai-compatible:m@{server.url}/v1")
+    agent.followup("tell a story")
+    while not server.stalled.is_set():
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0.05)  # let the client read what the server sent
+    cancelled_at = time.monotonic()
+    agent.cancel()
+    await agent.when_idle()
+    idle_at = time.monotonic()
+    await agent.close()
     closed_at = wait_for_hangup(server)
     assert closed_at is not None, "the server never saw the connection close"
     assert closed_at - cancelled_at < 5  # prompt: the stalled stream would hold for minutes
@@ -198,7 +175,7 @@ def test_cancel_mid_stream_closes_the_http_stream_and_ends_the_turn_aborted(serv
     check_invariants(agent.events)
 
 
-def test_an_anthropic_turn_merges_tool_result_and_steering_into_one_user_message(server, db):
+async def test_an_anthropic_turn_merges_tool_result_and_steering_into_one_user_message(server, db):
     tool_use = [
         an_message_start(),
         an_block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}),
@@ -210,18 +187,14 @@ def test_an_anthropic_turn_merges_tool_result_and_steering_into_one_user_message
     server.reply(Stream(tool_use, delay=0.05), Stream(an_text_stream("7, and noted.")))
     import nbagent.models.anthropic as provider
 
-    async def main():
-        model = provider.AnthropicModel("claude-test", base_url=server.url)
-        agent = nbagent.open_session(db, model=model, tools=[add], system="Be brief.")
-        agent.followup("add 2 and 5")
-        while not server.requests:
-            await asyncio.sleep(0.005)
-        agent.steer("also say 'noted'")
-        await agent.when_idle()
-        await agent.close()
-        return agent
-
-    agent = asyncio.run(main())
+    model = provider.AnthropicModel("claude-test", base_url=server.url)
+    agent = nbagent.open_session(db, model=model, tools=[add], system="Be brief.")
+    agent.followup("add 2 and 5")
+    while not server.requests:
+        await asyncio.sleep(0.005)
+    agent.steer("also say 'noted'")
+    await agent.when_idle()
+    await agent.close()
     check_invariants(agent.events)
     assert trace(agent.events)[-6:] == [
         "SS 1.2",

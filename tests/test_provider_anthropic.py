@@ -40,16 +40,7 @@ from nbagent.models.anthropic import AnthropicModel
 MODEL_SOURCE = {"kind": "model", "provider": "anthropic", "model": "claude-test"}
 
 
-@pytest.fixture
-def server():
-    with ProviderServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+pytestmark = pytest.mark.usefixtures("provider_env")
 
 
 def model_for(server: ProviderServer, **kw) -> AnthropicModel:
@@ -376,19 +367,15 @@ def test_clean_end_without_message_stop_is_a_transport_failure(server):
 # -- cancellation --------------------------------------------------------------------------
 
 
-def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(server):
+async def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(server):
     server.reply(Stream(an_text_stream("a", "b", "c"), stall_after=5))
     seen: list = []
 
-    async def main():
-        task = await consume_until_stalled(server, model_for(server), hello(), Signal(), seen, expect=2)
-        cancelled_at = time.monotonic()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return cancelled_at
-
-    cancelled_at = asyncio.run(main())
+    task = await consume_until_stalled(server, model_for(server), hello(), Signal(), seen, expect=2)
+    cancelled_at = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     closed_at = wait_for_hangup(server)
     assert (
         closed_at is not None and closed_at - cancelled_at < 5
@@ -396,19 +383,15 @@ def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(server):
     assert seen == [TextDelta("a"), TextDelta("b")]
 
 
-def test_setting_the_signal_ends_a_stalled_stream_and_closes_it(server):
+async def test_setting_the_signal_ends_a_stalled_stream_and_closes_it(server):
     server.reply(Stream(an_text_stream("a", "b"), stall_after=4))
     seen: list = []
     signal = Signal()
 
-    async def main():
-        task = await consume_until_stalled(server, model_for(server), hello(), signal, seen, expect=1)
-        cancelled_at = time.monotonic()
-        signal.cancel()
-        await asyncio.wait_for(task, 2)
-        return cancelled_at
-
-    cancelled_at = asyncio.run(main())
+    task = await consume_until_stalled(server, model_for(server), hello(), signal, seen, expect=1)
+    cancelled_at = time.monotonic()
+    signal.cancel()
+    await asyncio.wait_for(task, 2)
     assert seen == [TextDelta("a")]
     closed_at = wait_for_hangup(server)
     assert (

@@ -42,19 +42,7 @@ from nbagent.models.openai_compat import OpenAICompatModel
 MODEL_SOURCE = {"kind": "model", "provider": "openai", "model": "m"}
 
 
-@pytest.fixture
-def server():
-    with ProviderServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "OLLAMA_API_KEY", "DEEPSEEK_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("DEEPSEEK_BASE_URL", "NBAGENT_BASE_URL", "NBAGENT_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+pytestmark = pytest.mark.usefixtures("provider_env")
 
 
 def model_for(server: ProviderServer, provider: str = "openai", **kw) -> OpenAICompatModel:
@@ -394,38 +382,31 @@ def test_no_response_within_the_timeout_is_a_timeout_failure(server):
 # -- cancellation --------------------------------------------------------------------------
 
 
-def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(server):
+async def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(server):
     server.reply(Stream(oa_text_stream("a", "b", "c"), stall_after=3))
     seen: list = []
 
-    async def main():
-        task = await consume_until_stalled(server, model_for(server), hello(), Signal(), seen, expect=2)
-        cancelled_at = time.monotonic()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        return cancelled_at
-
-    cancelled_at = asyncio.run(main())
+    task = await consume_until_stalled(server, model_for(server), hello(), Signal(), seen, expect=2)
+    cancelled_at = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     closed_at = wait_for_hangup(server)
     assert closed_at is not None, "the server never saw the connection close"
     assert closed_at - cancelled_at < 5  # prompt: the stalled stream would hold for minutes
     assert seen == [TextDelta("a"), TextDelta("b")]
 
 
-def test_setting_the_signal_ends_a_stalled_stream_without_finish_and_closes_it(server):
+async def test_setting_the_signal_ends_a_stalled_stream_without_finish_and_closes_it(server):
     server.reply(Stream(oa_text_stream("a", "b"), stall_after=2))
     seen: list = []
     signal = Signal()
 
-    async def main():
-        task = await consume_until_stalled(server, model_for(server), hello(), signal, seen, expect=1)
-        cancelled_at = time.monotonic()
-        signal.cancel()
-        await asyncio.wait_for(task, 2)
-        return cancelled_at, time.monotonic()
-
-    cancelled_at, returned_at = asyncio.run(main())
+    task = await consume_until_stalled(server, model_for(server), hello(), signal, seen, expect=1)
+    cancelled_at = time.monotonic()
+    signal.cancel()
+    await asyncio.wait_for(task, 2)
+    cancelled_at, returned_at = cancelled_at, time.monotonic()
     assert returned_at - cancelled_at < 0.5
     assert seen == [TextDelta("a")]
     closed_at = wait_for_hangup(server)
@@ -434,18 +415,15 @@ def test_setting_the_signal_ends_a_stalled_stream_without_finish_and_closes_it(s
     )  # prompt: the stalled stream would hold for minutes
 
 
-def test_signal_cancelled_while_waiting_for_headers_returns_promptly(server):
+async def test_signal_cancelled_while_waiting_for_headers_returns_promptly(server):
     server.reply(Stall(seconds=10))
     signal = Signal()
 
-    async def main():
-        task = asyncio.ensure_future(collect(model_for(server), hello(), signal))
-        while not server.stalled.is_set():
-            await asyncio.sleep(0.005)
-        signal.cancel()
-        return await asyncio.wait_for(task, 2)
-
-    assert asyncio.run(main()) == []
+    task = asyncio.ensure_future(collect(model_for(server), hello(), signal))
+    while not server.stalled.is_set():
+        await asyncio.sleep(0.005)
+    signal.cancel()
+    assert await asyncio.wait_for(task, 2) == []
 
 
 # -- model strings -------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from nbagent.labels import source_label
 from nbagent.messages import UserMessage
+from nbagent.views.labels import describe_message
 
 
 @dataclass(frozen=True)
@@ -91,5 +91,5 @@ def build_injection(
 
 
 def describe(message: UserMessage) -> str:
-    """A few words for the one-line receipt: ``dataframe df (100×3)``, ``text``, ``error KeyError``."""
-    return source_label(message.source)
+    """A few words for the one-line receipt: ``dataframe df · 100×3 · pandas``, ``text units``…"""
+    return describe_message(message).title

@@ -13,10 +13,9 @@ import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nbagent.events import TURN_END, TURN_START, Event
-from nbagent.labels import first_line
+from nbagent.events import TURN_END, Event
 from nbagent.messages import UserMessage
-from nbagent.notebook.turn_view import TurnView, bundle, fold_turn
+from nbagent.views import TurnView
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent, LiveNotice
@@ -67,7 +66,7 @@ class LiveTurn:
         self.verb = verb
         self.surface = surface
         self.turn: int | None = None
-        self.view = TurnView(headline=self._headline("queued"))
+        self.view = TurnView(verb, message.plain_text)
         self._events: list[Event] = []
         self._offs: list[Callable[[], None]] = []
         self._scheduled = False
@@ -83,7 +82,7 @@ class LiveTurn:
 
     def start(self) -> None:
         """Show the initial output and subscribe; call before delivering the message."""
-        self.surface.show(bundle(self.view))
+        self.surface.show(self.view.bundle())
         self._offs = [
             self.agent.on("event", self._on_event),
             self.agent.on("inbox/claimed", self._on_claimed),
@@ -102,9 +101,9 @@ class LiveTurn:
 
     def _render(self, *, in_cell: bool) -> None:
         self._scheduled = False
-        if not self._discarded:
-            self.view = self._fold()
-        self.surface.update(bundle(self.view))
+        events, self._events = self._events, []
+        self.view.feed(events)
+        self.surface.update(self.view.bundle())
         if self.view.final:
             self.stop()
             if in_cell and not self.settled:
@@ -116,21 +115,24 @@ class LiveTurn:
 
     def _on_event(self, notice: LiveNotice) -> None:
         event = notice.event
-        if event is None or self.turn is None:
+        if event is None:
+            return
+        self._events.append(event)  # from the message's insertion on: the view learns its queue
+        if self.turn is None:
             return  # before the claim nothing of this message's turn has happened yet
-        self._events.append(event)
         ends = event.type == TURN_END and event.data.get("turn") == self.turn
         self._schedule(0 if ends else RENDER_INTERVAL)
 
     def _on_claimed(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id:
             self.turn = notice.turn
+            self.view.claimed(notice.turn)
             self._schedule(0)
 
     def _on_discarded(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id and self.turn is None:
             self._discarded = True
-            self.view = TurnView(headline=self._headline("canceled before the model saw it"), final=True)
+            self.view.discard()
             self._schedule(0)
 
     # -- rendering --------------------------------------------------------------------------------
@@ -144,19 +146,3 @@ class LiveTurn:
     def _render_scheduled(self) -> None:
         if self._scheduled and self._offs:
             self._render(in_cell=False)
-
-    def _fold(self) -> TurnView:
-        if self.turn is None:
-            return TurnView(headline=self._headline("queued"))
-        state = "running"
-        opening = Event(-1, 0, TURN_START, {"turn": self.turn})  # the turn may have opened before the claim
-        view = fold_turn([opening, *self._events], self.turn, "")
-        if view.final:
-            state = "done"
-        view.headline = self._headline(state)
-        return view
-
-    def _headline(self, state: str) -> str:
-        what = first_line(self.message.plain_text, 80)
-        where = f"turn {self.turn}" if self.turn is not None else "inbox"
-        return f"{self.verb} «{what}» · {where} · {state}"

@@ -1,7 +1,7 @@
 """Live inbox and timeline widgets for an agent (anywidget), with static HTML snapshots.
 
-``show(agent)`` displays both; ``%agent show`` calls it. The timeline is a projection of the log
-(:mod:`nbagent.widgets.timeline`); the front-end code is plain ES modules shipped beside this file.
+``show(agent)`` displays both; ``%agent show`` calls it. They paint the view model of
+:mod:`nbagent.views`; the front-end code is plain ES modules shipped beside this file.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ __all__ = ["InboxWidget", "TimelineWidget", "show"]
 def show(agent: Agent) -> tuple[InboxWidget, TimelineWidget]:
     """Display the inbox and the timeline of ``agent`` in the current output; returns both widgets.
 
-    Each output carries a static HTML snapshot next to the live view; it is re-published whenever
-    the agent turns idle, so a saved notebook shows the session on GitHub or nbviewer.
+    Each output carries saved views next to the live one (static HTML, the timeline JSON bundle,
+    text); they are re-published as the session changes, so a saved notebook shows the session as
+    it is on GitHub, nbviewer, or JupyterLab without a kernel.
     """
     from IPython.display import display
 

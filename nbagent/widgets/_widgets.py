@@ -1,9 +1,13 @@
-"""The live widgets: anywidget models fed by the agent's live notices, coalesced on its loop."""
+"""The live widgets: anywidget models painting the view model of :mod:`nbagent.views`.
+
+Live notices from the agent are coalesced on its loop (one :class:`~nbagent.views.Coalescer` per
+stream); each output also carries the saved views (static HTML, the timeline JSON bundle, text).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -12,70 +16,87 @@ import anywidget
 import traitlets
 
 from nbagent.agent import Agent, LiveNotice
-from nbagent.events import INBOX_SPLICED, Event
-from nbagent.widgets._batch import Coalescer
-from nbagent.widgets.queues import inbox_view
-from nbagent.widgets.snapshot import inbox_html, timeline_html
-from nbagent.widgets.timeline import Timeline
+from nbagent.events import ASSISTANT_CHUNK, INBOX_SPLICED, NEXT_STEP, NEXT_TURN, Event
+from nbagent.views import (
+    TIMELINE_MIME,
+    Coalescer,
+    Timeline,
+    inbox_html,
+    inbox_item,
+    inbox_model,
+    inbox_text,
+    timeline_html,
+    timeline_text,
+)
 
 log = logging.getLogger("nbagent.widgets")
 _HERE = Path(__file__).parent
+_CSS = Path(__file__).parents[1] / "views" / "nbagent.css"
 DELAY = 0.04
 """Seconds a burst of events (a streaming answer) is coalesced into one front-end message."""
+REPUBLISH_DELAY = 0.5
+"""Seconds changes are gathered before an output's saved views are re-published."""
+SAVED_TURNS = 20
+"""Turns kept whole in a saved output (older ones keep only their heads)."""
+SAVED_TEXT = 2000
+"""Characters of each long text kept in a saved output's JSON bundle."""
 
 
 class _AgentWidget(anywidget.AnyWidget):
-    _css = _HERE / "widgets.css"
+    _css = _CSS
     uid = traitlets.Unicode().tag(sync=True)
-    """Identifies the model across views, so a re-published output keeps what the user opened."""
+    """Identifies the model across views (front ends key what the user opened by model)."""
+
+    _agent: Agent
+    _offs: tuple[Any, ...] = ()
 
     @traitlets.default("uid")
     def _uid(self) -> str:
         return uuid.uuid4().hex
 
-    def _with_html(self, bundle: Any, html: str) -> Any:
+    def saved_views(self) -> dict[str, Any]:
+        """The MIME types a saved notebook shows without a kernel (``text/plain`` first)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.saved_views()["text/plain"]
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         if data is None:
             return bundle
-        return {**data, "text/html": html}, meta
+        return {**data, **self.saved_views()}, meta
 
-    def follow_display(self, handle: Any, *, delay: float = 0.25) -> None:
-        """Re-publish ``handle``'s output when the agent turns idle, refreshing its static snapshot.
+    def follow_display(self, handle: Any, *, delay: float = REPUBLISH_DELAY) -> None:
+        """Re-publish ``handle``'s output whenever the session changes (streamed text aside), so a
+        saved notebook holds the session as it is, within ``delay`` seconds. The live view is
+        re-rendered from the same model: what the user opened and where they scrolled are kept."""
 
-        A saved notebook then holds the session as of its last idle moment, not as of the
-        ``show()`` call. The live view is rebuilt from the same model (its open items are kept).
-        """
-        pending: list[asyncio.TimerHandle] = []
-
-        def refresh() -> None:
-            pending.clear()
+        def refresh(_changes: list[Any]) -> None:
             try:
                 self._sync_state()
                 handle.update(self)
             except Exception as exc:  # never let a display problem reach the agent
                 log.warning("nbagent widget snapshot refresh failed: %s", exc)
 
-        def on_status(notice: LiveNotice) -> None:
-            if notice.status not in ("idle", "closed") or pending:
-                return
-            try:
-                pending.append(asyncio.get_running_loop().call_later(delay, refresh))
-            except RuntimeError:
-                refresh()
+        batch: Coalescer[Any] = Coalescer(refresh, delay)
 
-        self._offs = (*self._offs, self._agent.on("status", on_status))
+        def on_event(notice: LiveNotice) -> None:
+            if notice.event is not None and notice.event.type != ASSISTANT_CHUNK:
+                batch.push(notice.event)
+
+        self._offs = (*self._offs, self._agent.on("event", on_event), self._agent.on("status", batch.push))
+        self._offs = (*self._offs, batch.cancel)
 
     def _sync_state(self) -> None:
         """Bring the synced traits up to date, so state saved with the notebook is current."""
 
     def close(self) -> None:
         """Stop following the agent and close the front-end model."""
-        for off in getattr(self, "_offs", ()):
+        for off in self._offs:
             off()
         self._offs = ()
-        batch = getattr(self, "_batch", None)
-        if batch is not None:
-            batch.cancel()
         super().close()
 
 
@@ -92,9 +113,9 @@ class TimelineWidget(_AgentWidget):
     def __init__(self, agent: Agent, *, delay: float = DELAY, **kwargs: Any) -> None:
         self._agent = agent
         self._timeline = Timeline()
-        self._sent = 0
+        self._lock = threading.Lock()
         self._batch: Coalescer[Event] = Coalescer(self._flush, delay)
-        self._offs = (agent.on("event", self._on_event),)
+        self._offs = (agent.on("event", self._on_event), self._batch.cancel)
         self._timeline.feed(agent.events)
         self._sent = self._timeline.seq
         super().__init__(**kwargs)
@@ -111,80 +132,105 @@ class TimelineWidget(_AgentWidget):
         self.snapshot = self.current()
 
     def current(self) -> dict[str, Any]:
-        """The view model now (pending events folded in first)."""
+        """The view model now (pending events folded in first): ``{"seq", "nodes"}``."""
         self._batch.flush_now()
-        self._sent = self._timeline.seq
-        return self._timeline.snapshot()
+        with self._lock:
+            self._sent = self._timeline.seq
+            return self._timeline.snapshot()
+
+    def saved_views(self) -> dict[str, Any]:
+        self._batch.flush_now()
+        with self._lock:
+            bundle = self._timeline.to_json(max_text=SAVED_TEXT, max_turns=SAVED_TURNS)
+        return {
+            "text/plain": timeline_text(bundle),
+            "text/html": timeline_html(bundle),
+            TIMELINE_MIME: bundle,
+        }
 
     def _on_event(self, notice: LiveNotice) -> None:
         if notice.event is not None:
             self._batch.push(notice.event)
 
     def _flush(self, events: list[Event]) -> None:
-        ops = self._timeline.feed(events)
-        if not ops:
-            return
-        msg = {
-            "type": "patch",
-            "from": self._sent,
-            "to": self._timeline.seq,
-            "ops": ops,
-            "time": events[-1].time,
-        }
-        self._sent = self._timeline.seq
-        self.send(msg)
+        with self._lock:
+            start = self._sent
+            ops = self._timeline.feed(events)
+            self._sent = self._timeline.seq
+        if ops:
+            self.send({"type": "patch", "from": start, "to": self._sent, "ops": ops, "time": events[-1].time})
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict) or content.get("type") not in ("hello", "resync"):
             return
         self._batch.flush_now()
+        self.send({"type": "live"})
         if content.get("type") == "resync" or content.get("seq") != self._sent:
             self.send({"type": "reset", "snapshot": self.current()})
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self._with_html(super()._repr_mimebundle_(**kwargs), timeline_html(self.current()))
-
 
 class InboxWidget(_AgentWidget):
-    """Both pending queues, live; each item with its source badge, label, first line, size, remove."""
+    """Both pending queues, live; each item with its badge, label, first line, size, and a remove
+    button that works while the kernel runs; an item opens to a preview of what will be sent."""
 
     _esm = _HERE / "inbox.js"
     queues = traitlets.Dict().tag(sync=True)
 
     def __init__(self, agent: Agent, *, delay: float = DELAY, **kwargs: Any) -> None:
         self._agent = agent
+        self._error: str | None = None
         self._batch: Coalescer[Any] = Coalescer(lambda _items: self._refresh(), delay)
-        self._offs = (agent.on("event", self._on_event), agent.on("status", self._batch.push))
+        self._offs = (
+            agent.on("event", self._on_event),
+            agent.on("status", self._batch.push),
+            self._batch.cancel,
+        )
         super().__init__(queues=self._view(), **kwargs)
         self.on_msg(self._on_msg)
 
-    def _view(self, error: str | None = None) -> dict[str, Any]:
+    def _view(self) -> dict[str, Any]:
         inbox = self._agent.inbox
-        view = inbox_view(inbox.next_step, inbox.next_turn, self._agent.status)
-        if error:
-            view["error"] = error
+        view = inbox_model(
+            [inbox_item(m, NEXT_STEP) for m in inbox.next_step],
+            [inbox_item(m, NEXT_TURN) for m in inbox.next_turn],
+            self._agent.status,
+        )
+        if self._error:
+            view["error"] = self._error
         return view
 
     def _on_event(self, notice: LiveNotice) -> None:
         if notice.event is not None and notice.event.type == INBOX_SPLICED:
             self._batch.push(notice)
 
-    def _refresh(self, error: str | None = None) -> None:
-        self.queues = self._view(error)
+    def _refresh(self) -> None:
+        self.queues = self._view()
+
+    def _sync_state(self) -> None:
+        self._batch.flush_now()
+        self._refresh()
+
+    def saved_views(self) -> dict[str, Any]:
+        self._batch.flush_now()
+        view = self._view()
+        return {"text/plain": inbox_text(view), "text/html": inbox_html(view)}
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict) or content.get("type") != "remove":
+        if not isinstance(content, dict):
             return
-        error = None
+        if content.get("type") == "hello":
+            self.send({"type": "live"})
+            return
+        if content.get("type") != "remove":
+            return
+        self._error = None
+        message_id = str(content.get("id"))
         try:
-            if not self._agent.inbox.remove(str(content.get("id"))):
-                error = "that message is no longer pending (it was claimed or removed already)"
+            if not self._agent.inbox.remove(message_id):
+                self._error = "that message is no longer pending (it was claimed or removed already)"
         except Exception as exc:  # a closed session, a failed write: say so in the widget
             log.warning("nbagent inbox remove failed: %s", exc)
-            error = f"could not remove: {exc}"
+            self._error = f"could not remove: {exc}"
         self._batch.flush_now()
-        self._refresh(error)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        self._batch.flush_now()
-        return self._with_html(super()._repr_mimebundle_(**kwargs), inbox_html(self.queues))
+        self._refresh()
+        self.send({"type": "removed", "id": message_id})

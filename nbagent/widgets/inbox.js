@@ -1,5 +1,6 @@
-// nbagent inbox widget: both pending queues (synced state "queues"), a remove button per item.
-// Plain ES module, no bundler.
+// nbagent inbox widget: paints the inbox model (nbagent/views/inbox.py, synced state "queues"):
+// both pending queues, each item opening to a preview of what will be sent, a remove button each.
+// Plain ES module, no bundler. The default export runs once per widget model.
 
 const h = (tag, cls, text) => {
   const e = document.createElement(tag);
@@ -8,69 +9,112 @@ const h = (tag, cls, text) => {
   return e;
 };
 
-const size = (n) => (n < 1000 ? `${n} B` : n < 1e6 ? `${(n / 1000).toFixed(1)} kB` : `${(n / 1e6).toFixed(1)} MB`);
-const QUEUES = [
-  ["next_step", "next-step", "context and steering for the next step"],
-  ["next_turn", "next-turn", "followups, one turn each"],
-];
-
-function item(m, send) {
-  const li = h("li", "nba-inbox-item");
-  li.dataset.id = m.id;
-  li.dataset.kind = m.kind;
-  const b = h("span", "nba-badge", m.kind);
+function item(m, ui, send) {
+  const e = h("details", "nba-item nba-inbox-item");
+  e.dataset.id = m.id;
+  e.dataset.kind = m.kind;
+  const row = h("summary", "nba-row");
+  const b = h("span", "nba-badge", m.badge);
   b.dataset.kind = m.kind;
-  li.append(b);
-  if (m.label) li.append(h("span", "nba-label", m.label));
+  b.dataset.role = m.role;
+  row.append(b);
+  if (m.label) row.append(h("span", "nba-label", m.label));
   const line = h("span", "nba-line", m.first_line);
   line.title = m.first_line;
+  row.append(line);
+  if (m.more_text) row.append(h("span", "nba-more", m.more_text));
+  row.append(h("span", "nba-size", m.size_text));
   const remove = h("button", "nba-remove", "remove");
-  remove.title = "Cancel this pending message (agent.inbox.remove)";
-  remove.addEventListener("click", () => {
+  remove.type = "button";
+  // Removing needs the kernel: the button works once the kernel has answered this view.
+  remove.disabled = !ui.live || ui.removing.has(m.id);
+  remove.title = ui.live
+    ? "Cancel this pending message (agent.inbox.remove)"
+    : "Needs the running kernel: run the cell that shows this inbox";
+  remove.addEventListener("click", (ev) => {
+    ev.preventDefault();
+    ev.stopPropagation();
+    ui.removing.add(m.id);
     remove.disabled = true;
     send({ type: "remove", id: m.id });
   });
-  li.append(line, h("span", "nba-size", size(m.size)), remove);
-  return li;
+  row.append(remove);
+  e.append(row);
+  e.open = ui.opened.has(m.id);
+  const fill = () => {
+    if (e.open && e.childElementCount === 1) {
+      const d = h("div", "nba-detail");
+      d.append(h("pre", null, m.text));
+      e.append(d);
+    }
+  };
+  fill();
+  e.addEventListener("toggle", () => {
+    if (e.open) ui.opened.add(m.id);
+    else ui.opened.delete(m.id);
+    fill();
+  });
+  return e;
 }
 
-function draw(root, state, send) {
-  const q = state || {};
-  const pending = (q.next_step || []).length + (q.next_turn || []).length;
+function draw(root, state, ui, send) {
+  const q = state || { queues: [], pending: 0, pending_text: "0 pending", status: "idle", status_text: "" };
   const head = h("div", "nba-head");
-  const status = h("span", "nba-badge nba-status", q.status || "idle");
-  status.dataset.status = q.status || "idle";
-  head.append(h("span", null, "Inbox"), h("span", "nba-muted", `${pending} pending`), h("span", "nba-grow"), status);
+  const status = h("span", "nba-pill", q.status_text);
+  status.dataset.status = q.status;
+  head.append(h("span", "nba-title", "Inbox"), h("span", "nba-muted", q.pending_text), h("span", "nba-grow"), status);
   const parts = [head];
-  for (const [key, name, hint] of QUEUES) {
+  for (const queue of q.queues) {
     const box = h("div", "nba-queue");
-    box.dataset.queue = name;
-    const title = h("div", "nba-queue-name", name);
-    title.title = hint;
-    const list = h("ul");
-    for (const m of q[key] || []) list.append(item(m, send));
-    if (!(q[key] || []).length) list.append(h("li", "nba-empty", "empty"));
-    box.append(title, list);
+    box.dataset.queue = queue.name;
+    const title = h("div", "nba-queue-name", queue.name);
+    title.title = queue.hint;
+    box.append(title);
+    if (!queue.items.length) {
+      box.classList.add("nba-queue-empty");
+      box.append(h("span", "nba-muted", "empty"));
+    }
+    for (const m of queue.items) box.append(item(m, ui, send));
     parts.push(box);
   }
   if (q.error) parts.push(h("div", "nba-error-text", q.error));
   root.replaceChildren(...parts);
-  root.dataset.pending = String(pending);
+  root.dataset.pending = String(q.pending);
+  root.dataset.live = String(ui.live);
 }
 
-const generations = (globalThis.__nbagentInboxes ??= new Map()); // per widget uid: views rendered so far
-
-function render({ model, el }) {
-  const root = h("div", "nbagent nba-inbox");
-  const uid = model.get("uid");
-  generations.set(uid, (generations.get(uid) || 0) + 1);
-  root.dataset.generation = String(generations.get(uid));
-  el.append(root);
-  const send = (msg) => model.send(msg);
-  const redraw = () => draw(root, model.get("queues"), send);
-  redraw();
-  model.on("change:queues", redraw);
-  return () => model.off("change:queues", redraw);
-}
-
-export default { render };
+export default () => {
+  // Per model: opened items, items being removed, whether the kernel answered, views rendered.
+  const ui = { opened: new Set(), removing: new Set(), live: false, views: 0 };
+  return {
+    render({ model, el }) {
+      const root = h("div", "nbagent nba-inbox");
+      root.dataset.generation = String(++ui.views);
+      el.append(root);
+      const send = (msg) => model.send(msg);
+      const redraw = () => {
+        const state = model.get("queues");
+        const pending = new Set((state?.queues || []).flatMap((queue) => queue.items.map((m) => m.id)));
+        for (const id of ui.removing) if (!pending.has(id)) ui.removing.delete(id);
+        draw(root, state, ui, send);
+      };
+      const onMsg = (msg) => {
+        if (msg.type === "live") {
+          ui.live = true;
+          redraw();
+        } else if (msg.type === "removed") {
+          ui.removing.delete(msg.id);
+          redraw();
+        }
+      };
+      redraw();
+      model.on("change:queues", redraw);
+      model.on("msg:custom", onMsg);
+      model.send({ type: "hello" });
+      return () => {
+        model.off("change:queues", redraw);
+        model.off("msg:custom", onMsg);
+      };
+    },
+  };
+};

@@ -1,5 +1,10 @@
-// nbagent timeline widget: renders the view model of nbagent/widgets/timeline.py and applies the
-// patches the kernel sends for new events ("add" / "set" / "text"). Plain ES module, no bundler.
+// nbagent timeline widget: paints the timeline view model (nbagent/views/timeline.py) and applies
+// the patches the kernel sends for new events ("add" / "set" / "text"). Every word, size, outcome
+// and reason arrives ready-made in the nodes (docs/timeline-json.md): this module only paints.
+// Plain ES module, no bundler. The default export runs once per widget model: what the user
+// opened and where they scrolled live there, and survive the output being re-published.
+
+const KEEP_OPEN = 3; // the last turns shown opened at first render (older ones start collapsed)
 
 const h = (tag, cls, text) => {
   const e = document.createElement(tag);
@@ -8,32 +13,54 @@ const h = (tag, cls, text) => {
   return e;
 };
 
-const badge = (kind, text, extra) => {
-  const b = h("span", "nba-badge" + (extra ? " " + extra : ""), text ?? kind);
+const badge = (kind, text, role) => {
+  const b = h("span", "nba-badge", text);
   b.dataset.kind = kind || "unknown";
+  if (role) b.dataset.role = role;
   return b;
 };
 
-const size = (n) => (n < 1000 ? `${n} B` : n < 1e6 ? `${(n / 1000).toFixed(1)} kB` : `${(n / 1e6).toFixed(1)} MB`);
-const KEEP_OPEN = 3; // turns expanded at first render (older ones start collapsed)
-// Per widget (its "uid"): what the user expanded, kept when the output is re-published and the
-// view rebuilt. Global because each view may get its own model proxy and module instance.
-const uiStates = (globalThis.__nbagentTimelines ??= new Map());
+const pill = (status, text) => {
+  const p = h("span", "nba-pill", text);
+  p.dataset.status = status;
+  return p;
+};
+
+const pre = (text) => h("pre", null, text);
+
+function messageRow(n) {
+  const parts = [badge(n.kind, n.badge, n.role)];
+  if (n.via) parts.push(h("span", "nba-muted", `via ${n.via}`));
+  if (n.label) parts.push(h("span", "nba-label", n.label));
+  parts.push(h("span", "nba-line", n.first_line));
+  if (n.more_text) parts.push(h("span", "nba-more", n.more_text));
+  parts.push(h("span", "nba-size", n.size_text));
+  return parts;
+}
 
 class TimelineView {
-  constructor(el, send, ui) {
+  constructor(el, ui, send) {
+    this.ui = ui;
     this.send = send;
     this.root = h("div", "nbagent nba-timeline");
-    this.head = h("div", "nba-head");
-    this.title = h("span", null, "Timeline");
+    const head = h("div", "nba-head");
     this.count = h("span", "nba-muted");
-    this.state = badge("", "idle", "nba-status");
-    this.head.append(this.title, this.count, h("span", "nba-grow"), this.state);
+    this.state = pill("idle", "idle");
+    head.append(h("span", "nba-title", "Timeline"), this.count, h("span", "nba-grow"), this.state);
     this.scroll = h("div", "nba-scroll");
-    this.root.append(this.head, this.scroll);
+    this.scroll.addEventListener("scroll", () => {
+      ui.scrollTop = this.scroll.scrollTop;
+      ui.atBottom = this.atBottom();
+    });
+    this.root.append(head, this.scroll);
     el.append(this.root);
-    this.open = ui.open; // turn id -> expanded?
-    this.details = ui.details; // ids of items whose full content is shown
+    this.els = new Map(); // node id -> element
+    this.bodies = new Map(); // turn or step id -> element its children go into (built turns only)
+    this.texts = new Map(); // answer id -> its streaming text node
+  }
+
+  atBottom() {
+    return this.scroll.scrollTop + this.scroll.clientHeight >= this.scroll.scrollHeight - 40;
   }
 
   reset(snapshot) {
@@ -42,7 +69,9 @@ class TimelineView {
     this.waiting = false;
     this.nodes = new Map();
     this.kids = new Map();
-    this.els = new Map();
+    this.els.clear();
+    this.bodies.clear();
+    this.texts.clear();
     this.empty = h("div", "nba-empty", "No turns yet: inject() queues context, followup() and steer() start the model.");
     this.scroll.replaceChildren(this.empty);
     const turns = [];
@@ -50,13 +79,14 @@ class TimelineView {
       this.index(n);
       if (n.type === "turn") turns.push(n.id);
     }
-    const keep = new Set(turns.slice(-KEEP_OPEN));
-    for (const id of turns) if (!this.open.has(id)) this.open.set(id, keep.has(id));
+    const recent = new Set(turns.slice(-KEEP_OPEN));
+    for (const id of turns) if (!this.ui.open.has(id)) this.ui.open.set(id, recent.has(id));
     const frag = document.createDocumentFragment();
     for (const id of this.kids.get(null) || []) frag.append(this.build(this.nodes.get(id)));
     this.scroll.append(frag);
     this.updateHead();
-    this.scroll.scrollTop = this.scroll.scrollHeight;
+    // Open at the recent turns (or where the user was, when the output is re-published).
+    this.scroll.scrollTop = this.ui.scrollTop === null || this.ui.atBottom ? this.scroll.scrollHeight : this.ui.scrollTop;
     this.root.dataset.seq = String(this.seq);
     this.root.dataset.renderMs = (performance.now() - t0).toFixed(1);
   }
@@ -69,13 +99,13 @@ class TimelineView {
   }
 
   updateHead() {
-    const turns = this.kids.get(null)?.filter((id) => this.nodes.get(id).type === "turn") || [];
+    const turns = (this.kids.get(null) || []).filter((id) => this.nodes.get(id).type === "turn");
     const last = turns.length ? this.nodes.get(turns[turns.length - 1]) : null;
     this.count.textContent = `${turns.length} turn${turns.length === 1 ? "" : "s"}`;
     this.empty.hidden = this.scroll.childElementCount > 1;
-    const status = last && last.status === "running" ? "running" : "idle";
-    this.state.textContent = status;
-    this.state.dataset.status = status;
+    const running = last && last.status === "running";
+    this.state.textContent = running ? `turn ${last.turn} running` : "idle";
+    this.state.dataset.status = running ? "running" : "idle";
   }
 
   // -- incremental updates -----------------------------------------------------------------------
@@ -87,14 +117,15 @@ class TimelineView {
       this.send({ type: "resync", seq: this.seq });
       return;
     }
-    const atBottom = this.scroll.scrollTop + this.scroll.clientHeight >= this.scroll.scrollHeight - 40;
+    const follow = this.atBottom();
     for (const op of msg.ops) this.applyOp(op);
     this.seq = msg.to;
-    this.root.dataset.seq = String(this.seq);
     this.updateHead();
-    if (atBottom) this.scroll.scrollTop = this.scroll.scrollHeight;
-    const stats = globalThis.__nbagentStats;
-    if (stats) stats.push({ applied: Date.now(), time: msg.time, ops: msg.ops.length });
+    if (follow) this.scroll.scrollTop = this.scroll.scrollHeight;
+    // What benchmarks and tests read: the events shown, and when the last batch was painted.
+    this.root.dataset.seq = String(this.seq);
+    this.root.dataset.eventTime = String(msg.time);
+    this.root.dataset.paintedAt = String(Date.now());
   }
 
   applyOp(op) {
@@ -102,12 +133,11 @@ class TimelineView {
       const n = op[1];
       this.index(n);
       if (n.type === "turn") {
-        this.open.set(n.id, true);
+        this.ui.open.set(n.id, true);
         this.scroll.append(this.build(n));
       } else {
-        const box = this.container(n.parent);
+        const box = this.bodies.get(n.parent ?? null) || (n.parent == null ? this.scroll : null);
         if (box) box.append(this.build(n));
-        else this.refreshHead(n.parent);
       }
     } else if (op[0] === "set") {
       const n = this.nodes.get(op[1]);
@@ -118,86 +148,72 @@ class TimelineView {
       const n = this.nodes.get(op[1]);
       if (!n) return;
       n[op[2]] = (n[op[2]] || "") + op[3];
-      const e = this.els.get(n.id);
-      if (e && op[2] === "text") e._text.appendData(op[3]);
-      else if (e) this.refresh(n);
+      const text = this.texts.get(n.id);
+      if (text && op[2] === "text") text.appendData(op[3]);
+      else this.refresh(n);
     }
-  }
-
-  // The element children of `id` go into, or null while its turn is collapsed (built on expand).
-  container(id) {
-    if (id === null || id === undefined) return this.scroll;
-    const e = this.els.get(id);
-    return e && e._body ? e._body : null;
-  }
-
-  refreshHead(id) {
-    let n = this.nodes.get(id);
-    while (n && n.type !== "turn") n = this.nodes.get(n.parent);
-    if (n) this.refresh(n);
   }
 
   refresh(n) {
     const old = this.els.get(n.id);
-    if (!old) return this.refreshHead(n.parent);
-    if (n.type === "turn") return this.fillTurnHead(old, n);
-    if (n.type === "step") return;
+    if (!old || n.type === "step") return;
+    if (n.type === "turn") return this.fillTurn(old, n);
     old.replaceWith(this.build(n));
   }
 
-  // -- building elements -------------------------------------------------------------------------
+  // -- building elements (the same structure and classes as the static HTML) ---------------------
 
   build(n) {
     const builder = this[`build_${n.type}`];
-    const e = builder ? builder.call(this, n) : h("div", "nba-mark", `${n.type}`);
+    if (!builder) return document.createComment(n.type); // a node type this version does not know
+    const e = builder.call(this, n);
     e.dataset.id = n.id;
     this.els.set(n.id, e);
-    if (this.details.has(n.id)) this.toggle(e, n);
     return e;
   }
 
   build_turn(n) {
-    const e = h("div", "nba-turn");
-    const head = h("div", "nba-turn-head");
-    e._head = head;
-    e.append(head);
-    head.addEventListener("click", () => {
-      this.open.set(n.id, !this.open.get(n.id));
-      this.fillTurnHead(e, n);
-      this.fillTurnBody(e, n);
+    const e = h("details", "nba-turn");
+    e.append(h("summary", "nba-turn-head"));
+    e.open = !!this.ui.open.get(n.id);
+    e.addEventListener("toggle", () => {
+      this.ui.open.set(n.id, e.open);
+      if (e.open) this.fillBody(e, this.nodes.get(n.id));
     });
-    this.fillTurnHead(e, n);
-    this.fillTurnBody(e, n);
+    this.fillTurn(e, n);
+    if (e.open) this.fillBody(e, n);
     return e;
   }
 
-  fillTurnHead(e, n) {
-    const open = this.open.get(n.id);
-    e.classList.toggle("nba-running", n.status === "running");
+  fillTurn(e, n) {
     e.dataset.status = n.status;
-    const status = badge("", n.status, "nba-status");
-    status.dataset.status = n.status;
-    const parts = [h("span", "nba-caret", open ? "▾" : "▸"), h("b", null, `Turn ${n.turn}`)];
-    parts.push(h("span", "nba-line", n.title || ""));
-    const code = n.reason && n.reason.error ? n.reason.error.code : n.reason && n.reason.reason ? n.reason.reason.kind : null;
-    if (code) parts.push(h("span", "nba-muted", code));
-    parts.push(h("span", "nba-muted", `${n.steps} step${n.steps === 1 ? "" : "s"}`));
-    if (n.end) parts.push(h("span", "nba-muted", `${((n.end - n.start) / 1000).toFixed(1)} s`));
-    parts.push(status);
-    e._head.replaceChildren(...parts);
+    const parts = [h("span", "nba-caret"), h("b", null, `Turn ${n.turn}`), h("span", "nba-line", n.title)];
+    if (n.why !== null) parts.push(h("span", "nba-outcome", n.outcome));
+    parts.push(h("span", "nba-muted", n.steps_text));
+    if (n.duration_text) parts.push(h("span", "nba-muted", n.duration_text));
+    parts.push(pill(n.status, n.status_text));
+    e.firstChild.replaceChildren(...parts);
+    const body = this.bodies.get(n.id);
+    if (body) this.fillWhy(body, n);
   }
 
-  fillTurnBody(e, n) {
-    const open = this.open.get(n.id);
-    if (!open) {
-      if (e._body) e._body.remove();
-      e._body = null;
-      return;
+  fillWhy(body, n) {
+    let why = body.querySelector(":scope > .nba-why");
+    if (!n.why) return why && why.remove();
+    if (!why) {
+      why = h("div", "nba-why");
+      body.prepend(why);
     }
-    if (e._body) return;
-    e._body = h("div", "nba-turn-body");
-    this.buildChildren(n.id, e._body);
-    e.append(e._body);
+    why.replaceChildren(h("b", null, "Why: "), n.why);
+  }
+
+  fillBody(e, n) {
+    if (this.bodies.has(n.id)) return;
+    const body = h("div", "nba-turn-body");
+    this.bodies.set(n.id, body);
+    this.fillWhy(body, n);
+    this.buildChildren(n.id, body);
+    e.append(body);
   }
 
   buildChildren(id, box) {
@@ -208,107 +224,120 @@ class TimelineView {
 
   build_step(n) {
     const e = h("div", "nba-step");
-    e.append(h("div", "nba-step-head", `step ${n.step}`));
-    e._body = e;
+    e.append(h("div", "nba-step-head", n.label));
+    this.bodies.set(n.id, e);
     this.buildChildren(n.id, e);
     return e;
   }
 
-  item(cls, n, parts) {
-    const e = h("div", "nba-item " + cls);
-    const row = h("div", "nba-row");
-    row.append(...parts);
-    e.append(row);
-    row.addEventListener("click", () => this.toggle(e, this.nodes.get(n.id)));
+  // An item: a one-line row that opens to its details (built when first opened).
+  item(cls, n, row, detail) {
+    if (!detail) {
+      const e = h("div", "nba-item " + cls);
+      const r = h("div", "nba-row");
+      r.append(...row);
+      e.append(r);
+      return e;
+    }
+    const e = h("details", "nba-item " + cls);
+    const summary = h("summary", "nba-row");
+    summary.append(...row);
+    e.append(summary);
+    const fill = () => {
+      if (e.open && e.childElementCount === 1) {
+        const d = h("div", "nba-detail");
+        d.append(...detail());
+        e.append(d);
+      }
+    };
+    e.open = this.ui.details.has(n.id);
+    fill();
+    e.addEventListener("toggle", () => {
+      if (e.open) this.ui.details.add(n.id);
+      else this.ui.details.delete(n.id);
+      fill();
+    });
     return e;
   }
 
   build_message(n) {
-    const parts = [badge(n.kind, n.kind, n.via_tool ? "nba-via" : "")];
-    if (n.via_tool) parts.push(h("span", "nba-muted", `via ${n.via_tool}`));
-    if (n.label) parts.push(h("span", "nba-label", n.label));
-    parts.push(h("span", "nba-line", n.first_line), h("span", "nba-size", size(n.size)));
-    const e = this.item("nba-msg", n, parts);
+    const e = this.item("nba-msg", n, messageRow(n), () => [pre(n.text)]);
     e.dataset.kind = n.kind;
+    e.dataset.role = n.role;
     return e;
   }
 
   build_assistant(n) {
-    const text = h("span", "nba-answer-text");
-    const node = document.createTextNode(n.text || (n.reasoning ? "(reasoning)" : ""));
-    text.append(node);
-    const parts = [badge("assistant")];
-    if (n.interrupted) parts.push(h("span", "nba-muted", "interrupted"));
-    parts.push(text);
-    if (n.calls) parts.push(h("span", "nba-muted", `${n.calls} call${n.calls === 1 ? "" : "s"}`));
-    const e = this.item("nba-answer", n, parts);
-    e._text = node;
+    const text = document.createTextNode(n.text || n.first_line);
+    const span = h("span", "nba-answer-text");
+    span.append(text);
+    const row = [badge("assistant", "assistant")];
+    if (n.outcome) row.push(h("span", "nba-outcome", n.outcome));
+    row.push(span);
+    if (n.calls_text) row.push(h("span", "nba-muted", n.calls_text));
+    const detail = n.reasoning ? () => [h("div", "nba-source", "reasoning"), pre(n.reasoning)] : null;
+    const e = this.item("nba-answer", n, row, detail);
+    this.texts.set(n.id, text);
     e.classList.toggle("nba-streaming", !!n.streaming);
     e.classList.toggle("nba-failed", !!n.failed);
     return e;
   }
 
   build_tool(n) {
-    const result = n.result === null ? "…" : (n.error_code ? `${n.error_code}: ` : "") + n.result.split("\n")[0];
-    const parts = [badge("tool", "tool"), h("b", null, n.name), h("span", "nba-tool-args", n.arguments)];
-    parts.push(h("span", "nba-muted", "→"), h("span", "nba-line", result));
-    const e = this.item("nba-tool", n, parts);
-    e.classList.toggle("nba-tool-error", !!n.is_error);
+    const row = [badge("tool", "tool"), h("b", null, n.name), h("span", "nba-tool-args", n.arguments_text)];
+    row.push(h("span", "nba-outcome", n.is_error || n.result === null ? n.outcome : "→"));
+    row.push(h("span", "nba-line", n.result_line));
+    const detail = () => {
+      const d = [h("div", "nba-source", "arguments"), pre(n.arguments)];
+      if (n.result !== null) d.push(h("div", "nba-source", n.is_error ? "error" : "result"), pre(n.result));
+      return d;
+    };
+    const e = this.item("nba-tool" + (n.is_error ? " nba-tool-error" : ""), n, row, detail);
+    e.dataset.outcome = n.outcome;
+    return e;
+  }
+
+  mark(kind, text) {
+    const e = h("div", "nba-mark", text);
+    e.dataset.mark = kind;
     return e;
   }
 
   build_mark(n) {
-    const e = h("div", "nba-mark", n.text);
-    e.dataset.mark = n.mark;
+    return this.mark(n.mark, n.text);
+  }
+
+  build_retry(n) {
+    return this.mark("retry", n.why ? `${n.text} — ${n.why}` : n.text);
+  }
+
+  build_approval(n) {
+    const e = this.mark("approval", n.text);
+    e.dataset.outcome = n.outcome || "asked";
     return e;
   }
-
-  toggle(e, n) {
-    if (e._detail) {
-      e._detail.remove();
-      e._detail = null;
-      e.classList.remove("nba-open");
-      this.details.delete(n.id);
-      return;
-    }
-    this.details.add(n.id);
-    const d = h("div", "nba-detail");
-    d.addEventListener("click", (ev) => ev.stopPropagation());
-    if (n.type === "message") {
-      d.append(h("div", "nba-source", JSON.stringify(n.source)), h("pre", null, n.text));
-    } else if (n.type === "assistant") {
-      if (n.reasoning) d.append(h("div", "nba-source", "reasoning"), h("pre", null, n.reasoning));
-      d.append(h("pre", null, n.text));
-    } else if (n.type === "tool") {
-      d.append(h("div", "nba-source", `${n.name} · call ${n.call_id} · arguments`), h("pre", null, n.arguments));
-      d.append(h("div", "nba-source", n.is_error ? `result (error ${n.error_code || ""})` : "result"));
-      d.append(h("pre", null, n.result ?? "(running)"));
-    }
-    e.append(d);
-    e._detail = d;
-    e.classList.add("nba-open");
-  }
 }
 
-function render({ model, el }) {
-  const uid = model.get("uid");
-  if (!uiStates.has(uid)) uiStates.set(uid, { open: new Map(), details: new Set(), views: 0 });
-  const ui = uiStates.get(uid);
-  const view = new TimelineView(el, (msg) => model.send(msg), ui);
-  view.root.dataset.generation = String(++ui.views); // one more each time the output is re-published
-  view.reset(model.get("snapshot"));
-  const onSnapshot = () => view.reset(model.get("snapshot"));
-  const onMsg = (msg) => {
-    if (msg.type === "patch") view.patch(msg);
-    else if (msg.type === "reset" && (view.waiting || msg.snapshot.seq !== view.seq)) view.reset(msg.snapshot);
+export default () => {
+  // Per model: what the user opened and where they scrolled, kept across re-rendered views.
+  const ui = { open: new Map(), details: new Set(), scrollTop: null, atBottom: true, views: 0 };
+  return {
+    render({ model, el }) {
+      const view = new TimelineView(el, ui, (msg) => model.send(msg));
+      view.root.dataset.generation = String(++ui.views); // one more each time the output is re-published
+      view.reset(model.get("snapshot"));
+      const onSnapshot = () => view.reset(model.get("snapshot"));
+      const onMsg = (msg) => {
+        if (msg.type === "patch") view.patch(msg);
+        else if (msg.type === "reset" && (view.waiting || msg.snapshot.seq !== view.seq)) view.reset(msg.snapshot);
+      };
+      model.on("change:snapshot", onSnapshot);
+      model.on("msg:custom", onMsg);
+      model.send({ type: "hello", seq: view.seq });
+      return () => {
+        model.off("change:snapshot", onSnapshot);
+        model.off("msg:custom", onMsg);
+      };
+    },
   };
-  model.on("change:snapshot", onSnapshot);
-  model.on("msg:custom", onMsg);
-  model.send({ type: "hello", seq: view.seq });
-  return () => {
-    model.off("change:snapshot", onSnapshot);
-    model.off("msg:custom", onMsg);
-  };
-}
-
-export default { render };
+};

@@ -1,4 +1,4 @@
-"""Coalescing: collect items from live notices and hand them over once per short interval."""
+"""The one coalescer of live views: collect items from live notices, hand them over in batches."""
 
 from __future__ import annotations
 

@@ -1,0 +1,75 @@
+"""The view model of one live cell: the message it follows, then the turn that took it.
+
+It is the timeline view model scoped to one turn, so the cell paints what the widget paints (the
+same labels, outcomes and reasons, with the same stylesheet), and carries the JSON bundle too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from nbagent.events import Event
+from nbagent.views.bundle import TIMELINE_MIME
+from nbagent.views.html import live_turn_html
+from nbagent.views.plain import live_turn_text
+from nbagent.views.text import first_line
+from nbagent.views.timeline import Timeline
+
+HEADLINE_MAX = 80
+
+
+class TurnView:
+    """Follows one delivered message: ``queued`` in the inbox, then its turn until the turn ends."""
+
+    def __init__(self, verb: str, message_text: str) -> None:
+        self.verb = verb
+        self.what = first_line(message_text, HEADLINE_MAX)
+        self.timeline = Timeline()
+        self.turn: int | None = None
+        self.discarded = False
+
+    def claimed(self, turn: int) -> None:
+        """The message was claimed by ``turn``: from now on the view shows that turn."""
+        self.turn = turn
+
+    def discard(self) -> None:
+        """The message was canceled before the model saw it."""
+        self.discarded = True
+
+    def feed(self, events: Iterable[Event]) -> None:
+        """Fold events of (or after) the claim; the fold opens the turn if its start came earlier."""
+        self.timeline.feed(events)
+
+    @property
+    def final(self) -> bool:
+        if self.discarded:
+            return True
+        node = self.timeline.nodes.get(f"turn-{self.turn}")
+        return node is not None and node["status"] != "running"
+
+    @property
+    def state(self) -> str:
+        if self.discarded:
+            return "canceled before the model saw it"
+        if self.turn is None:
+            return "queued"
+        return "done" if self.final else "running"
+
+    @property
+    def headline(self) -> str:
+        where = f"turn {self.turn}" if self.turn is not None else "inbox"
+        return f"{self.verb} «{self.what}» · {where} · {self.state}"
+
+    def to_json(self, max_text: int | None = 4000) -> dict[str, Any]:
+        """The one-turn bundle (``scope: {"turn": N}``) with this view's headline."""
+        turn = self.turn if self.turn is not None and not self.discarded else -1
+        bundle = self.timeline.to_json(turn=turn, headline=self.headline, max_text=max_text)
+        if self.turn is None or self.discarded:
+            bundle.update(scope={"turn": None}, status="idle", status_text=self.state, summary=self.state)
+        return bundle
+
+    def bundle(self) -> dict[str, Any]:
+        """The MIME bundle for ``display``/``update``: text, HTML and the timeline JSON."""
+        data = self.to_json()
+        return {"text/plain": live_turn_text(data), "text/html": live_turn_html(data), TIMELINE_MIME: data}
