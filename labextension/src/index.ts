@@ -20,6 +20,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { download, fetchTranscript, ISession } from './api';
 import { SessionsPanel } from './panel';
 import { RANK, timelineFactory } from './renderer';
+import { watchSavedState } from './savedstate';
 import { sessionTab } from './tab';
 
 import '../style/index.css';
@@ -50,6 +51,7 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
     const adopt = (panel: NotebookPanel): void => {
       const registry = panel.content.rendermime;
       registry.addFactory(timelineFactory(registry), RANK);
+      watchSavedState(panel);
     };
     notebooks?.forEach(adopt);
     notebooks?.widgetAdded.connect((_, panel) => adopt(panel));

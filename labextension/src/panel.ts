@@ -5,8 +5,7 @@
  * demand. Every string from a session goes into the DOM as text.
  */
 
-import { ToolbarButton } from '@jupyterlab/apputils';
-import { downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
+import { downloadIcon, LabIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { ago, download, fetchTranscript, ISession, IUnreadable, Listing, listSessions } from './api';
@@ -23,6 +22,24 @@ export interface IFolderSource {
   items(): Iterable<{ name: string; last_modified: string; size?: number | null }>;
 }
 
+/** A small button: an optional icon and a label, with a tooltip. */
+function button(cls: string, icon: LabIcon | null, label: string, tooltip: string, onClick: () => void): HTMLElement {
+  const b = el('button', `jp-nbagent-button ${cls}`);
+  b.title = tooltip;
+  b.setAttribute('aria-label', tooltip);
+  if (icon) {
+    b.append(icon.element({ tag: 'span', className: 'jp-nbagent-button-icon' }));
+  }
+  if (label) {
+    b.append(el('span', '', label));
+  }
+  b.addEventListener('click', e => {
+    e.stopPropagation();
+    onClick();
+  });
+  return b;
+}
+
 const SESSION_FILE = /(^|\.)nbagent\.sqlite(-wal)?$/;
 
 export class SessionsPanel extends Widget {
@@ -34,17 +51,12 @@ export class SessionsPanel extends Widget {
     this.title.caption = 'Agent sessions';
     const head = el('div', 'jp-nbagent-panel-head');
     head.append(el('span', 'jp-nbagent-panel-title', 'Agent sessions'));
-    const refresh = new ToolbarButton({
-      icon: refreshIcon,
-      tooltip: 'Refresh the list of sessions',
-      onClick: () => void this.refresh()
-    });
-    refresh.addClass('jp-nbagent-refresh');
+    const refresh = button('jp-nbagent-refresh', refreshIcon, '', 'Refresh the list of sessions', () => void this.refresh());
     this._folderLine = el('div', 'jp-nbagent-panel-folder');
     this._list = el('ul', 'jp-nbagent-list');
     this._message = el('div', 'jp-nbagent-panel-message');
     this.node.append(head, this._folderLine, this._message, this._list);
-    head.append(refresh.node);
+    head.append(refresh);
   }
 
   /** The folder listed (relative to the server root, `""` for the root). */
@@ -143,20 +155,13 @@ export class SessionsPanel extends Widget {
     const meta = el('div', 'jp-nbagent-row-meta', facts.join(' · '));
     const file = el('div', 'jp-nbagent-row-file', s.file.split('/').pop() ?? s.file);
     const actions = el('div', 'jp-nbagent-row-actions');
-    const open = el('button', 'jp-nbagent-open jp-mod-styled', 'Open');
-    open.title = 'Open the timeline (read-only, follows the session live)';
-    open.addEventListener('click', e => {
-      e.stopPropagation();
-      this._open(s);
-    });
-    const exportButton = new ToolbarButton({
-      icon: downloadIcon,
-      label: 'Markdown',
-      tooltip: 'Export the transcript as Markdown',
-      onClick: () => void this._export(s)
-    });
-    exportButton.addClass('jp-nbagent-export');
-    actions.append(open, exportButton.node);
+    const open = button('jp-nbagent-open', null, 'Open', 'Open the timeline (read-only, follows the session live)', () =>
+      this._open(s)
+    );
+    const exportButton = button('jp-nbagent-export', downloadIcon, 'Markdown', 'Export the transcript as Markdown', () =>
+      void this._export(s)
+    );
+    actions.append(open, exportButton);
     li.append(label, meta, file, actions);
     li.addEventListener('dblclick', () => this._open(s));
     li.addEventListener('keydown', e => {
