@@ -117,6 +117,19 @@ def quickstart(headless: bool | None) -> int:
     return 0
 
 
+def transcript_command(file: str, session: str | None, fmt: str) -> int:
+    """Print a session's transcript (read-only; the file is never changed)."""
+    from nbagent.errors import NbagentError
+    from nbagent.labserver.export import transcript
+
+    try:
+        sys.stdout.write(transcript(file, session, fmt=fmt))
+    except NbagentError as exc:
+        print(f"nbagent transcript: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nbagent", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -129,9 +142,22 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument(
         "--open", dest="headless", action="store_false", help="open JupyterLab even without a display"
     )
+    export = sub.add_parser(
+        "transcript",
+        help="print a session's transcript: typed prompts and injected context marked apart (read-only)",
+    )
+    export.add_argument("file", help="the session file, e.g. analysis.nbagent.sqlite")
+    export.add_argument(
+        "--session", metavar="ID", help="the session id or a prefix (default: the most recent)"
+    )
+    export.add_argument(
+        "--format", choices=("md", "html"), default="md", help="Markdown (default) or an HTML page"
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo()
+    if args.command == "transcript":
+        return transcript_command(args.file, args.session, args.format)
     return quickstart(args.headless)
 
 

@@ -17,9 +17,11 @@ FORMATS = ("md", "html")
 
 def pick_session(path: str | os.PathLike[str], session_id: str | None) -> SessionRow:
     """The session ``session_id`` of the file, or its most recently active one."""
+    if not os.path.lexists(path):
+        raise SessionNotFoundError(f"no session file at {path}; give the path of a <notebook>.nbagent.sqlite")
     rows = list_sessions(path)
     if not rows:
-        raise SessionNotFoundError(f"{path} holds no session (it is missing or empty)")
+        raise SessionNotFoundError(f"{path} holds no session yet (the file is empty)")
     if session_id is None:
         return rows[0]
     for row in rows:
