@@ -34,6 +34,8 @@ export interface IBundle {
   nodes: INode[];
   pending: { next_step: INode[]; next_turn: INode[] };
   omitted_turns?: number;
+  /** `inbox` for an output that shows only the pending queues (an inbox widget's saved view). */
+  view?: string;
 }
 
 /** An element with a class and, optionally, text (always as text) and data attributes. */
@@ -230,10 +232,17 @@ export class TimelineView {
       this._reset(bundle);
     }
     this._bundle = bundle;
+    const inbox = bundle.view === 'inbox';
+    this.node.classList.toggle('nba-inbox', inbox);
+    this.node.classList.toggle('nba-timeline', !inbox);
     this.node.dataset.seq = String(bundle.seq);
     this.node.dataset.status = bundle.status;
     this.node.classList.toggle('nba-live', bundle.scope !== null);
     this._paintHead(bundle);
+    if (inbox) {
+      this._paintPending(bundle, true);
+      return;
+    }
     const turns = bundle.nodes.filter(n => n.type === 'turn' && n.parent === null);
     const open = new Set(turns.slice(-KEEP_OPEN).map(n => n.id));
     for (const n of bundle.nodes) {
@@ -265,7 +274,7 @@ export class TimelineView {
     if (bundle.scope !== null) {
       parts.push(el('span', 'nba-line', str(bundle.headline)));
     } else {
-      parts.push(el('span', 'nba-title', 'Timeline'));
+      parts.push(el('span', 'nba-title', bundle.view === 'inbox' ? 'Inbox' : 'Timeline'));
       const note = this.note ? ` · ${this.note}` : '';
       parts.push(el('span', 'nba-muted', `${str(bundle.summary)}${note}`));
     }
@@ -273,24 +282,27 @@ export class TimelineView {
     this._head.replaceChildren(...parts);
   }
 
-  private _paintPending(bundle: IBundle): void {
+  private _paintPending(bundle: IBundle, always = false): void {
     const queues: [string, INode[]][] = [
       ['next-step', bundle.pending?.next_step ?? []],
       ['next-turn', bundle.pending?.next_turn ?? []]
     ];
     const parts: HTMLElement[] = [];
     for (const [name, items] of queues) {
-      if (!items.length) {
+      if (!items.length && !always) {
         continue;
       }
-      const queue = el('div', 'nba-queue', undefined, { queue: name });
+      const queue = el('div', items.length ? 'nba-queue' : 'nba-queue nba-queue-empty', undefined, { queue: name });
       queue.append(el('div', 'nba-queue-name', name));
+      if (!items.length) {
+        queue.append(el('span', 'nba-muted', 'empty'));
+      }
       for (const m of items) {
         queue.append(item('nba-inbox-item', messageRow(m), [pre(str(m.text))], { id: m.id, kind: str(m.kind) }));
       }
       parts.push(queue);
     }
-    if (parts.length) {
+    if (parts.length && !always) {
       parts.unshift(el('div', 'nba-source', 'Pending (the model has not seen these yet)'));
     }
     this._pending.replaceChildren(...parts);
