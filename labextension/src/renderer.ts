@@ -29,6 +29,19 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._render(model);
+    const view = model.data[WIDGET_VIEW_MIME] as { model_id?: string } | undefined;
+    if (view?.model_id && view.model_id !== this._modelId && this._registry?.getFactory(WIDGET_VIEW_MIME)) {
+      this._modelId = view.model_id;
+      this._tryLive(model);
+    }
+  }
+
+  /** Paint the bundle (unless the live widget has taken over). */
+  private _render(model: IRenderMime.IMimeModel): void {
+    if (this._painted.isDisposed) {
+      return;
+    }
     const bundle = model.data[TIMELINE_MIME] as unknown as IBundle | undefined;
     if (bundle && bundle.version === SUPPORTED_VERSION && Array.isArray(bundle.nodes)) {
       this._view.note = bundle.scope === null ? 'saved view' : '';
@@ -36,12 +49,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
     } else {
       this._view.node.replaceChildren(unsupported(bundle, String(model.data['text/plain'] ?? '')));
     }
-    this.node.dataset.view = this._live?.isVisible ? 'live' : 'saved';
-    const view = model.data[WIDGET_VIEW_MIME] as { model_id?: string } | undefined;
-    if (view?.model_id && view.model_id !== this._modelId && this._registry?.getFactory(WIDGET_VIEW_MIME)) {
-      this._modelId = view.model_id;
-      this._tryLive(model);
-    }
+    this.node.dataset.view = 'saved';
   }
 
   /** Render the widget view of the same output out of sight; show it once it has content. */
@@ -58,7 +66,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
       }
       this._observer?.disconnect();
       live.show();
-      this._painted.hide();
+      this._painted.dispose(); // one timeline in the page: the live one
       this.node.dataset.view = 'live';
       return true;
     };
