@@ -60,22 +60,29 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
     live.hide();
     this.addWidget(live);
     this._live = live;
-    const reveal = (): boolean => {
-      if (live.isDisposed || !live.node.firstElementChild) {
-        return false;
+    // The live view appeared: show it. The widget renderer gave up (no such model): drop it, so
+    // its error text is nowhere in the page; the painted timeline stays.
+    const settle = (): void => {
+      if (live.isDisposed) {
+        return;
       }
-      this._observer?.disconnect();
-      live.show();
-      this._painted.dispose(); // one timeline in the page: the live one
-      this.node.dataset.view = 'live';
-      return true;
+      if (live.node.firstElementChild) {
+        this._observer?.disconnect();
+        live.show();
+        this._painted.dispose(); // one timeline in the page: the live one
+        this.node.dataset.view = 'live';
+      } else if (/error/i.test(live.node.textContent ?? '')) {
+        this._observer?.disconnect();
+        live.dispose();
+        this._live = null;
+      }
     };
-    this._observer = new MutationObserver(() => void reveal());
+    this._observer = new MutationObserver(settle);
     this._observer.observe(live.node, { childList: true });
     const data = { [WIDGET_VIEW_MIME]: model.data[WIDGET_VIEW_MIME] };
     live
       .renderModel(new MimeModel({ data, metadata: model.metadata, trusted: model.trusted }))
-      .then(() => void reveal())
+      .then(settle)
       .catch(() => undefined); // the painted timeline stays
   }
 

@@ -99,6 +99,19 @@ def test_a_saved_timeline_shows_without_a_kernel_in_jupyterlab_and_notebook_7(
     assert any(TIMELINE_MIME in o.get("data", {}) for o in outputs)
     assert "widgets" not in nb["metadata"]  # default settings: no widget state was saved
 
+    # Reopened the usual way: a new kernel starts, which does not know the saved widgets' models.
+    again = browser.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        open_notebook(again, plain_lab.lab_url(name, "new-kernel"))
+        painted = again.locator('.jp-nbagent-output[data-view="saved"]')
+        painted.last.locator('.nba-turn[data-id="turn-1"][data-status="completed"]').wait_for()
+        assert painted.count() == 2  # the live turn view of %followup and the timeline of %agent show
+        assert again.locator(".jp-nbagent-output", has_text="model not found").count() == 0
+        assert again.evaluate(XSS_RAN_JS) is None
+        shot(again, "lab-02a-saved-timeline-new-kernel")
+    finally:
+        again.close()
+
     with start_lab(tmp_path, root=plain_lab.root, save_widget_state=False, extra_args=NO_KERNELS) as bare:
         lab_page = browser.new_page(viewport={"width": 1280, "height": 1000})
         try:
