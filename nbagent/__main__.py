@@ -11,20 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nbagent.events import (
-    AssistantChunk,
-    AssistantMessageEvent,
-    Splice,
-    StepEnd,
-    StepStart,
-    ToolCallEvent,
-    ToolResultEvent,
-    TurnEnd,
-    TurnStart,
-    TypedEvent,
-    UserMessageEvent,
-    parse_event,
-)
+from nbagent import events as ev
 from nbagent.views.labels import describe_message
 
 TUTORIAL = "quickstart.ipynb"
@@ -39,23 +26,25 @@ def _tutorial_source() -> Path:
     raise SystemExit(f"nbagent: cannot find {TUTORIAL} next to the package ({here})")
 
 
-def _event_line(ev: TypedEvent) -> str:
+def _event_line(record: ev.TypedEvent) -> str:
     """A few words on one event of the demo's log."""
-    match ev:
-        case Splice(is_claim=True):
-            return f"{ev.target}: claimed {ev.removed_count}"
-        case Splice(is_cancel=True):
-            return f"{ev.target}: canceled {ev.removed_count}" + (" (replaced)" if ev.inserted else "")
-        case Splice():
-            return f"{ev.target}: +{[m['source']['kind'] for m in ev.inserted]}"
-        case UserMessageEvent():
-            return f"[{ev.source.get('kind')}] {describe_message(ev.message).first_line}"
-        case TurnEnd():
-            return f"{ev.turn} {ev.kind}"
-        case TurnStart() | StepStart() | StepEnd():
-            return ".".join(str(x) for x in (ev.turn, getattr(ev, "step", None)) if x is not None)
-        case AssistantChunk() | AssistantMessageEvent() | ToolCallEvent() | ToolResultEvent():
-            return f"{ev.turn}.{ev.step}"
+    match record:
+        case ev.Splice(is_claim=True):
+            return f"{record.target}: claimed {record.removed_count}"
+        case ev.Splice(is_cancel=True):
+            return f"{record.target}: canceled {record.removed_count}" + (
+                " (replaced)" if record.inserted else ""
+            )
+        case ev.Splice():
+            return f"{record.target}: +{[m['source']['kind'] for m in record.inserted]}"
+        case ev.UserMessageEvent():
+            return f"[{record.source.get('kind')}] {describe_message(record.message).first_line}"
+        case ev.TurnEnd():
+            return f"{record.turn} {record.kind}"
+        case ev.TurnStart() | ev.StepStart() | ev.StepEnd():
+            return ".".join(str(x) for x in (record.turn, getattr(record, "step", None)) if x is not None)
+        case ev.AssistantChunk() | ev.AssistantMessageEvent() | ev.ToolCallEvent() | ev.ToolResultEvent():
+            return f"{record.turn}.{record.step}"
     return ""
 
 
@@ -76,7 +65,7 @@ async def _demo(folder: Path) -> None:
     print(f"followup answered in turn {turns}, outcome {run.outcome}:\n{run.text}\n")
     print("the log, event by event:")
     for event in agent.events:
-        print(f"  {event.seq:3} {event.type:20} {_event_line(parse_event(event))}")
+        print(f"  {event.seq:3} {event.type:20} {_event_line(ev.parse_event(event))}")
     print("\n" + transcript(agent.events, title="Transcript"))
     await agent.close()
 

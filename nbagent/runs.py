@@ -50,9 +50,9 @@ def fold_run(events: Iterable[Event]) -> Run:
                 claimed = True
             case AssistantMessageEvent(text=body) if body.strip():
                 text = body
-            case TurnEnd(kind=kind):
+            case TurnEnd(turn=turn, reason=reason, kind=kind):
                 if stepped or (claimed and kind != "completed"):
-                    end = dict(event.data)
+                    end = {"turn": turn, "reason": dict(reason)}
                     dropped = False
                 open_turn = None
     return Run(tuple(turns), end, text, dropped)

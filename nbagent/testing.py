@@ -5,21 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nbagent.events import (
-    AssistantChunk,
-    AssistantMessageEvent,
-    Event,
-    Splice,
-    StepEnd,
-    StepStart,
-    ToolCallEvent,
-    ToolResultEvent,
-    TurnEnd,
-    TurnStart,
-    TypedEvent,
-    UserMessageEvent,
-    parse_event,
-)
+from nbagent import events as ev
+from nbagent.events import Event
 from nbagent.inbox import InboxState
 from nbagent.messages import message_from_json
 from nbagent.projections import derive_history
@@ -35,17 +22,17 @@ def _fail(seq: int, what: str) -> None:
     raise InvariantError(f"seq {seq}: {what}")
 
 
-def _apply(state: InboxState, ev: Splice) -> InboxState:
+def _apply(state: InboxState, rec: ev.Splice) -> InboxState:
     """Apply one stored splice strictly: an impossible one, or an id pending twice, fails at its seq."""
-    queue = state.queue(ev.target)
-    start, count = ev.start, ev.removed_count
+    queue = state.queue(rec.target)
+    start, count = rec.start, rec.removed_count
     if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
-        _fail(ev.seq, f"impossible splice start={start} removed={count} on {ev.target} of {len(queue)}")
-    inserted = tuple(message_from_json(m) for m in ev.inserted)
-    state = state.with_queue(ev.target, queue[:start] + inserted + queue[start + count :])
+        _fail(rec.seq, f"impossible splice start={start} removed={count} on {rec.target} of {len(queue)}")
+    inserted = tuple(message_from_json(m) for m in rec.inserted)
+    state = state.with_queue(rec.target, queue[:start] + inserted + queue[start + count :])
     ids = [m.id for m in state.next_turn + state.next_step]
     if len(ids) != len(set(ids)):
-        _fail(ev.seq, "a message id is pending twice")
+        _fail(rec.seq, "a message id is pending twice")
     return state
 
 
@@ -53,9 +40,9 @@ def replay_inbox(events: Iterable[Event]) -> InboxState:
     """Rebuild both queues from the log's splices (strictly: any impossible splice raises)."""
     state = InboxState()
     for event in events:
-        ev = parse_event(event)
-        if isinstance(ev, Splice):
-            state = _apply(state, ev)
+        rec = ev.parse_event(event)
+        if isinstance(rec, ev.Splice):
+            state = _apply(state, rec)
     return state
 
 
@@ -69,22 +56,22 @@ def check_invariants(
     the log at dispatch.
     """
     events = [e if isinstance(e, Event) else Event(**e) for e in events]
-    parsed = [parse_event(e) for e in events]
+    parsed = [ev.parse_event(e) for e in events]
     _check_structure(parsed)
     # Pending-once, claim ownership and the inbox projection come from one replay.
     state = InboxState()
     admitted: set[str] = set()
-    for ev in parsed:
-        match ev:
-            case TurnStart():
+    for rec in parsed:
+        match rec:
+            case ev.TurnStart():
                 admitted = set()
-            case Splice():
-                state = _apply(state, ev)
-            case UserMessageEvent(id=message_id):
+            case ev.Splice():
+                state = _apply(state, rec)
+            case ev.UserMessageEvent(id=message_id):
                 if any(m.id == message_id for m in state.next_turn + state.next_step):
-                    _fail(ev.seq, f"user/message {message_id} is still pending: it was never claimed")
+                    _fail(rec.seq, f"user/message {message_id} is still pending: it was never claimed")
                 if message_id in admitted:
-                    _fail(ev.seq, f"user/message {message_id} is admitted twice in one turn")
+                    _fail(rec.seq, f"user/message {message_id} is admitted twice in one turn")
                 admitted.add(message_id)
     if inbox is not None:
         live = (tuple(inbox.next_turn), tuple(inbox.next_step))
@@ -101,7 +88,7 @@ def check_invariants(
                 )
 
 
-def _check_structure(parsed: Sequence[TypedEvent]) -> None:
+def _check_structure(parsed: Sequence[ev.TypedEvent]) -> None:
     """Seqs count up and time never goes back; turns and steps nest and count up; chunks, answers
     and tools name the open turn and step; every tool call has exactly one result in its step;
     claims happen inside turns (SPEC §10, 1–6). Fails at the first bad seq."""
@@ -113,15 +100,15 @@ def _check_structure(parsed: Sequence[TypedEvent]) -> None:
     calls: dict[str, int] = {}  # assistant tool calls of the open turn -> step
     logged_calls: dict[str, int] = {}
     results: set[str] = set()
-    for i, ev in enumerate(parsed):
-        seq = ev.seq
+    for i, rec in enumerate(parsed):
+        seq = rec.seq
         if seq != i:
             _fail(seq, f"expected seq {i}: seqs must count 0, 1, 2… with no gaps")
-        if last_time is not None and ev.time < last_time:
-            _fail(seq, f"time {ev.time} goes back from {last_time}")
-        last_time = ev.time
-        match ev:
-            case TurnStart(turn=turn):
+        if last_time is not None and rec.time < last_time:
+            _fail(seq, f"time {rec.time} goes back from {last_time}")
+        last_time = rec.time
+        match rec:
+            case ev.TurnStart(turn=turn):
                 if open_turn is not None:
                     _fail(seq, f"turn {turn} starts inside open turn {open_turn}")
                 if turn != last_turn + 1:
@@ -129,7 +116,7 @@ def _check_structure(parsed: Sequence[TypedEvent]) -> None:
                 open_turn = last_turn = turn
                 last_step = 0
                 calls, logged_calls, results = {}, {}, set()
-            case TurnEnd(turn=turn):
+            case ev.TurnEnd(turn=turn):
                 if open_turn is None or turn != open_turn:
                     _fail(seq, f"turn/end {turn} closes no open turn (open: {open_turn})")
                 if open_step is not None:
@@ -138,7 +125,7 @@ def _check_structure(parsed: Sequence[TypedEvent]) -> None:
                 if missing:
                     _fail(seq, f"tool calls without a result by the end of the turn: {missing}")
                 open_turn = None
-            case StepStart(turn=turn, step=step):
+            case ev.StepStart(turn=turn, step=step):
                 if open_turn is None or turn != open_turn:
                     _fail(seq, "step/start outside its turn")
                 if open_step is not None:
@@ -146,32 +133,32 @@ def _check_structure(parsed: Sequence[TypedEvent]) -> None:
                 if step != last_step + 1:
                     _fail(seq, f"step {step} follows step {last_step}")
                 open_step = last_step = step
-            case StepEnd(turn=turn, step=step):
+            case ev.StepEnd(turn=turn, step=step):
                 if open_step is None or step != open_step or turn != open_turn:
                     _fail(seq, f"step/end {step} closes no open step")
                 open_step = None
-            case AssistantChunk() | AssistantMessageEvent() | ToolCallEvent() | ToolResultEvent():
-                repair = isinstance(ev, ToolResultEvent) and ev.error_code == "TOOL_NOT_STARTED"
-                if open_turn is None or ev.turn != open_turn:
-                    _fail(seq, f"{ev.type} names turn {ev.turn} but the open turn is {open_turn}")
-                if (open_step is None or ev.step != open_step) and not (repair and ev.step == last_step):
-                    _fail(seq, f"{ev.type} names step {ev.step} but the open step is {open_step}")
-                match ev:
-                    case AssistantMessageEvent(call_ids=ids):
-                        calls.update(dict.fromkeys(ids, ev.step))
-                    case ToolCallEvent(call_id=call_id):
+            case ev.AssistantChunk() | ev.AssistantMessageEvent() | ev.ToolCallEvent() | ev.ToolResultEvent():
+                repair = isinstance(rec, ev.ToolResultEvent) and rec.error_code == "TOOL_NOT_STARTED"
+                if open_turn is None or rec.turn != open_turn:
+                    _fail(seq, f"{rec.type} names turn {rec.turn} but the open turn is {open_turn}")
+                if (open_step is None or rec.step != open_step) and not (repair and rec.step == last_step):
+                    _fail(seq, f"{rec.type} names step {rec.step} but the open step is {open_step}")
+                match rec:
+                    case ev.AssistantMessageEvent(call_ids=ids):
+                        calls.update(dict.fromkeys(ids, rec.step))
+                    case ev.ToolCallEvent(call_id=call_id):
                         if call_id in logged_calls:
                             _fail(seq, f"tool call {call_id} logged twice")
-                        logged_calls[call_id] = ev.step
-                    case ToolResultEvent(call_id=call_id):
+                        logged_calls[call_id] = rec.step
+                    case ev.ToolResultEvent(call_id=call_id):
                         if call_id in results:
                             _fail(seq, f"tool call {call_id} has two results")
                         if call_id not in logged_calls and not repair:
                             _fail(seq, f"tool/result for {call_id} has no tool/call before it")
-                        if call_id in logged_calls and logged_calls[call_id] != ev.step:
+                        if call_id in logged_calls and logged_calls[call_id] != rec.step:
                             _fail(seq, f"tool/result for {call_id} is not in its call's step")
                         results.add(call_id)
-            case Splice(removed_count=removed, outcome=None) if removed and open_turn is None:
+            case ev.Splice(removed_count=removed, outcome=None) if removed and open_turn is None:
                 _fail(seq, "a claim outside an open turn")
-            case UserMessageEvent() if open_turn is None or open_step is None:
+            case ev.UserMessageEvent() if open_turn is None or open_step is None:
                 _fail(seq, "user/message outside an open step")

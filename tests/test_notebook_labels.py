@@ -122,6 +122,13 @@ def test_a_dataframe_row_shows_shape_and_columns_and_an_error_row_its_exception(
     assert (error.badge, error.label, error.first_line) == ("error", "KeyError: 'missing_0'", "")
 
 
+def test_a_frame_without_a_row_count_names_its_columns() -> None:
+    lazy = UserMessage.text("<dataframe>\nschema\n</dataframe>", source={"kind": "dataframe", "name": "lf",
+                            "library": "polars", "shape": [None, 2], "columns": ["a", "b"]})  # fmt: skip
+    described = describe_message(lazy)
+    assert (described.label, described.first_line) == ("lf · ?×2 · polars", "2 columns: a, b")
+
+
 def test_long_first_lines_are_cut_at_a_word_with_an_ellipsis() -> None:
     text = "the quarterly figures 1234567 and 7654321 " * 10
     line = describe_message(UserMessage.text(text)).first_line

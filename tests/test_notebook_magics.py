@@ -58,7 +58,7 @@ def test_inject_queues_without_running_the_model_and_prints_one_line(tmp_path, c
             out = capsys.readouterr().out.strip().splitlines()
             assert out[0].startswith("nbagent: new session ")
             assert len(out) == 2
-            assert out[1].startswith("queued dataframe sales (2×2): ")
+            assert out[1].startswith("queued dataframe sales · 2×2 · pandas: ")
             assert "chars, ~" in out[1] and "tokens" in out[1]
             assert "inbox 1 pending" in out[1] and "the model has not run" in out[1]
             agent = magics(sh).session.agent
@@ -209,8 +209,8 @@ def test_transcript_tells_typed_prompts_from_injected_context(tmp_path, capsys) 
     asyncio.run(body())
     out = capsys.readouterr().out
     assert "## Turn 1" in out
-    assert "📎 **Context — text** (21 chars)\n\n```\nthe data is synthetic\n```" in out
-    assert "**You**\n\n> summarize" in out
+    assert "📎 **text** · 21 B\n\n```\nthe data is synthetic\n```" in out
+    assert "**You** · followup\n\n> summarize" in out
     assert "## Pending (the model has not seen these yet)" in out and "later note" in out
 
 
@@ -245,7 +245,7 @@ def test_agent_show_displays_the_inbox_and_timeline_widgets(tmp_path, capsys) ->
 
     asyncio.run(body())
     out = capsys.readouterr().out
-    assert "InboxWidget" in out and "TimelineWidget" in out
+    assert "Inbox · 1 pending · agent idle" in out and "Timeline · 0 turns" in out  # the text forms
 
 
 def user_texts(events) -> list[str]:  # type: ignore[no-untyped-def]

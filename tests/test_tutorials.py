@@ -35,13 +35,13 @@ def test_quickstart_injects_follows_up_and_resumes_after_a_kernel_restart(tmp_pa
     outs, db = run_copy("quickstart", tmp_path)
     text = "\n".join(outs)
     assert "nbagent: new session " in text and " in quickstart.nbagent.sqlite (model echo)" in text
-    assert "queued dataframe sales (4×3): " in text and "the model has not run" in text
+    assert "queued dataframe sales · 4×3 · pandas: " in text and "the model has not run" in text
     answer = 'echo: I received 3 messages.\n    1. user · dataframe · <dataframe name="sales"'
     assert answer in text
     assert "3. user · user · Which region sold the most boxes?" in text
     assert (
-        "📎 **Context — dataframe sales (4×3)**" in text
-        and "**You**\n\n> Which region sold the most boxes?" in text
+        "📎 **dataframe** sales · 4×3 · pandas" in text
+        and "**You** · followup\n\n> Which region sold the most boxes?" in text
     )
     resumed = next(o for o in outs if o.startswith("nbagent: resumed session "))
     assert "from quickstart.nbagent.sqlite (1 turn, last active " in resumed
@@ -67,7 +67,7 @@ def test_quickstart_injects_follows_up_and_resumes_after_a_kernel_restart(tmp_pa
 def test_dataframe_context_shows_summaries_and_budgets(tmp_path: Path) -> None:
     outs, db = run_copy("dataframe-context", tmp_path)
     text = "\n".join(outs)
-    assert "queued dataframe orders (1000×5): " in text
+    assert "queued dataframe orders · 1000×5 · pandas: " in text
     assert "schema only: no statistics or rows were computed" in text
     assert "[50, 300] ['head', 'middle-stats']" in text or "[50, 300] [" in text
     kinds = [k for k, _ in user_messages(db)]
@@ -114,4 +114,4 @@ def test_the_demo_command_runs_offline_and_prints_the_timeline(capsys: pytest.Ca
     assert "injected context; status 'idle', 1 message pending, no model call" in out
     assert "6 user/message         [cell] Prices are in EUR." in out
     assert "7 user/message         [user] Which region sold the most?" in out
-    assert "**You**\n\n> Which region sold the most?" in out
+    assert "**You** · followup\n\n> Which region sold the most?" in out

@@ -1,15 +1,19 @@
 """Context producers: values turned into sourced UserMessages for inject().
 
-Each producer frames its own text and escapes the data inside the frame (SPEC §2.3):
+Each producer frames its own text (SPEC §2.3). Data inside a frame reaches the model as written: only
+what could forge the frame's closing delimiter is escaped (``</dataframe`` becomes ``<\\/dataframe``),
+and line breaks inside one-line fields are shown as ``\\n``. No HTML entities.
 
-- ``dataframe(df, ...)``: the SPEC §9.3 summary of a pandas/polars DataFrame or Series, source kind
-  ``dataframe``, kept within a token budget by dropping detail in the fixed ``DEGRADATION_ORDER``:
+- ``dataframe(df, ...)``: the SPEC §9.3 summary of a pandas/polars DataFrame or Series (or a polars
+  LazyFrame's schema), source kind ``dataframe``, its statistics computed through narwhals in one
+  ``select`` per frame, kept within a token budget by dropping detail in the fixed ``DEGRADATION_ORDER``:
   ``samples`` (per-column sample values), ``head`` (the head rows), ``top-values``, ``middle-stats``
   (full statistics kept only for the first 3 and last 2 columns), ``stats`` (every column reduced to
   dtype and null share), ``middle-columns`` (columns other than the first 10 and last 5 reduced to a
-  count per dtype), ``cut`` (the text cut at a line and closed). Steps are applied in that order
-  until the text fits; then any earlier step the later ones made unnecessary is undone, so
-  ``source["truncated"]`` lists, in that order, exactly the steps the summary needed.
+  count per dtype, after which as many of their names as fit come back), ``cut`` (the text cut at a
+  line and closed). Steps are applied in that order until the text fits; then any earlier step the
+  later ones made unnecessary is undone, so ``source["truncated"]`` lists, in that order, exactly
+  the steps the summary needed.
 - ``variable(obj, name)``: a bounded preview of any other object, source kind ``variable``.
 - ``error(ename, evalue, traceback)``: an ANSI-stripped traceback keeping its tail, source kind ``error``.
 - ``cell_text(text)``: literal context text, verbatim, source kind ``cell``.

@@ -1,4 +1,9 @@
-"""Frame facts rendered as a framed, escaped text, degraded step by step until it fits a token budget."""
+"""Frame facts rendered as a framed text, degraded step by step until it fits a token budget.
+
+Rendering is a pure function of the facts (``_facts``), so it is tested from hand-written facts.
+Data reaches the text as written: only a ``</dataframe`` inside it is guarded (``<\\/dataframe``), and
+line breaks and other control characters are shown as escapes so every name and value stays on its line.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from nbagent.context._facts import SAMPLE_SEED, WIDE_FIRST, WIDE_LAST, ColumnFacts, FrameFacts
-from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens
+from nbagent.context._text import ELLIPSIS, clip, escape_attr, estimate_tokens
+from nbagent.context._text import escape as _escape
 
 DEGRADATION_ORDER: tuple[str, ...] = (
     "samples",
@@ -29,9 +35,12 @@ KEEP_FIRST, KEEP_LAST = 3, 2
 NAME_CHARS = 80
 MIN_BUDGET_TOKENS = 64
 """The smallest budget every frame's summary is guaranteed to fit."""
+GROUPING_GAIN = 0.9
+"""Names are grouped by dtype when that takes at most this share of the in-order listing's tokens."""
 
+TAG = "dataframe"
 _PLAIN_NAME = re.compile(r"[\w.\-/()#%$@+]+(?: [\w.\-/()#%$@+]+)*")
-_CLOSE = "</dataframe>"
+_CLOSE = f"</{TAG}>"
 _CUT_NOTE = f"{ELLIPSIS} summary cut to fit the token budget"
 
 
@@ -44,12 +53,17 @@ class Meta:
     cell: Mapping[str, Any] | None
 
 
+def escape(text: str) -> str:
+    return _escape(text, TAG)
+
+
 def render_within(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[str, list[str]]:
     """The summary text and the degradation steps it took to fit ``budget_tokens``, in order.
 
     Steps are applied in ``DEGRADATION_ORDER`` until the text fits. Then, latest first, each earlier
     step is undone again if the text still fits without it (dropping the middle column names can make
-    the edge columns' statistics affordable again), so every recorded step was needed.
+    the edge columns' statistics affordable again), so every recorded step was needed. Last, when the
+    middle columns were dropped, as many of their names as fit come back, in order.
     """
     dropped: list[str] = []
     text = render(facts, meta, dropped)
@@ -71,23 +85,39 @@ def render_within(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[st
                 dropped, text = kept, candidate
                 break
         else:
-            return text, dropped
+            break
+    if "middle-columns" in dropped:
+        text = _most_middle_names(facts, meta, dropped, budget_tokens, text)
+    return text, dropped
 
 
-def render(facts: FrameFacts, meta: Meta, dropped: list[str]) -> str:
-    """The framed summary with the named degradation steps applied."""
+def _most_middle_names(
+    facts: FrameFacts, meta: Meta, dropped: list[str], budget_tokens: int, text: str
+) -> str:
+    """The text listing the most middle column names (in order) that fits, ``text`` (none) at least."""
+    low, high = 0, max(len(facts.columns) - WIDE_FIRST - WIDE_LAST - 1, 0)
+    while low < high:  # the largest count that fits; the text grows with the count
+        mid = (low + high + 1) // 2
+        candidate = render(facts, meta, dropped, middle_names=mid)
+        if estimate_tokens(candidate) <= budget_tokens:
+            low, text = mid, candidate
+        else:
+            high = mid - 1
+    return text
+
+
+def render(facts: FrameFacts, meta: Meta, dropped: list[str], *, middle_names: int = 0) -> str:
+    """The framed summary with the named degradation steps applied; ``middle_names`` is how many
+    middle column names the ``middle-columns`` step keeps (the rest are counted per dtype)."""
     lines = [_open_tag(facts, meta)]
     if facts.index is not None:
         lines.append(f"index: {escape(facts.index)}")
-    if facts.schema_only:
-        lines.append("schema only: no statistics or rows were computed")
-    else:
-        lines.append(_statistics_note(facts))
+    lines.append(_statistics_note(facts))
     lines.append(f"columns ({facts.n_cols:,}):")
-    lines.extend(_column_lines(facts, dropped))
+    lines.extend(_column_lines(facts, dropped, middle_names))
     if facts.head_header and "head" not in dropped:
         shown = len(facts.head_rows)
-        lines.append(f"head (first {shown:,} of {facts.n_rows:,} rows):")
+        lines.append(f"head (first {shown:,} of {_rows(facts)} rows):")
         lines.append(_table_row(facts.head_header))
         lines.extend(_table_row(row) for row in facts.head_rows)
     if facts.memory is not None:
@@ -98,6 +128,10 @@ def render(facts: FrameFacts, meta: Meta, dropped: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _rows(facts: FrameFacts) -> str:
+    return "?" if facts.n_rows is None else f"{facts.n_rows:,}"
+
+
 def _open_tag(facts: FrameFacts, meta: Meta, *, minimal: bool = False, name_chars: int = NAME_CHARS) -> str:
     attrs: list[tuple[str, str]] = []
     if meta.name is not None:
@@ -105,12 +139,13 @@ def _open_tag(facts: FrameFacts, meta: Meta, *, minimal: bool = False, name_char
     attrs.append(("library", facts.library))
     if not minimal:
         attrs.append(("type", facts.type_name))
-    attrs.append(("shape", f"{facts.n_rows} x {facts.n_cols}"))
+    rows = "?" if facts.n_rows is None else str(facts.n_rows)
+    attrs.append(("shape", f"{rows} x {facts.n_cols}"))
     if not minimal:
         attrs.append(("captured", meta.captured_at.isoformat(timespec="seconds")))
         if meta.cell:
             attrs.append(("cell", _cell_label(meta.cell)))
-    return "<dataframe " + " ".join(f'{k}="{escape_attr(v)}"' for k, v in attrs) + ">"
+    return f"<{TAG} " + " ".join(f'{k}="{escape_attr(v, TAG)}"' for k, v in attrs) + ">"
 
 
 def _cell_label(cell: Mapping[str, Any]) -> str:
@@ -123,58 +158,84 @@ def _cell_label(cell: Mapping[str, Any]) -> str:
 
 
 def _statistics_note(facts: FrameFacts) -> str:
+    if facts.lazy:
+        return (
+            "lazy frame: schema only; no rows were read, since that would run its whole query. "
+            "Inject `.collect()` (or `.head(n).collect()`) of it for statistics"
+        )
+    if facts.schema_only:
+        return "schema only: no statistics or rows were computed"
     if facts.sampled_rows is None:
-        note = f"statistics: exact over all {facts.n_rows:,} rows"
+        note = f"statistics: exact over all {_rows(facts)} rows"
     else:
         note = (
-            f"statistics: distinct counts, min/max/mean/std, top values and samples from a fixed-seed "
-            f"sample of {facts.sampled_rows:,} of {facts.n_rows:,} rows (seed {SAMPLE_SEED}); "
-            "non-null counts exact"
+            f"statistics: null counts, min, max, mean and std exact over all {_rows(facts)} rows; "
+            f"distinct counts, top values and samples from a fixed-seed sample of {facts.sampled_rows:,} "
+            f"rows (seed {SAMPLE_SEED})"
         )
     if facts.wide:
         note += f"; full statistics for the first {WIDE_FIRST} and last {WIDE_LAST} columns only"
     return note
 
 
-def _column_lines(facts: FrameFacts, dropped: list[str]) -> list[str]:
-    """One line per column with statistics; runs of columns without them share a line per dtype."""
+def _column_lines(facts: FrameFacts, dropped: list[str], middle_names: int) -> list[str]:
+    """One line per column with statistics; columns without them are listed by name and dtype
+    (``_name_lines``); columns the ``middle-columns`` step hides are counted per dtype."""
     columns = facts.columns
     n = len(columns)
-    edges = set(range(WIDE_FIRST)) | set(range(n - WIDE_LAST, n))
+    edges = set(range(min(WIDE_FIRST, n))) | set(range(max(n - WIDE_LAST, 0), n))
+    middle = [i for i in range(n) if i not in edges]
+    shown = edges | set(middle[:middle_names] if "middle-columns" in dropped else middle)
     with_stats = [i for i, c in enumerate(columns) if c.has_stats or c.error]
     keep_stats = set(with_stats[:KEEP_FIRST] + with_stats[len(with_stats) - KEEP_LAST :])
     lines: list[str] = []
-    run: list[ColumnFacts] = []  # consecutive columns shown by name and dtype only
-    hidden: dict[str, int] = {}  # dtype -> count of middle columns collapsed to a tally
+    names: list[ColumnFacts] = []  # consecutive columns shown by name and dtype only
+    hidden: dict[str, int] = {}  # dtype -> count of consecutive hidden columns
     for i, col in enumerate(columns):
-        if "middle-columns" in dropped and i not in edges:
+        if i not in shown:
+            lines.extend(_name_lines(names))
+            names = []
             hidden[col.dtype] = hidden.get(col.dtype, 0) + 1
             continue
         if hidden:
             lines.append(_tally_line(hidden))
             hidden = {}
         if not (col.has_stats or col.error):
-            if run and run[-1].dtype != col.dtype:
-                lines.append(_run_line(run))
-                run = []
-            run.append(col)
+            names.append(col)
             continue
-        if run:
-            lines.append(_run_line(run))
-            run = []
+        lines.extend(_name_lines(names))
+        names = []
         if "stats" in dropped or ("middle-stats" in dropped and i not in keep_stats):
             lines.append(_brief_line(col, facts.n_rows))
         else:
             lines.append(_full_line(col, facts.n_rows, dropped))
-    if run:
-        lines.append(_run_line(run))
+    lines.extend(_name_lines(names))
     if hidden:
         lines.append(_tally_line(hidden))
     return lines
 
 
-def _run_line(run: list[ColumnFacts]) -> str:
-    return "- " + ", ".join(_name(c.name) for c in run) + f": {escape(run[0].dtype)}"
+def _name_lines(columns: list[ColumnFacts]) -> list[str]:
+    """Columns by name and dtype: in order, runs of one dtype sharing a line (``- a, b: int64``), or,
+    when that is clearly longer, one line per dtype (``- dtype int64 ×2: a, b``)."""
+    if not columns:
+        return []
+    runs: list[list[ColumnFacts]] = []
+    for col in columns:
+        if runs and runs[-1][0].dtype == col.dtype:
+            runs[-1].append(col)
+        else:
+            runs.append([col])
+    in_order = ["- " + ", ".join(_name(c.name) for c in run) + f": {escape(run[0].dtype)}" for run in runs]
+    if len(runs) <= 2:
+        return in_order
+    groups: dict[str, list[str]] = {}
+    for col in columns:
+        groups.setdefault(col.dtype, []).append(_name(col.name))
+    grouped = [f"- dtype {escape(dtype)} ×{len(ns):,}: " + ", ".join(ns) for dtype, ns in groups.items()]
+    if estimate_tokens("\n".join(grouped)) <= GROUPING_GAIN * estimate_tokens("\n".join(in_order)):
+        return grouped
+    return in_order
 
 
 def _tally_line(hidden: dict[str, int]) -> str:
@@ -183,35 +244,54 @@ def _tally_line(hidden: dict[str, int]) -> str:
     return f"- {ELLIPSIS} {total:,} more columns: {counts}"
 
 
-def _brief_line(col: ColumnFacts, n_rows: int) -> str:
+def _brief_line(col: ColumnFacts, n_rows: int | None) -> str:
     line = f"- {_name(col.name)}: {escape(col.dtype)}"
-    if col.nulls:
+    if col.nulls and n_rows:
         line += f" · {_percent(col.nulls, n_rows)} null"
     return line
 
 
-def _full_line(col: ColumnFacts, n_rows: int, dropped: list[str]) -> str:
+def _full_line(col: ColumnFacts, n_rows: int | None, dropped: list[str]) -> str:
     parts = [f"- {_name(col.name)}: {escape(col.dtype)}"]
+    rows = n_rows or 0
     if col.error is not None:
         parts.append(f"unavailable ({escape(col.error)})")
-    elif col.has_stats and n_rows == 0:
+    elif col.has_stats and rows == 0:
         parts.append("no rows")
     elif col.has_stats and col.non_null == 0:
-        parts.append(f"all null ({n_rows:,})")
+        parts.append(f"all null ({rows:,})")
     elif col.has_stats:
-        parts.append(f"non-null {col.non_null:,} ({_percent(col.nulls or 0, n_rows)} null)")
-        parts.append(f"distinct {col.distinct:,}")
+        parts.append(f"non-null {col.non_null or 0:,} ({_percent(col.nulls or 0, rows)} null)")
+        if col.distinct is not None:
+            parts.append(f"distinct {col.distinct:,}")
         parts.extend(f"{label} {escape(value)}" for label, value in col.numbers)
         if col.top and "top-values" not in dropped:
             parts.append("top " + ", ".join(f"{escape(v)} {c:,}" for v, c in col.top))
         if col.samples and "samples" not in dropped:
             parts.append("samples " + ", ".join(escape(s) for s in col.samples))
+        parts.extend(_unavailable(col, dropped))
     return " · ".join(parts)
+
+
+def _unavailable(col: ColumnFacts, dropped: list[str]) -> list[str]:
+    """``distinct unavailable (TypeError: …)``; statistics failing for one reason share a part."""
+    skip = {"samples"} if "samples" in dropped else set()
+    if "top-values" in dropped:
+        skip.add("top")
+    groups: list[tuple[list[str], str]] = []
+    for stat, reason in col.unavailable:
+        if stat in skip:
+            continue
+        if groups and groups[-1][1] == reason:
+            groups[-1][0].append(stat)
+        else:
+            groups.append(([stat], reason))
+    return [f"{', '.join(stats)} unavailable ({escape(reason)})" for stats, reason in groups]
 
 
 @functools.lru_cache(maxsize=65_536)
 def _name(name: str) -> str:
-    """A column name as data: bare when plain, JSON-quoted otherwise, always escaped."""
+    """A column name as data: bare when plain, JSON-quoted otherwise, its close guarded."""
     shown = clip(name, NAME_CHARS)
     if not _PLAIN_NAME.fullmatch(shown):
         shown = json.dumps(shown, ensure_ascii=False)

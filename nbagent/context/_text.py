@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 import numbers
@@ -11,7 +12,7 @@ from typing import Any
 
 ELLIPSIS = "…"
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
 _CONTROL_NAMES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -33,21 +34,49 @@ def _escape_control(match: re.Match[str]) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters written as visible escapes."""
+    """``text`` with line breaks, other control characters and lone surrogates written as visible escapes.
+
+    Lone surrogates (how Python decodes non-UTF-8 file names) cannot be stored as UTF-8; ``\\udcff``
+    shows them as written.
+    """
     return _CONTROL.sub(_escape_control, text)
 
 
-def escape(text: str) -> str:
-    """Escape data for the body of a frame: one line, ``&`` and ``<`` escaped so no tag can be forged.
+def printable(text: str) -> str:
+    """``text`` that encodes as UTF-8: lone surrogates written as ``\\udcff``, everything else kept."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
-    ``>`` stays readable (``---->`` arrows, ``->`` hints): without a ``<`` it cannot open or close a tag.
+
+@functools.lru_cache(maxsize=32)
+def _closing(tag: str) -> re.Pattern[str]:
+    # Tolerant of case and spaces (``< / DataFrame``): a reader could take any of them for the close.
+    return re.compile(r"<(\s*)/(?=\s*" + re.escape(tag) + ")", re.IGNORECASE)
+
+
+def guard(text: str, tag: str) -> str:
+    """``text`` with every ``</tag`` written ``<\\/tag``, so data cannot close the ``<tag>`` frame around it.
+
+    Nothing else is escaped: markup, ``&`` and quotes reach the model as written.
     """
-    return one_line(text).replace("&", "&amp;").replace("<", "&lt;")
+    if "<" not in text:
+        return text
+    return _closing(tag).sub(r"<\1\\/", text)
 
 
-def escape_attr(text: str) -> str:
-    """Escape data for a double-quoted attribute value of a frame's opening tag."""
-    return escape(text).replace(">", "&gt;").replace('"', "&quot;")
+def escape(text: str, tag: str) -> str:
+    """Data for one line of the body of a ``<tag>`` frame: control characters made visible, the close guarded."""
+    return guard(one_line(text), tag)
+
+
+def escape_attr(text: str, tag: str) -> str:
+    """Data for a double-quoted attribute of a ``<tag …>`` opening, written as a JSON string's inside.
+
+    ``\\`` and ``"`` are backslash-escaped and control characters made visible, so the value ends at
+    the first unescaped quote; the close is guarded as in the body.
+    """
+    return guard(one_line(text.replace("\\", "\\\\")), tag).replace('"', '\\"')
 
 
 def clip(text: str, limit: int) -> str:

@@ -6,17 +6,21 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from nbagent.context._facts import collect, library_of
+from nbagent.context._collect import collect
+from nbagent.context._native import native_kind
 from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, render_within
+from nbagent.context._text import printable
 from nbagent.messages import UserMessage
 
 
 def is_dataframe(obj: Any) -> bool:
-    """True for pandas and polars DataFrames and Series (and their subclasses), without importing either.
+    """True for pandas and polars DataFrames and Series (and their subclasses) and polars LazyFrames.
 
-    A Series counts: ``dataframe()`` summarizes it as a one-column frame.
+    Nothing is imported to answer (``narwhals.dependencies`` is asked only once pandas or polars is
+    loaded). A Series counts: ``dataframe()`` summarizes it as a one-column frame; a LazyFrame by
+    its schema.
     """
-    return library_of(obj) is not None
+    return native_kind(obj) is not None
 
 
 def dataframe(
@@ -29,11 +33,15 @@ def dataframe(
     cell: Mapping[str, Any] | None = None,
     captured_at: datetime | None = None,
 ) -> UserMessage:
-    """Summarize a pandas or polars DataFrame (or Series) as a ``dataframe`` snapshot message.
+    """Summarize a pandas or polars DataFrame (or Series, or a polars LazyFrame's schema) as a
+    ``dataframe`` snapshot message (SPEC §9.3).
 
-    The text is framed as ``<dataframe …>…</dataframe>`` with every name and value escaped, and is
-    kept within ``budget_tokens`` (as counted by ``estimate_tokens``) by dropping detail in the fixed
-    ``DEGRADATION_ORDER``; the steps taken are listed in ``source["truncated"]``.
+    The text is framed as ``<dataframe …>…</dataframe>``; names and values inside read as written
+    (only a ``</dataframe`` in them is guarded). It is kept within ``budget_tokens`` (as counted by
+    ``estimate_tokens``) by dropping detail in the fixed ``DEGRADATION_ORDER``; the steps taken are
+    listed in ``source["truncated"]``. ``schema_only`` lists every column name and dtype that fits the
+    budget and computes nothing else. A LazyFrame is never collected: its summary is its schema, and
+    its row count in ``source["shape"]`` is None.
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
         raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
@@ -44,7 +52,7 @@ def dataframe(
     text, truncated = render_within(facts, meta, budget_tokens)
     source: dict[str, Any] = {
         "kind": "dataframe",
-        "name": name,
+        "name": None if name is None else printable(name),
         "library": facts.library,
         "shape": [facts.n_rows, facts.n_cols],
         "columns": [c.name for c in facts.columns],

@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+import itertools
 import reprlib
 from collections.abc import Sized
 from typing import Any
 
-from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens
+from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
 from nbagent.messages import UserMessage
 
 MIN_BUDGET_TOKENS = 32
 """The smallest budget a preview is guaranteed to fit."""
 
-_repr = reprlib.Repr()
+_TAG = "variable"
+
+
+class _Repr(reprlib.Repr):
+    """``reprlib.Repr`` keeping a dict's insertion order (``reprlib`` sorts keys), as ``repr`` does."""
+
+    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        pieces = [
+            f"{self.repr1(key, level - 1)}: {self.repr1(value, level - 1)}"
+            for key, value in itertools.islice(x.items(), self.maxdict)
+        ]
+        if len(x) > self.maxdict:
+            pieces.append("...")
+        return "{" + ", ".join(pieces) + "}"
+
+
+_repr = _Repr()
 _repr.maxlevel = 4
 _repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxfrozenset = _repr.maxdeque = 50
 _repr.maxdict = 30
@@ -31,7 +52,8 @@ def variable(obj: Any, name: str, *, budget_tokens: int = 500) -> UserMessage:
     """A ``variable`` message previewing ``obj``: its type, its length or shape, and a bounded repr.
 
     The repr is produced by a size-limited ``reprlib`` (so a huge list is never rendered in full),
-    escaped, and cut to fit ``budget_tokens``. Prefer ``dataframe()`` for pandas and polars frames
+    reaches the model as written (only a ``</variable`` inside is guarded) and is cut to fit
+    ``budget_tokens``. Prefer ``dataframe()`` for pandas and polars frames
     (``is_dataframe`` tells them apart).
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
@@ -42,14 +64,16 @@ def variable(obj: Any, name: str, *, budget_tokens: int = 500) -> UserMessage:
         attrs = [("name", clip(name, chars)), ("type", clip(type_text, chars))]
         if size is not None:
             attrs.append(size)
-        opening = "<variable " + " ".join(f'{k}="{escape_attr(v)}"' for k, v in attrs) + ">"
+        opening = "<variable " + " ".join(f'{k}="{escape_attr(v, _TAG)}"' for k, v in attrs) + ">"
         if estimate_tokens(opening) <= budget_tokens // 2:
             break
-    closing = "</variable>"
+    closing = f"</{_TAG}>"
     body = _bounded_repr(obj)
     room = budget_tokens - estimate_tokens(opening + "\n\n" + closing)
     text = f"{opening}\n{_fit(body, room)}\n{closing}"
-    return UserMessage.text(text, source={"kind": "variable", "name": name, "type": type_text})
+    return UserMessage.text(
+        text, source={"kind": "variable", "name": printable(name), "type": printable(type_text)}
+    )
 
 
 def _size(obj: Any) -> tuple[str, str] | None:
@@ -73,8 +97,8 @@ def _bounded_repr(obj: Any) -> str:
 
 
 def _fit(body: str, room_tokens: int) -> str:
-    """The escaped repr, its lines kept in order and the overflow cut with an ellipsis."""
-    text = "\n".join(escape(line) for line in body.splitlines() or [""])  # reprs may span lines
+    """The guarded repr, its lines kept in order and the overflow cut with an ellipsis."""
+    text = "\n".join(escape(line, _TAG) for line in body.splitlines() or [""])  # reprs may span lines
     if estimate_tokens(text) <= room_tokens:
         return text
     marker = f"{ELLIPSIS} (cut to fit the token budget)"
@@ -86,8 +110,4 @@ def _fit(body: str, room_tokens: int) -> str:
             low = mid
         else:
             high = mid - 1
-    prefix = text[:low]
-    entity = prefix.rfind("&")
-    if entity != -1 and ";" not in prefix[entity:]:
-        prefix = prefix[:entity]  # never leave half an escape such as "&l"
-    return prefix + "\n" + marker
+    return text[:low] + "\n" + marker

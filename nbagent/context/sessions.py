@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+from nbagent.context._text import guard
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.events import ASSISTANT_MESSAGE, USER_MESSAGE
 from nbagent.messages import UserMessage
@@ -24,8 +25,9 @@ class SessionReferenceBudgetError(NbagentError):
 
 
 def _encode(value: Any) -> str:
-    # Escaping every "<" means no text inside can forge the closing delimiter.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    # "</referenced-sessions" inside becomes "<\/referenced-sessions" (JSON's own escape of "/"), so no
+    # text can forge the closing delimiter and everything else reads as written.
+    return guard(json.dumps(value, ensure_ascii=False, separators=(",", ":")), CLOSE[2:-1])
 
 
 def _size(value: Any) -> int:

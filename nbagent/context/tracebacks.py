@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens
+from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
 from nbagent.messages import UserMessage
 
+_TAG = "error"
 MIN_BUDGET_TOKENS = 64
 """The smallest budget an error message is guaranteed to fit."""
 EVALUE_CHARS = 500
@@ -25,7 +26,7 @@ def strip_ansi(text: str) -> str:
 def error(
     ename: str, evalue: str, traceback_text: str | Sequence[str], *, budget_tokens: int = 1000
 ) -> UserMessage:
-    """An ``error`` message: ``<error ename=… evalue=…>`` around the ANSI-stripped, escaped traceback.
+    """An ``error`` message: ``<error ename=… evalue=…>`` around the ANSI-stripped traceback, as written.
 
     ``traceback_text`` may be one string or Jupyter's list of traceback lines. A traceback over
     ``budget_tokens`` keeps its tail (the frames nearest the failure and the exception line) and says
@@ -37,20 +38,21 @@ def error(
         traceback_text = "\n".join(traceback_text)
     ename, evalue = strip_ansi(ename), strip_ansi(evalue)
     opening = _opening(ename, evalue, budget_tokens // 2)
-    closing = "</error>"
+    closing = f"</{_TAG}>"
     raw = [clip(line.rstrip(), LINE_CHARS) for line in strip_ansi(traceback_text).strip("\n").splitlines()]
-    lines = [escape(line) for line in raw or [f"{ename}: {evalue}"]]
+    lines = [escape(line, _TAG) for line in raw or [f"{ename}: {evalue}"]]
     room = budget_tokens - estimate_tokens(f"{opening}\n\n{closing}")
     kept = _tail(lines, room)
     text = "\n".join([opening, *kept, closing])
-    source = {"kind": "error", "ename": ename, "evalue": clip(evalue, EVALUE_CHARS)}
+    source = {"kind": "error", "ename": printable(ename), "evalue": clip(printable(evalue), EVALUE_CHARS)}
     return UserMessage.text(text, source=source)
 
 
 def _opening(ename: str, evalue: str, limit_tokens: int) -> str:
     """The opening tag, its attributes clipped shorter until it costs at most ``limit_tokens``."""
     for chars in (200, 80, 20, 1):
-        tag = f'<error ename="{escape_attr(clip(ename, min(chars, 80)))}" evalue="{escape_attr(clip(evalue, chars))}">'
+        ename_attr = escape_attr(clip(ename, min(chars, 80)), _TAG)
+        tag = f'<error ename="{ename_attr}" evalue="{escape_attr(clip(evalue, chars), _TAG)}">'
         if estimate_tokens(tag) <= limit_tokens:
             break
     return tag
@@ -77,7 +79,7 @@ def _tail(lines: list[str], room_tokens: int) -> list[str]:
 
 
 def _suffix_within(line: str, room_tokens: int) -> str:
-    """The longest end of an escaped ``line`` within ``room_tokens``, not starting inside an escape."""
+    """The longest end of a guarded ``line`` within ``room_tokens``."""
     low, high = 0, len(line)
     while low < high:  # the smallest start index that fits
         mid = (low + high) // 2
@@ -85,8 +87,4 @@ def _suffix_within(line: str, room_tokens: int) -> str:
             high = mid
         else:
             low = mid + 1
-    start = low
-    amp, semi = line.rfind("&", 0, start), line.rfind(";", 0, start)
-    if amp > semi and line.find(";", amp) >= start:
-        start = line.find(";", amp) + 1  # skip the rest of a split "&lt;"
-    return ELLIPSIS + line[start:]
+    return ELLIPSIS + line[low:]

@@ -66,7 +66,7 @@ class LiveTurn:
         self.verb = verb
         self.surface = surface
         self.turn: int | None = None
-        self.view = TurnView(verb, message.plain_text)
+        self.view = TurnView(verb, message.plain_text, agent.inbox)
         self._events: list[Event] = []
         self._offs: list[Callable[[], None]] = []
         self._scheduled = False

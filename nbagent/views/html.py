@@ -123,7 +123,9 @@ def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
         return f'<div class="nba-mark" data-mark="approval" data-outcome="{escape(n.get("outcome") or "asked")}">{escape(n["text"])}</div>'
     if t == "mark":
         return f'<div class="nba-mark" data-mark="{escape(n["mark"])}">{escape(n["text"])}</div>'
-    return ""  # a node type this version does not know
+    if isinstance(n.get("text"), str):  # a node type this renderer has no case for: its words
+        return f'<div class="nba-mark" data-mark="{escape(t)}">{escape(n["text"])}</div>'
+    return ""
 
 
 def turn_head(n: Node) -> str:
@@ -149,6 +151,13 @@ def turn_html(n: Node, kids: Mapping[str | None, list[Node]], *, opened: bool, b
     return (
         f'<details class="nba-turn" data-id="{escape(n["id"])}" data-status="{escape(n["status"])}"'
         f'{" open" if opened else ""}><summary class="nba-turn-head">{turn_head(n)}</summary>{inner}</details>'
+    )
+
+
+def _head(title: str, muted: str, status: str, status_text: str) -> str:
+    return (
+        f'<div class="nba-head"><span class="nba-title">{escape(title)}</span>{_span("nba-muted", muted)}'
+        f'<span class="nba-grow"></span>{pill(status, status_text)}</div>'
     )
 
 
@@ -179,13 +188,7 @@ def timeline_html(bundle: Mapping[str, Any]) -> str:
             body.append(_node(n, kids))
     if not turns and not body:
         body.append('<div class="nba-empty">No turns yet.</div>')
-    head = (
-        '<div class="nba-head"><span class="nba-title">Timeline</span>'
-        + _span("nba-muted", f"{bundle['summary']} · saved view")
-        + '<span class="nba-grow"></span>'
-        + pill(bundle["status"], bundle["status_text"])
-        + "</div>"
-    )
+    head = _head("Timeline", f"{bundle['summary']} · saved view", bundle["status"], bundle["status_text"])
     return _wrap(
         "nba-timeline", f'{head}<div class="nba-scroll">{"".join(body)}</div>', seq=str(bundle["seq"])
     )
@@ -218,11 +221,5 @@ def inbox_html(inbox: Mapping[str, Any]) -> str:
             )
         else:
             parts.append(f'<div class="nba-queue" data-queue="{escape(queue["name"])}">{name}{items}</div>')
-    head = (
-        '<div class="nba-head"><span class="nba-title">Inbox</span>'
-        + _span("nba-muted", f"{inbox['pending_text']} · saved view")
-        + '<span class="nba-grow"></span>'
-        + pill(inbox["status"], inbox["status_text"])
-        + "</div>"
-    )
+    head = _head("Inbox", f"{inbox['pending_text']} · saved view", inbox["status"], inbox["status_text"])
     return _wrap("nba-inbox", head + "".join(parts), pending=str(inbox["pending"]))

@@ -144,7 +144,11 @@ def _source_label(kind: str, source: Mapping[str, Any]) -> str:
         label = source["label"]
     elif kind == "dataframe":
         shape = source.get("shape")
-        size = "×".join(str(n) for n in shape) if isinstance(shape, list | tuple) and len(shape) == 2 else ""
+        size = (
+            "×".join("?" if n is None else str(n) for n in shape)
+            if isinstance(shape, list | tuple) and len(shape) == 2
+            else ""
+        )
         label = " · ".join(str(p) for p in (source.get("name"), size, source.get("library")) if p)
     elif kind == "variable":
         type_name = str(source.get("type") or "").removeprefix("builtins.")
@@ -163,7 +167,14 @@ def _frame_line(source: Mapping[str, Any]) -> str:
     if not (isinstance(shape, list | tuple) and len(shape) == 2):
         return ""
     rows, cols = shape
-    line = f"{rows:,} row{'' if rows == 1 else 's'} × {cols:,} column{'' if cols == 1 else 's'}"
+    parts = [
+        f"{n:,} {word}{'' if n == 1 else 's'}"
+        for n, word in ((rows, "row"), (cols, "column"))
+        if isinstance(n, int)
+    ]
+    if not parts:
+        return ""
+    line = " × ".join(parts)
     columns = source.get("columns")
     if isinstance(columns, list | tuple) and columns:
         line += ": " + ", ".join(str(c) for c in columns)

@@ -60,6 +60,8 @@ def _node(n: Node) -> str | None:
             return f"*{n['text'][:1].upper()}{n['text'][1:]}*"
         case "approval" | "retry":
             return f"*{n['text']}*"
+        case _ if isinstance(n.get("text"), str) and n["type"] not in ("mark", "assistant"):
+            return f"*{n['text']}*"  # a node type this renderer has no case for: its words
     return None
 
 

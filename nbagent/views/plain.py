@@ -42,6 +42,8 @@ def _node_lines(n: Node, indent: str) -> list[str]:
     if t == "retry":
         why = f" ({clip(n['why'], 100)})" if n.get("why") else ""
         return [f"{indent}  … {n['text']}{why}"]
+    if isinstance(n.get("text"), str):  # a node type this renderer has no case for: its words
+        return [f"{indent}  · {n['text']}"]
     return []
 
 

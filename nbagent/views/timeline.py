@@ -85,6 +85,14 @@ class Timeline:
         self._out = []
         return compact(out)
 
+    def seed_pending(self, next_step: Iterable[Any], next_turn: Iterable[Any]) -> None:
+        """Start from the inbox as it is (a fold that begins mid-log, as a live cell's does), so
+        its claim marks name the messages they took."""
+        for queue, messages in ((NEXT_STEP, next_step), (NEXT_TURN, next_turn)):
+            self.pending[queue] = [inbox_item(m, queue) for m in messages]
+            for m in self.pending[queue]:
+                self._queued[m["id"]] = queue
+
     def snapshot(self) -> dict[str, Any]:
         """What the widget needs for a first render: ``{"seq", "nodes"}`` (full text)."""
         return {"seq": self.seq, "nodes": list(self.nodes.values())}

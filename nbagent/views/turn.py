@@ -22,10 +22,13 @@ HEADLINE_MAX = 80
 class TurnView:
     """Follows one delivered message: ``queued`` in the inbox, then its turn until the turn ends."""
 
-    def __init__(self, verb: str, message_text: str) -> None:
+    def __init__(self, verb: str, message_text: str, inbox: Any = None) -> None:
+        """``inbox`` (with ``next_step``/``next_turn``) is what is pending when the view starts."""
         self.verb = verb
         self.what = first_line(message_text, HEADLINE_MAX)
         self.timeline = Timeline()
+        if inbox is not None:
+            self.timeline.seed_pending(inbox.next_step, inbox.next_turn)
         self.turn: int | None = None
         self.discarded = False
 
@@ -40,6 +43,16 @@ class TurnView:
     def feed(self, events: Iterable[Event]) -> None:
         """Fold events of (or after) the claim; the fold opens the turn if its start came earlier."""
         self.timeline.feed(events)
+
+    @property
+    def answer(self) -> str:
+        """The last non-empty answer text of the turn (``""`` before there is one)."""
+        if self.turn is None:
+            return ""
+        answers = [
+            n for n in self.timeline.turn_nodes(self.turn) if n["type"] == "assistant" and not n["failed"]
+        ]
+        return next((n["text"] for n in reversed(answers) if n["text"].strip()), "")
 
     @property
     def final(self) -> bool:

@@ -36,6 +36,8 @@ DELAY = 0.04
 """Seconds a burst of events (a streaming answer) is coalesced into one front-end message."""
 REPUBLISH_DELAY = 0.5
 """Seconds changes are gathered before an output's saved views are re-published."""
+RUNNING_REPUBLISH_DELAY = 5.0
+"""The same while a turn runs (the turn's end re-publishes at once)."""
 SAVED_TURNS = 20
 """Turns kept whole in a saved output (older ones keep only their heads)."""
 SAVED_TEXT = 2000
@@ -70,8 +72,11 @@ class _AgentWidget(anywidget.AnyWidget):
 
     def follow_display(self, handle: Any, *, delay: float = REPUBLISH_DELAY) -> None:
         """Re-publish ``handle``'s output whenever the session changes (streamed text aside), so a
-        saved notebook holds the session as it is, within ``delay`` seconds. The live view is
-        re-rendered from the same model: what the user opened and where they scrolled are kept."""
+        saved notebook holds the session as it is: within ``delay`` seconds while the agent is idle,
+        and every :data:`RUNNING_REPUBLISH_DELAY` seconds while a turn runs (a re-published output
+        is re-rendered, which would slow the live updates of a streaming turn), then at its end.
+        The live view is re-rendered from the same model: what the user opened and where they
+        scrolled are kept."""
 
         def refresh(_changes: list[Any]) -> None:
             try:
@@ -80,14 +85,20 @@ class _AgentWidget(anywidget.AnyWidget):
             except Exception as exc:  # never let a display problem reach the agent
                 log.warning("nbagent widget snapshot refresh failed: %s", exc)
 
-        batch: Coalescer[Any] = Coalescer(refresh, delay)
+        soon: Coalescer[Any] = Coalescer(refresh, delay)
+        later: Coalescer[Any] = Coalescer(refresh, max(delay, RUNNING_REPUBLISH_DELAY))
 
         def on_event(notice: LiveNotice) -> None:
             if notice.event is not None and notice.event.type != ASSISTANT_CHUNK:
-                batch.push(notice.event)
+                (later if self._agent.status == "running" else soon).push(notice.event)
 
-        self._offs = (*self._offs, self._agent.on("event", on_event), self._agent.on("status", batch.push))
-        self._offs = (*self._offs, batch.cancel)
+        def on_status(notice: LiveNotice) -> None:
+            if notice.status != "running":
+                later.cancel()
+                soon.push(notice)
+
+        self._offs = (*self._offs, self._agent.on("event", on_event), self._agent.on("status", on_status))
+        self._offs = (*self._offs, soon.cancel, later.cancel)
 
     def _sync_state(self) -> None:
         """Bring the synced traits up to date, so state saved with the notebook is current."""

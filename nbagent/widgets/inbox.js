@@ -58,6 +58,11 @@ function item(m, ui, send) {
 }
 
 function draw(root, state, ui, send) {
+  // What is opened now is what the user sees: keep it (a toggle event may not have run yet).
+  for (const e of root.querySelectorAll("details.nba-inbox-item")) {
+    if (e.open) ui.opened.add(e.dataset.id);
+    else ui.opened.delete(e.dataset.id);
+  }
   const q = state || { queues: [], pending: 0, pending_text: "0 pending", status: "idle", status_text: "" };
   const head = h("div", "nba-head");
   const status = h("span", "nba-pill", q.status_text);
@@ -101,7 +106,11 @@ export default () => {
       const onMsg = (msg) => {
         if (msg.type === "live") {
           ui.live = true;
-          redraw();
+          root.dataset.live = "true";
+          for (const b of root.querySelectorAll(".nba-remove")) {
+            b.disabled = ui.removing.has(b.closest(".nba-inbox-item").dataset.id);
+            b.title = "Cancel this pending message (agent.inbox.remove)";
+          }
         } else if (msg.type === "removed") {
           ui.removing.delete(msg.id);
           redraw();

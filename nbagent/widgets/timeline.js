@@ -38,6 +38,12 @@ function messageRow(n) {
   return parts;
 }
 
+const turnsLast = (view) => {
+  const top = view.kids.get(null) || [];
+  for (let i = top.length - 1; i >= 0; i--) if (view.nodes.get(top[i]).type === "turn") return top[i];
+  return null;
+};
+
 class TimelineView {
   constructor(el, ui, send) {
     this.ui = ui;
@@ -49,6 +55,7 @@ class TimelineView {
     head.append(h("span", "nba-title", "Timeline"), this.count, h("span", "nba-grow"), this.state);
     this.scroll = h("div", "nba-scroll");
     this.scroll.addEventListener("scroll", () => {
+      if (!this.root.isConnected || this.resetting) return; // only where the user scrolled to
       ui.scrollTop = this.scroll.scrollTop;
       ui.atBottom = this.atBottom();
     });
@@ -65,6 +72,14 @@ class TimelineView {
 
   reset(snapshot) {
     const t0 = performance.now();
+    this.resetting = true;
+    for (const [id, e] of this.els) {
+      // What is opened now is what the user sees: keep it (a toggle event may not have run yet).
+      if (e.tagName === "DETAILS" && e.classList.contains("nba-item")) {
+        if (e.open) this.ui.details.add(id);
+        else this.ui.details.delete(id);
+      }
+    }
     this.seq = snapshot.seq;
     this.waiting = false;
     this.nodes = new Map();
@@ -85,10 +100,28 @@ class TimelineView {
     for (const id of this.kids.get(null) || []) frag.append(this.build(this.nodes.get(id)));
     this.scroll.append(frag);
     this.updateHead();
-    // Open at the recent turns (or where the user was, when the output is re-published).
-    this.scroll.scrollTop = this.ui.scrollTop === null || this.ui.atBottom ? this.scroll.scrollHeight : this.ui.scrollTop;
+    // Open at the recent turns: the end, or the last turn's head when that turn is taller than the
+    // view (or where the user was, when the output is re-published).
+    const place = () => {
+      if (this.ui.scrollTop !== null && !this.ui.atBottom) this.scroll.scrollTop = this.ui.scrollTop;
+      else this.scrollToRecent();
+    };
+    place(); // and again once the view is laid out in the page (render may run before it is attached)
     this.root.dataset.seq = String(this.seq);
     this.root.dataset.renderMs = (performance.now() - t0).toFixed(1);
+    requestAnimationFrame(() => {
+      place();
+      this.resetting = false;
+    });
+  }
+
+  scrollToRecent() {
+    const last = turnsLast(this);
+    this.scroll.scrollTop = this.scroll.scrollHeight;
+    const el = last && this.els.get(last);
+    if (!el) return;
+    const above = el.getBoundingClientRect().top - this.scroll.getBoundingClientRect().top;
+    if (above < 0) this.scroll.scrollTop += above;
   }
 
   index(n) {
@@ -135,6 +168,7 @@ class TimelineView {
       if (n.type === "turn") {
         this.ui.open.set(n.id, true);
         this.scroll.append(this.build(n));
+        this.collapseOld();
       } else {
         const box = this.bodies.get(n.parent ?? null) || (n.parent == null ? this.scroll : null);
         if (box) box.append(this.build(n));
@@ -154,6 +188,17 @@ class TimelineView {
     }
   }
 
+  // A new turn keeps KEEP_OPEN turns opened: the oldest one opened automatically closes (turns the
+  // user opened stay open).
+  collapseOld() {
+    const turns = (this.kids.get(null) || []).filter((id) => this.nodes.get(id).type === "turn");
+    const old = turns[turns.length - 1 - KEEP_OPEN];
+    if (old === undefined || this.ui.open.get(old) !== true) return;
+    this.ui.open.set(old, false);
+    const e = this.els.get(old);
+    if (e) e.open = false;
+  }
+
   refresh(n) {
     const old = this.els.get(n.id);
     if (!old || n.type === "step") return;
@@ -165,7 +210,14 @@ class TimelineView {
 
   build(n) {
     const builder = this[`build_${n.type}`];
-    if (!builder) return document.createComment(n.type); // a node type this version does not know
+    if (!builder) {
+      // A node type this version has no case for: its words as a mark, or nothing.
+      if (typeof n.text !== "string") return document.createComment(n.type);
+      const e = this.mark(n.type, n.text);
+      e.dataset.id = n.id;
+      this.els.set(n.id, e);
+      return e;
+    }
     const e = builder.call(this, n);
     e.dataset.id = n.id;
     this.els.set(n.id, e);
@@ -177,7 +229,8 @@ class TimelineView {
     e.append(h("summary", "nba-turn-head"));
     e.open = !!this.ui.open.get(n.id);
     e.addEventListener("toggle", () => {
-      this.ui.open.set(n.id, e.open);
+      // A toggle the view made itself matches the state it recorded; any other is the user's.
+      if (e.open !== !!this.ui.open.get(n.id)) this.ui.open.set(n.id, e.open ? "user" : false);
       if (e.open) this.fillBody(e, this.nodes.get(n.id));
     });
     this.fillTurn(e, n);

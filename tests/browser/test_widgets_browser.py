@@ -11,7 +11,6 @@ from notebook_page import (
     kinds,
     open_notebook,
     output_text,
-    republished,
     run_cell,
     save,
     set_theme,
@@ -25,10 +24,21 @@ df = pd.DataFrame({"city": ["Oslo", "Lima", "Pune"], "temp_c": [3.5, 18.2, 31.0]
 agent.inject(dataframe(df, name="df"));"""
 
 
-def turn_done(page: Any, turn: int = 1, generation: int = 2) -> None:
-    """Wait for ``turn`` to complete and for the outputs to be re-published after going idle."""
-    page.locator(f'.nba-turn[data-id="turn-{turn}"][data-status="completed"]').first.wait_for()
-    republished(page, generation)
+def saved_view_shows(page: Any, needle: str) -> None:
+    """Wait until some output's saved ``text/html`` holds ``needle`` (outputs are re-published on change)."""
+    page.wait_for_function(
+        """(needle) => window.jupyterapp.shell.currentWidget.content.widgets.some(c => { const o = c.model.outputs;
+          if (!o) return false; for (let k = 0; k < o.length; k++) { const d = o.get(k).data['text/html'];
+            if (d && [].concat(d).join('').includes(needle)) return true; }
+          return false; })""",
+        arg=needle,
+    )
+
+
+def turn_done(page: Any, turn: int = 1) -> None:
+    """Wait for ``turn`` to complete, in the widget and in its saved view."""
+    page.locator(f'.nba-timeline .nba-turn[data-id="turn-{turn}"][data-status="completed"]').first.wait_for()
+    saved_view_shows(page, f'data-id="turn-{turn}" data-status="completed"')
 
 
 def timeline_turn(page: Any, turn: int) -> Any:
@@ -52,11 +62,11 @@ def test_an_injected_dataframe_waits_in_the_inbox_then_reaches_the_model_before_
     inbox = page.locator(".nba-inbox")
     inbox.wait_for()
     run_cell(page, 1)
-    item = inbox.locator('[data-queue="next-step"] li.nba-inbox-item')
+    item = inbox.locator('[data-queue="next-step"] .nba-inbox-item')
     item.wait_for()
     assert kinds(item, 1) == ["dataframe"]
     assert item.locator(".nba-badge").inner_text() == "dataframe"
-    assert item.locator(".nba-label").inner_text() == "df 3×2"
+    assert item.locator(".nba-label").inner_text() == "df · 3×2 · pandas"
     assert page.locator(".nba-timeline .nba-turn").count() == 0  # inject never starts the model
     shot(page, "01-inbox-dataframe-pending")
 
@@ -68,11 +78,11 @@ def test_an_injected_dataframe_waits_in_the_inbox_then_reaches_the_model_before_
     badges = messages.locator(".nba-badge")
     colours = badges.evaluate_all("els => els.map(e => getComputedStyle(e).color)")
     assert colours[0] != colours[1]
-    assert badges.all_inner_texts() == ["dataframe", "user"]
+    assert badges.all_inner_texts() == ["dataframe", "followup"]
     assert turn.locator(".nba-answer .nba-answer-text").inner_text() == "Pune is warmest at 31.0 °C."
     page.locator('.nba-inbox[data-pending="0"]').wait_for()
 
-    messages.first.locator(".nba-row").click()
+    messages.first.locator("summary").click()
     detail = messages.first.locator(".nba-detail pre")
     detail.wait_for()
     run_cell(page, 3)
@@ -107,9 +117,9 @@ def test_a_steer_sent_while_a_turn_streams_becomes_its_next_step(lab: Lab, page:
     open_notebook(page, lab.lab_url(name, "steer"))
     run_cell(page, 0)
     run_cell(page, 1)
-    running = page.locator('.nba-turn.nba-running[data-id="turn-1"]')
+    running = page.locator('.nba-timeline .nba-turn[data-status="running"][data-id="turn-1"]')
     running.locator(".nba-answer.nba-streaming").wait_for()
-    assert page.locator(".nba-timeline .nba-head .nba-status").inner_text() == "running"
+    assert page.locator(".nba-timeline .nba-head .nba-pill").inner_text() == "turn 1 running"
     shot(page, "03-running-turn-streams")
 
     run_cell(page, 2)
@@ -121,11 +131,12 @@ def test_a_steer_sent_while_a_turn_streams_becomes_its_next_step(lab: Lab, page:
     step2 = turn.locator(".nba-step").nth(1)
     assert kinds(step2.locator(".nba-msg"), 1) == ["user"]
     assert step2.locator(".nba-msg .nba-line").inner_text() == "Also check for nulls"
+    assert step2.locator(".nba-msg .nba-badge").inner_text() == "steer"  # not a followup
     assert step2.locator(".nba-answer-text").inner_text() == "No nulls in any column."
     assert turn.locator(".nba-step").nth(0).locator(".nba-answer-text").inner_text().startswith("Profiling")
     assert turn.locator(".nba-mark[data-mark=claim]").all_inner_texts() == [
-        "claimed 1 from next-turn",
-        "claimed 1 from next-step",
+        "took from next-turn: followup «Profile the table»",
+        "took from next-step: steer «Also check for nulls»",
     ]
     shot(page, "04-steer-is-the-next-step")
 
@@ -143,15 +154,16 @@ def test_the_remove_button_cancels_a_pending_item(lab: Lab, page: Any) -> None:
     open_notebook(page, lab.lab_url(name, "remove"))
     run_cell(page, 0)
     run_cell(page, 1)
-    items = page.locator('.nba-inbox [data-queue="next-step"] li.nba-inbox-item')
+    items = page.locator('.nba-inbox [data-queue="next-step"] .nba-inbox-item')
     page.locator('.nba-inbox[data-pending="2"]').wait_for()
     assert kinds(items, 2) == ["cell", "variable"]
     shot(page, "05a-before-remove")
+    page.locator('.nba-inbox[data-live="true"]').wait_for()  # the kernel answered: removing works
     items.nth(1).locator("button.nba-remove").click()
     page.locator('.nba-inbox[data-pending="1"]').wait_for()
     assert kinds(items, 1) == ["cell"]
-    mark = page.locator('.nba-timeline .nba-mark[data-mark="discard"]')
-    assert mark.inner_text() == "canceled 1 pending in next-step"
+    mark = page.locator('.nba-timeline .nba-mark[data-mark="cancel"]')
+    assert mark.inner_text() == "canceled from next-step before the model saw it: variable cfg · dict"
     run_cell(page, 2)
     assert output_text(page, 2).strip() == "agent/inbox/spliced canceled 1 0"
     shot(page, "05b-removed-and-logged")
@@ -261,12 +273,15 @@ def test_a_saved_notebook_reopened_without_its_kernel_shows_the_timeline(
             DATAFRAME_CELL,
             'agent.followup("Which city is warmest?");',
             "while agent.status != 'idle': await __import__('asyncio').sleep(0.05)\nshow(agent);",
+            'agent.inject(cell_text("still pending"));',
         ],
     )
     open_notebook(page, lab.lab_url(name, "reopen"))
-    for i in range(4):
+    for i in range(5):
         run_cell(page, i)
     turn_done(page)
+    page.locator('.nba-inbox[data-pending="1"][data-live="true"]').last.wait_for()
+    saved_view_shows(page, 'data-pending="1"')  # re-published, so saving now keeps it current
     save(page)
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
     page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
@@ -282,6 +297,10 @@ def test_a_saved_notebook_reopened_without_its_kernel_shows_the_timeline(
         assert kinds(turn.locator(".nba-msg"), 2) == ["dataframe", "user"]
         assert "Pune is warmest." in turn.inner_text()
         assert again.get_by_text("model not found").count() == 0
+        remove = again.locator('.nba-inbox[data-pending="1"] .nba-remove').last
+        remove.wait_for()
+        assert remove.is_disabled()  # no kernel holds this widget: removing could not work
+        assert "Needs the running kernel" in (remove.get_attribute("title") or "")
         first = again.locator(".nba-timeline").first  # shown before the turn, saved after it
         assert "Pune is warmest." in first.inner_text()
         shot(again, "09-reopened-without-kernel")

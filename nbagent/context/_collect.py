@@ -1,0 +1,299 @@
+"""The facts of a pandas or polars frame, collected through narwhals.
+
+Exact statistics (null counts, min, max, mean, std) are one ``select`` over every row; the costly ones
+(distinct counts, top values, samples) use a fixed-seed sample of frames over ``SAMPLE_ROWS`` rows.
+pandas- and polars-only details live in ``_pandas`` and ``_polars``. Libraries are imported here only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from nbagent.context import _pandas, _polars
+from nbagent.context._facts import (
+    SAMPLE_ROWS,
+    SAMPLE_SEED,
+    WIDE_COLUMNS,
+    WIDE_FIRST,
+    WIDE_LAST,
+    ColumnFacts,
+    FrameFacts,
+)
+from nbagent.context._native import native_kind, type_name
+from nbagent.context._stats import Failure, exact_stats, failure, sampled_stats, select_stats
+from nbagent.context._text import clip, format_number, format_value, printable
+
+TOP_VALUES = 5
+TOP_MAX_DISTINCT = 50
+SAMPLES = 3
+SAMPLE_CHARS = 80
+TOP_CHARS = 40
+CELL_CHARS = 40
+SCAN = 200
+"""Leading non-null values scanned for samples and for "is this short text"."""
+ELLIPSIS_COLUMN = "…"
+
+_INSTALL = 'pip install "nbagent[dataframes]"'
+
+
+def collect(obj: Any, *, rows: int, schema_only: bool) -> FrameFacts:
+    """The facts of a pandas or polars DataFrame or Series, or of a polars LazyFrame (its schema)."""
+    kind = native_kind(obj)
+    if kind is None:
+        raise TypeError(
+            f"expected a pandas or polars DataFrame or Series (or a polars LazyFrame), got "
+            f"{type_name(obj)}; use nbagent.context.variable() for other objects"
+        )
+    library, shape = kind
+    nw = _narwhals(library)
+    if shape == "LazyFrame":
+        names, dtypes = _polars.names_and_dtypes(obj)
+        columns = tuple(ColumnFacts(printable(n), d) for n, d in zip(names, dtypes, strict=True))
+        return FrameFacts(library, type_name(obj), None, columns, schema_only=True, lazy=True)
+    native = obj.to_frame() if shape == "Series" else obj
+    if library == "pandas":
+        names, dtypes = _pandas.names_and_dtypes(native)
+        frame = nw.from_native(_pandas.positional(native), eager_only=True)
+        index = _pandas.index_text(native)
+    else:
+        names, dtypes = _polars.names_and_dtypes(native)
+        frame = nw.from_native(native, eager_only=True)
+        index = None
+    n_rows = len(frame)
+    if schema_only:
+        columns = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
+        return FrameFacts(library, type_name(obj), n_rows, columns, index=index, schema_only=True)
+
+    keys = list(frame.columns)
+    wide = len(keys) > WIDE_COLUMNS
+    chosen = _edges(len(keys)) if wide else list(range(len(keys)))
+    sampled = n_rows > SAMPLE_ROWS
+    with warnings.catch_warnings():  # a library's RuntimeWarning would land in the user's cell
+        warnings.simplefilter("ignore", RuntimeWarning)
+        stats = _column_stats(frame, [keys[i] for i in chosen], sampled)
+        header, head_rows = _head(native, frame, keys, names, chosen, rows, library)
+    columns = tuple(
+        _column(stats[keys[i]], name, dtype, n_rows) if keys[i] in stats else ColumnFacts(name, dtype)
+        for i, (name, dtype) in enumerate(zip(names, dtypes, strict=True))
+    )
+    memory = _pandas.memory_text(native, sampled) if library == "pandas" else _polars.memory_text(native)
+    return FrameFacts(
+        library=library,
+        type_name=type_name(obj),
+        n_rows=n_rows,
+        columns=columns,
+        index=index,
+        head_header=header,
+        head_rows=head_rows,
+        memory=memory,
+        sampled_rows=SAMPLE_ROWS if sampled else None,
+        wide=wide,
+    )
+
+
+def _narwhals(library: str) -> Any:
+    try:
+        import narwhals.stable.v2 as nw
+    except ImportError:
+        raise ModuleNotFoundError(
+            f"summarizing a {library} frame needs narwhals 2 or later, which is not installed; {_INSTALL}"
+        ) from None
+    return nw
+
+
+def _edges(n: int) -> list[int]:
+    return list(range(WIDE_FIRST)) + list(range(n - WIDE_LAST, n))
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """One column's raw statistics, before its facts are written."""
+
+    exact: dict[str, Any]
+    """Over all rows: ``{stat: value, None or Failure}`` (see ``_stats.exact_stats``)."""
+    costly: dict[str, Any]
+    """Over the sample (or all rows of a short frame), see ``_stats.sampled_stats``."""
+    values: Any
+    """The column of the sample, as a narwhals Series."""
+    kind: str
+
+
+def _column_stats(frame: Any, keys: list[str], sampled: bool) -> dict[str, _Measured]:
+    """Each chosen column's statistics: one select over all rows, and for a long frame a second one
+    over its fixed-seed sample for the costly statistics."""
+    schema = frame.schema
+    if not sampled:
+        plans = {key: {**exact_stats(schema[key]), **sampled_stats(False)} for key in keys}
+        both = select_stats(frame, plans)
+        return {
+            key: _Measured(both[key], both[key], frame.get_column(key), _kind(schema[key])) for key in keys
+        }
+    exact = select_stats(frame, {key: exact_stats(schema[key]) for key in keys})
+    sample = frame.select(keys).sample(n=SAMPLE_ROWS, seed=SAMPLE_SEED)
+    costly = select_stats(sample, {key: sampled_stats(True) for key in keys})
+    return {
+        key: _Measured(exact[key], costly[key], sample.get_column(key), _kind(schema[key])) for key in keys
+    }
+
+
+def _kind(dtype: Any) -> str:
+    """``numeric``, ``temporal``, ``categorical`` (boolean, categorical, enum), ``text`` (string,
+    Python objects) or ``other`` (lists, structs…)."""
+    import narwhals.stable.v2 as nw
+
+    if dtype.is_numeric():
+        return "numeric"
+    if dtype.is_temporal():
+        return "temporal"
+    if dtype == nw.Boolean or dtype == nw.Categorical or dtype == nw.Enum:
+        return "categorical"
+    if dtype == nw.String or dtype == nw.Object:
+        return "text"
+    return "other"
+
+
+def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFacts:
+    """A column's facts; a failed statistic is listed as unavailable, a failed null count fails all."""
+    exact, costly = measured.exact, measured.costly
+    nulls = exact["nulls"]
+    if isinstance(nulls, Failure) or nulls is None:
+        reason = nulls.reason if isinstance(nulls, Failure) else "no null count"
+        return ColumnFacts(name=name, dtype=dtype, error=reason)
+    nulls = int(nulls)
+    non_null = n_rows - nulls
+    if non_null == 0:
+        return ColumnFacts(name=name, dtype=dtype, has_stats=True, non_null=0, nulls=nulls, distinct=0)
+    unavailable: list[tuple[str, str]] = []
+    distinct = costly["distinct"]
+    if isinstance(distinct, Failure):
+        unavailable.append(("distinct", distinct.reason))
+        distinct = None
+    numbers = _numbers(exact, measured.kind, unavailable)
+    leading: list[Any] = []
+    try:
+        leading = measured.values.drop_nulls().head(SCAN).to_list()
+    except Exception as exc:
+        unavailable.append(("samples", failure(exc).reason))
+    top: tuple[tuple[str, int], ...] = ()
+    in_sample = int(costly.get("count", non_null) or 0)
+    if distinct is not None and _wants_top(measured.kind, int(distinct), in_sample, leading):
+        try:
+            top = _top_values(measured.values.drop_nulls())
+        except Exception as exc:
+            unavailable.append(("top", failure(exc).reason))
+    samples: tuple[str, ...] = ()
+    if leading:
+        try:
+            samples = _samples(leading)
+        except Exception as exc:
+            unavailable.append(("samples", failure(exc).reason))
+    return ColumnFacts(
+        name=name,
+        dtype=dtype,
+        has_stats=True,
+        non_null=non_null,
+        nulls=nulls,
+        distinct=None if distinct is None else int(distinct),
+        numbers=numbers,
+        top=top,
+        samples=samples,
+        unavailable=tuple(unavailable),
+    )
+
+
+def _numbers(
+    exact: dict[str, Any], kind: str, unavailable: list[tuple[str, str]]
+) -> tuple[tuple[str, str], ...]:
+    """min, max, mean, std in display order; for floats with infinities or NaNs the mean and std are
+    over the finite values (and say so) and those values are counted."""
+    counts = [(label, exact.get(stat)) for label, stat in (("infinite", "infinite"), ("NaN", "nan"))]
+    special = any(isinstance(v, int) and v > 0 for _, v in counts)
+    fmt = format_number if kind == "numeric" else format_value
+    labels = {"mean": "finite mean", "std": "finite std"} if special else {}
+    out: list[tuple[str, str]] = []
+    for stat in ("min", "max", "mean", "std"):
+        value = exact.get(stat)
+        if isinstance(value, Failure):
+            unavailable.append((stat, value.reason))
+        elif value is not None:
+            out.append((labels.get(stat, stat), fmt(value)))
+    for label, value in counts:
+        if isinstance(value, Failure):
+            unavailable.append((label, value.reason))
+        elif value:
+            out.append((label, f"{int(value):,}"))
+    return tuple(out)
+
+
+def _wants_top(kind: str, distinct: int, in_sample: int, leading: list[Any]) -> bool:
+    """Top values for booleans and categoricals, and for short text that repeats."""
+    if kind == "categorical":
+        return True
+    return (
+        kind == "text"
+        and distinct < in_sample
+        and (distinct <= TOP_MAX_DISTINCT or 2 * distinct <= in_sample)
+        and all(len(format_value(v)) <= SAMPLE_CHARS for v in leading)
+    )
+
+
+def _top_values(values: Any) -> tuple[tuple[str, int], ...]:
+    """The most frequent values with their counts; ties broken by value so the order is stable."""
+    counts = values.value_counts(sort=True, name="count")
+    key = counts.columns[0]
+    try:
+        rows = counts.sort(["count", key], descending=[True, False]).head(4 * TOP_VALUES).rows()
+    except Exception:  # values that do not order among themselves: order their text instead
+        rows = sorted(counts.rows(), key=lambda r: (-int(r[1]), format_value(r[0])))
+    top = [(_quoted(v, TOP_CHARS), int(c)) for v, c in rows if int(c) > 0]
+    return tuple(top[:TOP_VALUES])
+
+
+def _samples(leading: list[Any]) -> tuple[str, ...]:
+    """Up to ``SAMPLES`` distinct leading values, each cut to about ``SAMPLE_CHARS`` characters."""
+    seen: list[str] = []
+    for value in leading:
+        text = _quoted(value, SAMPLE_CHARS)
+        if text not in seen:
+            seen.append(text)
+            if len(seen) == SAMPLES:
+                break
+    return tuple(seen)
+
+
+def _quoted(value: Any, limit: int) -> str:
+    """A value for a list: strings cut to ``limit`` and then quoted, anything else cut to ``limit``."""
+    if isinstance(value, str):
+        return format_value(clip(printable(value), limit), quote_strings=True)
+    return clip(printable(format_value(value)), limit)
+
+
+def _head(
+    native: Any, frame: Any, keys: list[str], names: list[str], chosen: list[int], rows: int, library: str
+) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """The first ``rows`` rows as text, limited to the columns that have statistics."""
+    if rows <= 0 or len(frame) == 0:
+        return (), ()
+    try:
+        head = frame.select([keys[i] for i in chosen]).head(rows).rows()
+    except Exception as exc:
+        return ("unavailable",), ((failure(exc).reason,),)
+    header = [names[i] for i in chosen]
+    if len(chosen) < len(keys):
+        header.insert(WIDE_FIRST, ELLIPSIS_COLUMN)
+        head = [(*r[:WIDE_FIRST], ELLIPSIS_COLUMN, *r[WIDE_FIRST:]) for r in head]
+    index = _pandas.head_index(native, rows) if library == "pandas" else None
+    if index is not None:
+        header.insert(0, index[0])
+        head = [(label, *r) for label, r in zip(index[1], head, strict=False)]
+    pandas = library == "pandas"
+    return tuple(header), tuple(tuple(_cell(v, pandas) for v in r) for r in head)
+
+
+def _cell(value: Any, nan_is_null: bool) -> str:
+    try:
+        return clip(printable(format_value(value, nan_is_null=nan_is_null)), CELL_CHARS)
+    except Exception:
+        return "unavailable"
