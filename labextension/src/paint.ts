@@ -232,12 +232,15 @@ export class TimelineView {
       this._reset(bundle);
     }
     this._bundle = bundle;
+    // The root's class says what it shows, as in the static HTML: a whole-session timeline, one
+    // turn (a live cell's view), or the inbox.
     const inbox = bundle.view === 'inbox';
+    const live = !inbox && bundle.scope !== null;
     this.node.classList.toggle('nba-inbox', inbox);
-    this.node.classList.toggle('nba-timeline', !inbox);
+    this.node.classList.toggle('nba-live', live);
+    this.node.classList.toggle('nba-timeline', !inbox && !live);
     this.node.dataset.seq = String(bundle.seq);
     this.node.dataset.status = bundle.status;
-    this.node.classList.toggle('nba-live', bundle.scope !== null);
     this._paintHead(bundle);
     if (inbox) {
       this._paintPending(bundle, true);
@@ -358,7 +361,7 @@ export class TimelineView {
       const head = el('summary', 'nba-turn-head');
       head.append(...turnHead(n));
       const body = el('div', 'nba-turn-body');
-      body.append(this._why(n));
+      this._setWhy(body, n);
       box.append(head, body);
       entry.element = box;
       entry.children = body;
@@ -390,14 +393,17 @@ export class TimelineView {
     }
   }
 
-  private _why(n: INode): HTMLElement {
-    const why = el('div', 'nba-why');
-    if (n.why) {
-      why.append(el('b', '', 'Why:'), document.createTextNode(` ${n.why}`));
-    } else {
-      why.hidden = true;
+  /** The turn body's first child says why a turn did not complete (absent when it did). */
+  private _setWhy(body: HTMLElement, n: INode): void {
+    const old = body.firstElementChild;
+    if (old?.classList.contains('nba-why')) {
+      old.remove();
     }
-    return why;
+    if (n.why) {
+      const why = el('div', 'nba-why');
+      why.append(el('b', '', 'Why:'), document.createTextNode(` ${n.why}`));
+      body.prepend(why);
+    }
   }
 
   /** Build the descendants of a turn, in log order, the first time it is opened. */
@@ -426,7 +432,7 @@ export class TimelineView {
     if (n.type === 'turn') {
       old.dataset.status = str(n.status);
       old.querySelector(':scope > summary')!.replaceChildren(...turnHead(n));
-      entry.children!.firstElementChild!.replaceWith(this._why(n));
+      this._setWhy(entry.children!, n);
       return;
     }
     if (n.type === 'step') {
