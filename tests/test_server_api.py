@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -32,6 +33,9 @@ def get(jp_fetch: Any, jp_asyncio_loop: Any) -> Any:
     """A blocking GET against the test server: ``get(*path, **params)`` -> (status, body)."""
 
     def fetch(*parts: str, headers: dict[str, str] | None = None, **params: Any) -> tuple[int, Any]:
+        # The server runs on the fixture's loop; an async test before this one may have left the
+        # thread without a current loop, which tornado's client looks up.
+        asyncio.set_event_loop(jp_asyncio_loop)
         try:
             r = jp_asyncio_loop.run_until_complete(
                 jp_fetch(*parts, params={k: str(v) for k, v in params.items()}, headers=headers)

@@ -107,6 +107,10 @@ def test_the_panel_lists_two_notebooks_sessions_opens_one_follows_a_live_turn_an
         turn2.wait_for()
         assert "Second beta question" in turn2.inner_text()
         assert int(tab.get_attribute("data-seq") or 0) > seq_before
+        # The panel, still shown beside the tab, refreshed by itself: the file browser's own polling
+        # noticed the other kernel's writes to the folder's session files.
+        beta_meta = '.jp-nbagent-row[data-file="proj/beta.nbagent.sqlite"] .jp-nbagent-row-meta'
+        panel_page.locator(beta_meta, has_text="2 turns").wait_for()
         shot(panel_page, "lab-06-session-tab-following")
 
         # Export the transcript as Markdown from the tab's toolbar.
@@ -128,11 +132,11 @@ def test_the_panel_lists_two_notebooks_sessions_opens_one_follows_a_live_turn_an
         assert XSS in md and md.startswith("# Alpha question")
         assert panel_page.evaluate(XSS_RAN_JS) is None
 
-        # The panel refreshes on demand with the new figures of the live session.
+        # And on demand.
+        panel_page.evaluate("() => { document.getElementById('nbagent-sessions').dataset.state = 'stale'; }")
         panel_page.locator(".jp-nbagent-refresh").click()
-        panel_page.locator(
-            '.jp-nbagent-row[data-file="proj/beta.nbagent.sqlite"] .jp-nbagent-row-meta', has_text="2 turns"
-        ).wait_for()
+        panel_page.locator('.jp-nbagent-panel[data-state="ready"]').wait_for()
+        assert panel_page.locator(beta_meta).inner_text().startswith("2 turns · ")
         shot(panel_page, "lab-07-sessions-panel-refreshed")
     finally:
         context.close()
