@@ -166,6 +166,19 @@ def _prog() -> str:
     return "python -m nbagent" if name in ("", "__main__.py", "-c") else name
 
 
+def transcript_command(file: str, session: str | None, fmt: str) -> int:
+    """Print a session's transcript (read-only; the file is never changed)."""
+    from nbagent.errors import NbagentError
+    from nbagent.labserver.export import transcript
+
+    try:
+        sys.stdout.write(transcript(file, session, fmt=fmt))
+    except NbagentError as exc:
+        print(f"nbagent transcript: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from nbagent import __version__
 
@@ -208,6 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     copy.add_argument("source", metavar="SRC")
     copy.add_argument("destination", metavar="DST")
     copy.add_argument("--session", metavar="ID", help="only this session (default: all of SRC)")
+    export = sub.add_parser(
+        "transcript",
+        help="print a session's transcript: typed prompts and injected context marked apart (read-only)",
+    )
+    export.add_argument("file", help="the session file, e.g. analysis.nbagent.sqlite")
+    export.add_argument(
+        "--session", metavar="ID", help="the session id or a prefix (default: the most recent)"
+    )
+    export.add_argument(
+        "--format", choices=("md", "html"), default="md", help="Markdown (default) or an HTML page"
+    )
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -216,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         return sessions_command(args)
     if args.command == "demo":
         return demo()
+    if args.command == "transcript":
+        return transcript_command(args.file, args.session, args.format)
     return quickstart(args.headless)
 
 

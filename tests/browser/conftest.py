@@ -52,8 +52,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _settings(root: Path) -> Path:
-    """Lab settings that keep the browser off the network (no news, no update checks)."""
+def _settings(root: Path, save_widget_state: bool = True) -> Path:
+    """Lab settings that keep the browser off the network (no news, no update checks); the suite
+    turns "Save Widget State Automatically" on unless ``save_widget_state`` is false (JupyterLab's
+    default)."""
     settings = root / "settings"
     notification = settings / "@jupyterlab" / "apputils-extension"
     notification.mkdir(parents=True)
@@ -62,7 +64,7 @@ def _settings(root: Path) -> Path:
     )
     widgets = settings / "@jupyter-widgets" / "jupyterlab-manager"
     widgets.mkdir(parents=True)
-    (widgets / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))
+    (widgets / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": save_widget_state}))
     return settings
 
 
@@ -107,14 +109,22 @@ class Lab:
 
 
 @contextlib.contextmanager
-def start_lab(base: Path) -> Iterator[Lab]:
-    """Run ``jupyter lab`` on a free port of 127.0.0.1 with a fresh token and root under ``base``."""
-    root = base / "notebooks"
-    root.mkdir()
+def start_lab(
+    base: Path,
+    *,
+    save_widget_state: bool = True,
+    root: Path | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> Iterator[Lab]:
+    """Run ``jupyter lab`` on a free port of 127.0.0.1 with a fresh token and root under ``base``
+    (or ``root``); ``extra_args`` go to the server's command line."""
+    if root is None:
+        root = base / "notebooks"
+        root.mkdir()
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
-        "JUPYTERLAB_SETTINGS_DIR": str(_settings(base)),
+        "JUPYTERLAB_SETTINGS_DIR": str(_settings(base, save_widget_state)),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
         "PYTHONPATH": os.pathsep.join(
@@ -126,6 +136,7 @@ def start_lab(base: Path) -> Iterator[Lab]:
         f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
         "--LabApp.expose_app_in_browser=True", "--JupyterNotebookApp.expose_app_in_browser=True",
         "--ServerApp.port_retries=0", "--LabApp.extension_manager=readonly",
+        *extra_args,
     ]  # fmt: skip
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")

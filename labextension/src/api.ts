@@ -1,0 +1,107 @@
+/**
+ * The server extension's read-only REST API (`<base_url>nbagent/api/`), through Jupyter's
+ * authenticated connection settings.
+ */
+
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { IBundle } from './paint';
+
+export interface ISession {
+  file: string;
+  id: string;
+  title: string | null;
+  first_prompt: string;
+  label: string;
+  turns: number;
+  events: number;
+  last_time: number | null;
+  created_at: number;
+  model: string | null;
+  notebook: string | null;
+}
+
+/** A session file nbagent could not read: its path and why. */
+export interface IUnreadable {
+  file: string;
+  error: string;
+}
+
+export type Listing = (ISession | IUnreadable)[];
+
+const settings = ServerConnection.makeSettings();
+
+async function get(path: string, params: Record<string, string | number>): Promise<Response> {
+  const query = URLExt.objectToQueryString(Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])));
+  const url = URLExt.join(settings.baseUrl, 'nbagent', 'api', 'sessions', path) + query;
+  const response = await ServerConnection.makeRequest(url, {}, settings);
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = (await response.json()).message || message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new Error(message);
+  }
+  return response;
+}
+
+/** The sessions of the session files in `folder` (relative to the server root). */
+export async function listSessions(folder: string): Promise<Listing> {
+  return (await get('', { path: folder })).json();
+}
+
+/** The timeline bundle of a session, or `null` when `known` (a bundle's seq) is still current. */
+export async function fetchTimeline(file: string, id: string, known?: number): Promise<IBundle | null> {
+  const params: Record<string, string | number> = { file };
+  if (known !== undefined) {
+    params.known = known;
+  }
+  const response = await get(`${encodeURIComponent(id)}/timeline`, params);
+  return response.status === 204 ? null : response.json();
+}
+
+/** The transcript of a session: Markdown (`md`) or a standalone HTML page (`html`). */
+export async function fetchTranscript(
+  file: string,
+  id: string,
+  format: 'md' | 'html' = 'md'
+): Promise<{ name: string; text: string }> {
+  const response = await get(`${encodeURIComponent(id)}/transcript`, { file, format });
+  const disposition = response.headers.get('Content-Disposition') ?? '';
+  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `transcript.${format}`;
+  return { name, text: await response.text() };
+}
+
+/** Save `text` as a download named `name` in the browser. */
+export function download(name: string, text: string, mime = 'text/markdown'): void {
+  const url = URL.createObjectURL(new Blob([text], { type: `${mime};charset=utf-8` }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.style.display = 'none';
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** `3 min ago`, `yesterday`, a date: how long ago Unix ms `time` was. */
+export function ago(time: number | null, now = Date.now()): string {
+  if (!time) {
+    return 'no activity';
+  }
+  const s = Math.max(0, Math.round((now - time) / 1000));
+  if (s < 60) {
+    return 'just now';
+  }
+  if (s < 3600) {
+    return `${Math.round(s / 60)} min ago`;
+  }
+  if (s < 86400) {
+    return `${Math.round(s / 3600)} h ago`;
+  }
+  return new Date(time).toLocaleDateString();
+}

@@ -1,0 +1,139 @@
+/**
+ * nbagent in JupyterLab and Notebook 7:
+ * - `nbagent:timeline-renderer` paints saved agent timelines without a kernel;
+ * - `nbagent:sessions` adds the "Agent sessions" side panel, the read-only session tabs, and
+ *   transcript export.
+ */
+
+import {
+  ILabShell,
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { LabIcon } from '@jupyterlab/ui-components';
+
+import { download, fetchTranscript, ISession } from './api';
+import { SessionsPanel } from './panel';
+import { RANK, timelineFactory } from './renderer';
+import { watchSavedState } from './savedstate';
+import { sessionTab } from './tab';
+
+import '../style/index.css';
+
+const ICON = new LabIcon({
+  name: 'nbagent:sessions',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" width="16"><g class="jp-icon3" fill="#616161">' +
+    '<path d="M4 3h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2zm2 4v2h12V7H6zm0 4v2h8v-2H6z"/></g></svg>'
+});
+
+const COMMANDS = {
+  open: 'nbagent:open-session',
+  refresh: 'nbagent:refresh-sessions',
+  exportMarkdown: 'nbagent:export-transcript',
+  show: 'nbagent:show-sessions'
+};
+
+const rendererPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'nbagent:timeline-renderer',
+  description: 'Renders saved nbagent timelines (application/vnd.nbagent.timeline+json) without a kernel.',
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  optional: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, notebooks: INotebookTracker | null) => {
+    rendermime.addFactory(timelineFactory(null), RANK);
+    // Inside a notebook the renderer can hand over to the live widget of the same output.
+    const adopt = (panel: NotebookPanel): void => {
+      const registry = panel.content.rendermime;
+      registry.addFactory(timelineFactory(registry), RANK);
+      watchSavedState(panel);
+    };
+    notebooks?.forEach(adopt);
+    notebooks?.widgetAdded.connect((_, panel) => adopt(panel));
+  }
+};
+
+const sessionsPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'nbagent:sessions',
+  description: 'The Agent sessions side panel, read-only session timelines and transcript export.',
+  autoStart: true,
+  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    labShell: ILabShell | null,
+    browser: IDefaultFileBrowser | null,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null
+  ) => {
+    const { commands, shell } = app;
+    const open = (s: Pick<ISession, 'file' | 'id' | 'label'>): void => {
+      void commands.execute(COMMANDS.open, { file: s.file, id: s.id, label: s.label });
+    };
+    commands.addCommand(COMMANDS.open, {
+      label: 'Open Agent Session Timeline',
+      execute: args => {
+        const session = {
+          file: String(args.file),
+          id: String(args.id),
+          label: String(args.label ?? args.id)
+        };
+        const id = `nbagent-session-${session.id}`;
+        for (const w of shell.widgets('main')) {
+          if (w.id === id) {
+            shell.activateById(id);
+            return w;
+          }
+        }
+        const tab = sessionTab(session);
+        shell.add(tab, 'main');
+        shell.activateById(tab.id);
+        return tab;
+      }
+    });
+    commands.addCommand(COMMANDS.exportMarkdown, {
+      label: 'Export Agent Session Transcript (Markdown)',
+      execute: async args => {
+        const { name, text } = await fetchTranscript(String(args.file), String(args.id), 'md');
+        download(name, text);
+      }
+    });
+    if (!labShell) {
+      return; // Notebook 7 and other shells: the renderer and the commands only
+    }
+    const panel = new SessionsPanel({ open });
+    panel.title.icon = ICON;
+    labShell.add(panel, 'left', { rank: 600 });
+    restorer?.add(panel, 'nbagent-sessions');
+    commands.addCommand(COMMANDS.refresh, {
+      label: 'Refresh Agent Sessions',
+      execute: () => panel.refresh()
+    });
+    commands.addCommand(COMMANDS.show, {
+      label: 'Show Agent Sessions',
+      execute: () => labShell.activateById(panel.id)
+    });
+    palette?.addItem({ command: COMMANDS.show, category: 'nbagent' });
+    palette?.addItem({ command: COMMANDS.refresh, category: 'nbagent' });
+    if (browser) {
+      const model = browser.model;
+      panel.setFolder(model.path);
+      model.pathChanged.connect(() => panel.setFolder(model.path));
+      model.refreshed.connect(() => panel.noticeFiles({ path: model.path, items: () => model.items() }));
+      model.fileChanged.connect((_, change) => {
+        const paths = [change.oldValue?.path, change.newValue?.path];
+        if (paths.some(p => p && /nbagent\.sqlite$/.test(p))) {
+          void panel.refresh();
+        }
+      });
+    } else {
+      void panel.refresh();
+    }
+  }
+};
+
+export default [rendererPlugin, sessionsPlugin];

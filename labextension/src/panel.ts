@@ -1,0 +1,198 @@
+/**
+ * The "Agent sessions" side panel: the sessions of the `*.nbagent.sqlite` files in the file
+ * browser's current folder (title or first prompt, turns, events, last activity, model). It follows
+ * the file browser's folder and refreshes when the folder's files change, when it is shown, or on
+ * demand. Every string from a session goes into the DOM as text.
+ */
+
+import { downloadIcon, LabIcon, refreshIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
+
+import { ago, download, fetchTranscript, ISession, IUnreadable, Listing, listSessions } from './api';
+import { el } from './paint';
+
+export interface ISessionsPanelOptions {
+  /** Open a session's timeline tab. */
+  open: (session: ISession) => void;
+}
+
+/** Signals and state of the folder to follow (the default file browser's model, in practice). */
+export interface IFolderSource {
+  readonly path: string;
+  items(): Iterable<{ name: string; last_modified: string; size?: number | null }>;
+}
+
+/** A small button: an optional icon and a label, with a tooltip. */
+function button(cls: string, icon: LabIcon | null, label: string, tooltip: string, onClick: () => void): HTMLElement {
+  const b = el('button', `jp-nbagent-button ${cls}`);
+  b.title = tooltip;
+  b.setAttribute('aria-label', tooltip);
+  if (icon) {
+    b.append(icon.element({ tag: 'span', className: 'jp-nbagent-button-icon' }));
+  }
+  if (label) {
+    b.append(el('span', '', label));
+  }
+  b.addEventListener('click', e => {
+    e.stopPropagation();
+    onClick();
+  });
+  return b;
+}
+
+const SESSION_FILE = /(^|\.)nbagent\.sqlite(-wal)?$/;
+
+export class SessionsPanel extends Widget {
+  constructor(options: ISessionsPanelOptions) {
+    super();
+    this._open = options.open;
+    this.id = 'nbagent-sessions';
+    this.addClass('jp-nbagent-panel');
+    this.title.caption = 'Agent sessions';
+    const head = el('div', 'jp-nbagent-panel-head');
+    head.append(el('span', 'jp-nbagent-panel-title', 'Agent sessions'));
+    const refresh = button('jp-nbagent-refresh', refreshIcon, '', 'Refresh the list of sessions', () => void this.refresh());
+    this._folderLine = el('div', 'jp-nbagent-panel-folder');
+    this._list = el('ul', 'jp-nbagent-list');
+    this._message = el('div', 'jp-nbagent-panel-message');
+    this.node.append(head, this._folderLine, this._message, this._list);
+    head.append(refresh);
+  }
+
+  /** The folder listed (relative to the server root, `""` for the root). */
+  get folder(): string {
+    return this._folder;
+  }
+
+  /** List `folder` (refreshes when it differs from the folder listed). */
+  setFolder(folder: string): void {
+    if (folder !== this._folder) {
+      this._folder = folder;
+      this._signature = '';
+      void this.refresh();
+    }
+  }
+
+  /** Refresh if the session files in `source` (the file browser's listing) changed. */
+  noticeFiles(source: IFolderSource): void {
+    if (source.path !== this._folder) {
+      this.setFolder(source.path);
+      return;
+    }
+    const parts: string[] = [];
+    for (const f of source.items()) {
+      if (SESSION_FILE.test(f.name)) {
+        parts.push(`${f.name}:${f.last_modified}:${f.size ?? ''}`);
+      }
+    }
+    const signature = parts.sort().join('|');
+    if (signature !== this._signature) {
+      this._signature = signature;
+      void this.refresh();
+    }
+  }
+
+  /** Fetch the listing and paint it; concurrent calls share one fetch after the running one. */
+  async refresh(): Promise<void> {
+    if (this._running) {
+      this._again = true;
+      return this._running;
+    }
+    this._running = this._fetch();
+    try {
+      await this._running;
+    } finally {
+      this._running = null;
+    }
+    if (this._again) {
+      this._again = false;
+      await this.refresh();
+    }
+  }
+
+  protected onAfterShow(): void {
+    void this.refresh();
+  }
+
+  private async _fetch(): Promise<void> {
+    const folder = this._folder;
+    this.node.dataset.state = 'loading';
+    try {
+      const rows = await listSessions(folder);
+      if (folder === this._folder) {
+        this._paint(rows);
+      }
+    } catch (error) {
+      this._list.replaceChildren();
+      this._message.textContent = `Could not list sessions in /${folder}: ${(error as Error).message}`;
+      this.node.dataset.state = 'error';
+    }
+  }
+
+  private _paint(rows: Listing): void {
+    this._folderLine.textContent = `/${this._folder}`;
+    const items = rows.map(r => ('error' in r ? this._unreadable(r) : this._row(r)));
+    this._list.replaceChildren(...items);
+    this._message.textContent = rows.length
+      ? ''
+      : 'No agent sessions in this folder. A notebook using nbagent keeps them in <notebook>.nbagent.sqlite beside it.';
+    this.node.dataset.state = 'ready';
+    this.node.dataset.count = String(rows.filter(r => !('error' in r)).length);
+    this.node.dataset.folder = this._folder;
+  }
+
+  private _row(s: ISession): HTMLElement {
+    const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
+    li.tabIndex = 0;
+    li.title = `${s.label}\n${s.file} · session ${s.id}\nDouble-click or Enter to open the timeline`;
+    const label = el('div', 'jp-nbagent-row-label', s.label);
+    const facts = [
+      `${s.turns} turn${s.turns === 1 ? '' : 's'}`,
+      `${s.events} event${s.events === 1 ? '' : 's'}`,
+      s.model ?? 'no model',
+      ago(s.last_time)
+    ];
+    const meta = el('div', 'jp-nbagent-row-meta', facts.join(' · '));
+    const file = el('div', 'jp-nbagent-row-file', s.file.split('/').pop() ?? s.file);
+    const actions = el('div', 'jp-nbagent-row-actions');
+    const open = button('jp-nbagent-open', null, 'Open', 'Open the timeline (read-only, follows the session live)', () =>
+      this._open(s)
+    );
+    const exportButton = button('jp-nbagent-export', downloadIcon, 'Markdown', 'Export the transcript as Markdown', () =>
+      void this._export(s)
+    );
+    actions.append(open, exportButton);
+    li.append(label, meta, file, actions);
+    li.addEventListener('dblclick', () => this._open(s));
+    li.addEventListener('keydown', e => {
+      if (e.key === 'Enter') {
+        this._open(s);
+      }
+    });
+    return li;
+  }
+
+  private _unreadable(r: IUnreadable): HTMLElement {
+    const li = el('li', 'jp-nbagent-row jp-nbagent-unreadable', undefined, { file: r.file });
+    li.append(el('div', 'jp-nbagent-row-label', `⚠ ${r.file.split('/').pop()}`), el('div', 'jp-nbagent-row-meta', r.error));
+    return li;
+  }
+
+  private async _export(s: ISession): Promise<void> {
+    try {
+      const { name, text } = await fetchTranscript(s.file, s.id, 'md');
+      download(name, text);
+    } catch (error) {
+      this._message.textContent = `Could not export ${s.file}: ${(error as Error).message}`;
+    }
+  }
+
+  private _open: (session: ISession) => void;
+  private _folder = '';
+  private _signature = '';
+  private _list: HTMLElement;
+  private _message: HTMLElement;
+  private _folderLine: HTMLElement;
+  private _running: Promise<void> | null = null;
+  private _again = false;
+}

@@ -1,0 +1,110 @@
+/**
+ * The mime renderer of `application/vnd.nbagent.timeline+json`: a saved timeline shows without a
+ * kernel and without saved widget state, in JupyterLab and Notebook 7.
+ *
+ * nbagent's widget outputs carry the live widget view, this bundle, `text/html` and `text/plain`.
+ * This renderer ranks above the widget view, paints the bundle at once, and, inside a notebook,
+ * also asks the notebook's widget renderer for the live view of the same output. Only when that view
+ * really appears (the kernel, or saved widget state, has the model) does it take the painted
+ * timeline's place, so "model not found" is never what the user sees.
+ */
+
+import { MimeModel, IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Panel, Widget } from '@lumino/widgets';
+
+import { IBundle, SUPPORTED_VERSION, TIMELINE_MIME, TimelineView, unsupported } from './paint';
+
+export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
+/** Above the widget view's renderer (rank -10, jupyterlab-manager), below nothing else of ours. */
+export const RANK = -20;
+
+export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
+  constructor(registry: IRenderMimeRegistry | null) {
+    super();
+    this.addClass('jp-nbagent-output');
+    this._registry = registry;
+    this._painted = new Widget({ node: this._view.node });
+    this.addWidget(this._painted);
+  }
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._render(model);
+    const view = model.data[WIDGET_VIEW_MIME] as { model_id?: string } | undefined;
+    if (view?.model_id && view.model_id !== this._modelId && this._registry?.getFactory(WIDGET_VIEW_MIME)) {
+      this._modelId = view.model_id;
+      this._tryLive(model);
+    }
+  }
+
+  /** Paint the bundle (unless the live widget has taken over). */
+  private _render(model: IRenderMime.IMimeModel): void {
+    if (this._painted.isDisposed) {
+      return;
+    }
+    const bundle = model.data[TIMELINE_MIME] as unknown as IBundle | undefined;
+    if (bundle && bundle.version === SUPPORTED_VERSION && Array.isArray(bundle.nodes)) {
+      this._view.note = bundle.scope === null ? 'saved view' : '';
+      this._view.render(bundle);
+    } else {
+      this._view.node.replaceChildren(unsupported(bundle, String(model.data['text/plain'] ?? '')));
+    }
+    this.node.dataset.view = 'saved';
+  }
+
+  /** Render the widget view of the same output out of sight; show it once it has content. */
+  private _tryLive(model: IRenderMime.IMimeModel): void {
+    this._observer?.disconnect();
+    this._live?.dispose();
+    const live = this._registry!.createRenderer(WIDGET_VIEW_MIME);
+    live.hide();
+    this.addWidget(live);
+    this._live = live;
+    // The live view appeared: show it. The widget renderer gave up (no such model): drop it, so
+    // its error text is nowhere in the page; the painted timeline stays.
+    const settle = (): void => {
+      if (live.isDisposed) {
+        return;
+      }
+      if (live.node.firstElementChild) {
+        this._observer?.disconnect();
+        live.show();
+        this._painted.dispose(); // one timeline in the page: the live one
+        this.node.dataset.view = 'live';
+      } else if (/error/i.test(live.node.textContent ?? '')) {
+        this._observer?.disconnect();
+        live.dispose();
+        this._live = null;
+      }
+    };
+    this._observer = new MutationObserver(settle);
+    this._observer.observe(live.node, { childList: true });
+    const data = { [WIDGET_VIEW_MIME]: model.data[WIDGET_VIEW_MIME] };
+    live
+      .renderModel(new MimeModel({ data, metadata: model.metadata, trusted: model.trusted }))
+      .then(settle)
+      .catch(() => undefined); // the painted timeline stays
+  }
+
+  dispose(): void {
+    this._observer?.disconnect();
+    super.dispose();
+  }
+
+  private _registry: IRenderMimeRegistry | null;
+  private _view = new TimelineView({ note: 'saved view' });
+  private _painted: Widget;
+  private _live: IRenderMime.IRenderer | null = null;
+  private _modelId = '';
+  private _observer: MutationObserver | null = null;
+}
+
+/** A renderer factory; with `registry` (a notebook's), saved outputs defer to the live widget. */
+export function timelineFactory(registry: IRenderMimeRegistry | null): IRenderMime.IRendererFactory {
+  return {
+    safe: true,
+    mimeTypes: [TIMELINE_MIME],
+    defaultRank: RANK,
+    createRenderer: () => new TimelineRenderer(registry)
+  };
+}

@@ -1,0 +1,31 @@
+"""The Jupyter server extension behind the "Agent sessions" panel and the timeline tab.
+
+Enabled on install (``jupyter-config/server-config/nbagent.json``); it adds the read-only REST
+API of :mod:`nbagent.labserver.handlers` under ``<base_url>nbagent/api/``. Jupyter imports it by
+module name; nothing of Jupyter is imported until the server loads it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    return [{"module": "nbagent.labserver"}]
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    from nbagent.labserver.handlers import routes
+    from nbagent.labserver.sessions import TimelineCache
+
+    web_app = serverapp.web_app
+    web_app.settings["nbagent_root"] = serverapp.root_dir
+    web_app.settings["nbagent_timelines"] = TimelineCache()
+    web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
+    serverapp.log.info(
+        "nbagent: read-only session API at %snbagent/api/sessions", web_app.settings["base_url"]
+    )
+
+
+# The names Jupyter Server looks up (older servers used the unprefixed one).
+load_jupyter_server_extension = _load_jupyter_server_extension

@@ -1,0 +1,66 @@
+"""A session's transcript as Markdown or a standalone HTML page (``nbagent transcript``, the panel's
+export): one fold of the log (:mod:`nbagent.views`), read strictly read-only."""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from pathlib import Path
+
+from nbagent.errors import SessionNotFoundError
+from nbagent.labserver.sessions import first_prompt
+from nbagent.reading import list_sessions, read_events
+from nbagent.store import SessionRow
+
+FORMATS = ("md", "html")
+
+
+def pick_session(path: str | os.PathLike[str], session_id: str | None) -> SessionRow:
+    """The session ``session_id`` of the file, or its most recently active one."""
+    if not os.path.lexists(path):
+        raise SessionNotFoundError(f"no session file at {path}; give the path of a <notebook>.nbagent.sqlite")
+    rows = list_sessions(path)
+    if not rows:
+        raise SessionNotFoundError(f"{path} holds no session yet (the file is empty)")
+    if session_id is None:
+        return rows[0]
+    for row in rows:
+        if row.id == session_id or (len(session_id) >= 4 and row.id.startswith(session_id)):
+            return row
+    known = ", ".join(r.id[:8] for r in rows[:5])
+    raise SessionNotFoundError(f"no session {session_id} in {path}; it holds {known}")
+
+
+def _title(row: SessionRow, prompt: str) -> str:
+    return row.title or prompt or f"session {row.id[:8]}"
+
+
+def transcript(path: str | os.PathLike[str], session_id: str | None = None, *, fmt: str = "md") -> str:
+    """The transcript of one session: Markdown (``md``) or a standalone HTML page (``html``).
+
+    Typed prompts and injected context are marked apart by their source, as in ``%agent
+    transcript``. Raises :class:`~nbagent.errors.SessionFileError` for a file nbagent cannot read
+    and :class:`~nbagent.errors.SessionNotFoundError` for an unknown session.
+    """
+    from nbagent.views import stylesheet, timeline_html, timeline_json, transcript_markdown
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown transcript format {fmt!r}; use one of {', '.join(FORMATS)}")
+    row = pick_session(path, session_id)
+    events = read_events(path, row.id)
+    title = _title(row, first_prompt(events[:64]))
+    bundle = timeline_json(events, max_text=None)
+    if fmt == "md":
+        facts = " · ".join(
+            p for p in (Path(path).name, f"session {row.id}", row.model and f"model {row.model}") if p
+        )
+        heading = " ".join(title.split())
+        return f"# {heading}\n\n*{facts}*\n\n" + transcript_markdown(bundle)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{stylesheet()}\n"
+        "body{margin:2em auto;max-width:60em;padding:0 1em}</style></head>"
+        f'<body><h1 class="nbagent-title">{escape(title)}</h1>'
+        f"<p>{escape(Path(path).name)} · session {escape(row.id)}</p>"
+        f"{timeline_html(bundle)}</body></html>\n"
+    )

@@ -1,0 +1,154 @@
+"""What the lab extension shows, read strictly read-only from session files (SPEC §6.1, §9.6).
+
+Everything goes through :func:`nbagent.list_sessions` and :func:`nbagent.read_events`, which never
+write, lock, or create ``-wal``/``-shm`` files. Nothing here knows HTTP: the handlers turn the
+results into JSON and :class:`~nbagent.errors.NbagentError` into status codes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nbagent.errors import NbagentError
+from nbagent.events import INBOX_SPLICED, USER_MESSAGE, Event
+from nbagent.labserver.paths import PathRefused, is_session_file_name, resolve
+from nbagent.reading import list_sessions, read_events
+from nbagent.store import SessionRow
+
+PROMPT_SCAN = 64
+"""How many leading events are searched for a session's first typed prompt."""
+
+
+def session_files(folder: Path) -> list[Path]:
+    """The session files directly in ``folder`` (``*.nbagent.sqlite``, ``nbagent.sqlite``), by name."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    return sorted(
+        Path(e.path) for e in entries if is_session_file_name(e.name) and e.is_file(follow_symlinks=True)
+    )
+
+
+def _prompt_line(content: Any, limit: int = 200) -> str:
+    text = "".join(
+        b.get("text", "") for b in content or () if isinstance(b, Mapping) and b.get("type") == "text"
+    )
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def first_prompt(events: Iterable[Event]) -> str:
+    """The first line of the first typed prompt (source kind ``user``) queued or sent, or ``""``."""
+    for ev in events:
+        if ev.type == INBOX_SPLICED:
+            messages: Iterable[Any] = ev.data.get("inserted") or ()
+        elif ev.type == USER_MESSAGE:
+            messages = (ev.data,)
+        else:
+            continue
+        for message in messages:
+            if isinstance(message, Mapping) and (message.get("source") or {}).get("kind") == "user":
+                return _prompt_line(message.get("content"))
+    return ""
+
+
+def session_entry(row: SessionRow, api_file: str, prompt: str) -> dict[str, Any]:
+    """One session as the REST list shows it."""
+    return {
+        "file": api_file,
+        "id": row.id,
+        "title": row.title,
+        "first_prompt": prompt,
+        "label": row.title or prompt or "(no prompt yet)",
+        "turns": row.turns,
+        "events": row.events,
+        "last_time": row.last_time,
+        "created_at": row.created_at,
+        "model": row.model,
+        "notebook": row.notebook,
+    }
+
+
+def file_sessions(path: Path, api_file: str) -> list[dict[str, Any]]:
+    """The sessions of one file, most recent activity first. Raises ``NbagentError`` for a file
+    nbagent cannot read (not a session file, newer schema, damaged)."""
+    out = []
+    for row in list_sessions(path):
+        prompt = "" if row.title else first_prompt(read_events(path, row.id, limit=PROMPT_SCAN))
+        out.append(session_entry(row, api_file, prompt))
+    return out
+
+
+def folder_sessions(
+    root: str | os.PathLike[str], folder: Path, api_folder: str, *, allow_hidden: bool = False
+) -> list[dict[str, Any]]:
+    """Every session of every session file in ``folder`` (under ``root``), most recent first.
+
+    A link leading out of ``root`` is left out. A file nbagent cannot read appears once as
+    ``{"file", "error"}`` so a reader can say why.
+    """
+    out: list[dict[str, Any]] = []
+    for path in session_files(folder):
+        api_file = f"{api_folder}/{path.name}" if api_folder else path.name
+        try:
+            target = resolve(root, api_file, kind="file", allow_hidden=allow_hidden)
+        except PathRefused:
+            continue
+        try:
+            out.extend(file_sessions(target.real, api_file))
+        except NbagentError as exc:
+            out.append({"file": api_file, "error": str(exc)})
+    out.sort(key=lambda s: s.get("last_time") or s.get("created_at") or 0, reverse=True)
+    return out
+
+
+def event_json(ev: Event) -> dict[str, Any]:
+    return {"seq": ev.seq, "time": ev.time, "type": ev.type, "data": ev.data}
+
+
+class TimelineCache:
+    """Folded timelines of recently viewed sessions, so a follower's poll folds only new events.
+
+    Keyed on the file's identity (device, inode) and the session id: a file replaced under the same
+    name starts a fresh fold.
+    """
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+
+    def bundle(self, path: Path, session_id: str, *, known: int | None, max_text: int | None) -> dict | None:
+        """The session's timeline bundle, or ``None`` when ``known`` (a bundle's ``seq``) is still
+        current. Reads only the events after those already folded."""
+        from nbagent.views import Timeline
+
+        st = path.stat()
+        key = (st.st_dev, st.st_ino, session_id)
+        with self._lock:
+            lock = self._key_locks.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                timeline = self._entries.pop(key, None)
+            if timeline is None:
+                timeline = Timeline()
+            page = read_events(path, session_id, after=timeline.seq - 1)
+            if page and page[0].seq != timeline.seq:  # the log is not the one folded: start again
+                timeline = Timeline()
+                page = read_events(path, session_id)
+            timeline.feed(page)
+            with self._lock:
+                self._entries[key] = timeline
+                while len(self._entries) > self.size:
+                    old, _ = self._entries.popitem(last=False)
+                    self._key_locks.pop(old, None)
+            if known is not None and known == timeline.seq:
+                return None
+            return timeline.to_json(max_text=max_text)

@@ -1,0 +1,65 @@
+"""Real session files for the lab extension's tests and benchmark, written by real agents.
+
+Sessions are written on a thread of their own (``asyncio.run`` there), so a caller with an event
+loop of its own (a Jupyter server fixture) is left alone; :data:`WRITER` is a script that a
+second process runs to write a session while a test reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+XSS = '<img src=x onerror="window.__nbagent_xss=1"></dataframe><script>window.__nbagent_xss=2</script>'
+"""Text that would run or break out if any painter treated message content as HTML."""
+
+
+async def _write(path: Path, prompts: Sequence[str], context: str | None, title: str | None) -> str:
+    import nbagent
+    from nbagent.context import cell_text
+
+    agent = nbagent.open_session(path, model="echo", title=title)
+    if context is not None:
+        agent.inject(cell_text(context, label="notes"))
+    for prompt in prompts:
+        await agent.run(prompt)
+    sid = agent.session_id
+    await agent.close()
+    return sid
+
+
+def write_session(
+    path: Path, prompts: Sequence[str], *, context: str | None = None, title: str | None = None
+) -> str:
+    """A session in ``path`` (created if missing): ``context`` injected, then one turn per prompt
+    answered by the offline echo model. Returns its id."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _write(path, prompts, context, title)).result()
+
+
+WRITER = """
+import asyncio, sys
+import nbagent
+from nbagent.context import cell_text
+
+async def main(path, count):
+    agent = nbagent.open_session(path, model="echo")
+    print(agent.session_id, flush=True)
+    for i in range(count):
+        agent.inject(cell_text(f"context {i}", label=f"n{i}"))
+        if i % 10 == 9:
+            await agent.run(f"prompt {i}")
+    await agent.close()
+    print("done", flush=True)
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+
+def writer_command(path: Path, count: int) -> list[str]:
+    """A second process that writes ``count`` injects (and a turn every ten) into a new session,
+    printing the session id first and ``done`` last."""
+    return [sys.executable, "-c", WRITER, str(path), str(count)]
