@@ -329,3 +329,13 @@ def test_a_steer_cell_during_a_running_turn_lands_in_that_turns_next_step(tmp_pa
             "first answer",
             "use the 2024 data\nand skip nulls",
         ]
+
+
+def test_wait_is_a_flag_before_or_after_the_message_and_plain_text_after_double_dash() -> None:
+    from nbagent.notebook.arguments import split_options
+
+    flags = ("--wait",)
+    assert split_options("What stands out? --wait", (), flags) == ("--wait", "What stands out?")
+    assert split_options("--wait What stands out?", (), flags) == ("--wait", "What stands out?")
+    assert split_options("What stands out?", (), flags) == ("", "What stands out?")
+    assert split_options("-- explain the --wait", (), flags) == ("", "explain the --wait")

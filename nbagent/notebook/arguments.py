@@ -8,12 +8,19 @@ from __future__ import annotations
 from collections.abc import Collection
 
 
-def split_options(line: str, valued: Collection[str]) -> tuple[str, str]:
+def split_options(line: str, valued: Collection[str], trailing: Collection[str] = ()) -> tuple[str, str]:
     """``("--rows 3 --schema-only", "df")`` for ``"--rows 3 --schema-only df"``.
 
     Options are the leading tokens starting with ``-``; those in ``valued`` (without ``=``) take the
-    next token (quoted or not) as their value; ``--`` ends the options. The rest is returned verbatim.
+    next token (quoted or not) as their value; ``--`` ends the options. The rest is returned verbatim,
+    except that flags in ``trailing`` (such as ``--wait``) are also taken from the end of the text, as
+    in ``%followup What stands out? --wait``.
     """
+    if trailing and "--" not in line.split():
+        words = line.rstrip().rsplit(None, 1)
+        if len(words) == 2 and words[1] in trailing:
+            options, text = split_options(words[0], valued, trailing)
+            return f"{options} {words[1]}".strip(), text
     i, n = 0, len(line)
     consumed_to = 0
     while True:

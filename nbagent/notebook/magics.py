@@ -172,7 +172,7 @@ class AgentMagics(Magics):
         from nbagent.messages import UserMessage
         from nbagent.notebook.live import DisplaySurface, LiveTurn
 
-        options, text = split_options(line, ())
+        options, text = split_options(line, (), trailing=("--wait",))
         if asks_for_help(options, text if cell is None else ""):
             show_help(method)
             return

@@ -26,6 +26,7 @@ from nbagent.views import (
     inbox_model,
     inbox_text,
     timeline_html,
+    timeline_json,
     timeline_text,
 )
 
@@ -224,7 +225,14 @@ class InboxWidget(_AgentWidget):
     def saved_views(self) -> dict[str, Any]:
         self._batch.flush_now()
         view = self._view()
-        return {"text/plain": inbox_text(view), "text/html": inbox_html(view)}
+        # The lab extension paints this form without a kernel (no "model not found" after a reopen).
+        saved = {
+            **timeline_json(self._agent.events, max_turns=0),
+            "view": "inbox",
+            "status": view["status"],
+            "status_text": view["status_text"],
+        }
+        return {"text/plain": inbox_text(view), "text/html": inbox_html(view), TIMELINE_MIME: saved}
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict):
