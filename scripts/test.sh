@@ -20,11 +20,11 @@ fi
 # The kernel tests run on ipykernel 7 (installed above) and on ipykernel 6: a pip-less venv whose own
 # site-packages holds only ipykernel 6 and that sees this interpreter's packages behind it.
 IPK6=build/ipykernel6
-if ! "$IPK6/bin/python" -c 'import ipykernel, sys; sys.exit(ipykernel.version_info[0] != 6)' 2>/dev/null; then
+if ! "$IPK6/bin/python" -c 'import ipykernel, sys; import ipykernel.kernelapp; sys.exit(ipykernel.version_info[0] != 6)' 2>/dev/null; then
   rm -rf "$IPK6"
   python3 -m venv --without-pip "$IPK6"
   site=$("$IPK6/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  python3 -m pip install -q --no-deps --target "$site" "ipykernel>=6.25,<7" "nest-asyncio>=1.6"
+  python3 -m pip install -q --no-deps --target "$site" "ipykernel>=6.25,<7" "nest-asyncio>=1.6" psutil
   python3 -c 'import site, sys, sysconfig
 paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()])
 lines = [f"import site; site.addsitedir({p!r})" for p in paths]
