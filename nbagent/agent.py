@@ -4,9 +4,9 @@ the turn loop in ``loop.py``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from nbagent.driver import Driver, Resumed, in_driver
 from nbagent.events import NEXT_STEP, NEXT_TURN, Event
@@ -22,6 +22,8 @@ from nbagent.retry import RetryPolicy
 from nbagent.runs import Run, fold_run
 from nbagent.store import SessionStore
 from nbagent.tools import Tool, as_tools
+
+T = TypeVar("T")
 
 __all__ = ["Agent", "LiveNotice", "in_driver"]
 
@@ -124,19 +126,37 @@ class Agent:
         self.driver.cancel(cause, keep_inbox=keep_inbox)
 
     async def when_idle(self) -> None:
-        """Resolve once the driver has stopped and nothing waking is latched (status ``idle``)."""
-        await self.driver.when_idle()
+        """Resolve once the driver has stopped and nothing waking is latched (status ``idle``).
+
+        Awaitable from any loop: from another running loop (a notebook cell's ``await``, while the
+        agent lives on the notebook's agent loop) the wait runs on the agent's loop.
+        """
+        await self._on_own_loop(self.driver.when_idle())
 
     async def run(self, message: UserMessage | str, *, steer: bool = False) -> Run:
         """Deliver ``message`` (a followup, or steering), wait until idle, return the owned run."""
+        return await self._on_own_loop(self._run(message, steer=steer))
+
+    async def _run(self, message: UserMessage | str, *, steer: bool) -> Run:
         start = self.driver.committed
         self.steer(message) if steer else self.followup(message)
-        await self.when_idle()
+        await self.driver.when_idle()
         return fold_run(self.driver.projections.since(start))
 
     async def close(self) -> None:
         """Abort a running turn (cause ``"closed"``), wait for it, keep the inbox, release the lease."""
-        await self.driver.close()
+        await self._on_own_loop(self.driver.close())
+
+    async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` here, or on the agent's loop when the caller runs on another live loop."""
+        loop = self.driver.loop
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop or not loop.is_running():
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
     def on(self, name: str, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
         """Subscribe to a live notice; returns a function that unsubscribes."""

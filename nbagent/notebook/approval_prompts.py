@@ -86,14 +86,17 @@ class _Slot:
     def _composed(self) -> dict[str, Any]:
         from IPython.core.formatters import format_display_data
 
+        from nbagent.views import TIMELINE_MIME
         from nbagent.widgets.approval import settled_bundle
 
         data = self._data
         turn_html = str(data.get("text/html", ""))
         if self.records:
             done = settled_bundle(self.records)
+            # The decisions are drawn in the HTML: the timeline bundle (which a JupyterLab renderer
+            # would prefer) is left out so they stay in view; the timeline shows them as nodes too.
             data = {
-                **data,
+                **{key: value for key, value in data.items() if key != TIMELINE_MIME},
                 "text/plain": f"{data.get('text/plain', '')}\n{done['text/plain']}",
                 "text/html": turn_html + done["text/html"],
             }
