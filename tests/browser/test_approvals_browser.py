@@ -73,7 +73,7 @@ def test_approve_and_deny_clicked_under_a_finished_followup_cell(lab: Lab, page:
     shot(page, "approvals-02-second-question", cell(page, 1))
     prompt.locator('button[data-action="deny"]').click()
     assert records(page, 1, 2) == ["allowed-once", "rejected"]
-    cell(page, 1).get_by_text("turn 1: completed").wait_for()
+    cell(page, 1).get_by_text("turn 1 · done").wait_for()
     text = output_text(page, 1)
     assert "run_code approved (clicked in the notebook)" in text
     assert "run_code denied (clicked in the notebook)" in text
@@ -110,7 +110,7 @@ def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) ->
     pending_prompt(page, 1, "second = 1").locator('button[data-action="deny"]').click()
     pending_prompt(page, 1, "third = 1").locator('button[data-action="session"]').click()
     assert records(page, 1, 4) == ["allowed-once", "rejected", "allowed-once", "allowed-once"]
-    cell(page, 1).get_by_text("turn 1: completed").wait_for()
+    cell(page, 1).get_by_text("turn 1 · done").wait_for()
     text = output_text(page, 1)
     assert "run_code approved (clicked in the notebook, and for the rest of the session)" in text
     assert "run_code approved (allowed for this session)" in text  # the fourth call did not ask
