@@ -4,11 +4,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 # The install builds the JupyterLab extension (labextension/) with Node.js and npm.
-command -v npm >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs npm)
+# Debian packages (Node.js, Chromium, PostgreSQL) are installed with apt-get when missing and run as
+# root; elsewhere install them yourself: without Chromium the browser tests skip, saying why.
+as_root() { [ "$(id -u)" = 0 ]; }
+command -v npm >/dev/null || { as_root && apt-get update -qq && apt-get install -y -qq nodejs npm; } ||
+  echo "scripts/test.sh: Node.js and npm are needed to build the JupyterLab extension: apt-get install nodejs npm"
 python3 -m pip install -q -e ".[test]"
 python3 -m ruff check .
 python3 -m ruff format --check .
-command -v chromium || (apt-get update -qq && apt-get install -y -qq chromium)
+command -v chromium || { as_root && apt-get update -qq && apt-get install -y -qq chromium; } ||
+  echo "scripts/test.sh: no chromium and not root: the browser tests will skip (apt-get install chromium)"
 # The PostgreSQL store's tests start a throwaway server (tests/pg_server.py) from Debian's binaries;
 # without them (and not root to install them) those tests skip, saying why.
 if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && ! command -v initdb >/dev/null; then
