@@ -231,6 +231,7 @@ class InboxWidget(_AgentWidget):
             "view": "inbox",
             "status": view["status"],
             "status_text": view["status_text"],
+            "summary": view["pending_text"],
         }
         return {"text/plain": inbox_text(view), "text/html": inbox_html(view), TIMELINE_MIME: saved}
 

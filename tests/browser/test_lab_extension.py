@@ -105,7 +105,7 @@ def test_a_saved_timeline_shows_without_a_kernel_in_jupyterlab_and_notebook_7(
         open_notebook(again, plain_lab.lab_url(name, "new-kernel"))
         painted = again.locator('.jp-nbagent-output[data-view="saved"]')
         painted.last.locator('.nba-turn[data-id="turn-1"][data-status="completed"]').wait_for()
-        assert painted.count() == 2  # the live turn view of %followup and the timeline of %agent show
+        assert painted.count() == 3  # the live turn view of %followup, and %agent show's inbox and timeline
         assert again.locator(".jp-nbagent-output", has_text="model not found").count() == 0
         assert again.evaluate(XSS_RAN_JS) is None
         shot(again, "lab-02a-saved-timeline-new-kernel")
