@@ -8,7 +8,7 @@ from typing import Any
 
 from nbagent.context._text import guard
 from nbagent.errors import NbagentError, SessionNotFoundError
-from nbagent.events import ASSISTANT_MESSAGE, USER_MESSAGE
+from nbagent.events import AssistantMessageEvent, Event, UserMessageEvent, block_text, parse_event
 from nbagent.messages import UserMessage
 
 HEADING = "## Referenced sessions"
@@ -34,17 +34,17 @@ def _size(value: Any) -> int:
     return len(_encode(value).encode())
 
 
-def _direct_messages(events: list[Any]) -> list[dict[str, str]]:
+def _direct_messages(events: list[Event]) -> list[dict[str, str]]:
     """Direct user messages and finished assistant text; no injected context, tools or reasoning."""
     out = []
-    for ev in events:
-        if ev.type == USER_MESSAGE and ev.data["source"].get("kind") == "user":
-            role, content = "user", ev.data["content"]
-        elif ev.type == ASSISTANT_MESSAGE and not ev.data.get("interrupted"):
-            role, content = "assistant", ev.data["message"]["content"]
-        else:
-            continue
-        text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    for event in events:
+        match parse_event(event):
+            case UserMessageEvent() as typed if typed.is_typed_prompt:
+                role, text = "user", block_text(typed.message.get("content"))
+            case AssistantMessageEvent(interrupted=False) as answer:
+                role, text = "assistant", answer.text
+            case _:
+                continue
         if text:
             out.append({"role": role, "text": text})
     return out
@@ -83,9 +83,9 @@ def session_reference(
     serialized UTF-8, and a single oversized message keeps its head and tail. Inject it (or return
     it from a pre-step beside the direct message); later changes to the source change nothing.
     """
-    from nbagent.store import SessionFile
+    from nbagent.store import open_store
 
-    file = SessionFile(path, create=False)
+    file = open_store(path, "read")
     try:
         row = file.session_row(session_id)
         if row is None:
