@@ -145,7 +145,7 @@ def numeric() -> FrameFacts:
             ("49", "44873", "3", "0.0612245"),
             ("49", "51902.5", "4", "0.0816327"),
         ],
-        "1.5 KiB",
+        "1.5 kB",
     )
 
 
@@ -206,7 +206,7 @@ def datetimes() -> FrameFacts:
             (stamps[1], "null", "2024-03-01", "0 days 00:01:00"),
             (stamps[2], "2024-02-29 00:00:00", "2024-03-01", "0 days 00:02:00"),
         ],
-        "2.6 KiB",
+        "2.6 kB",
     )
 
 
@@ -243,7 +243,7 @@ def categorical() -> FrameFacts:
             ),
         ],
         [("colour", "size", "code"), ("red", "S", "K0"), ("green", "M", "K1"), ("null", "S", "K1")],
-        "3.2 KiB",
+        "3.2 kB",
     )
 
 
@@ -281,7 +281,7 @@ def all_null() -> FrameFacts:
             ),
         ],
         [("nothing", "nobody", "no_int", "no_time", "some"), ("null", "null", "null", "null", "0")],
-        "1.3 KiB",
+        "1.3 kB",
     )
 
 
@@ -313,7 +313,7 @@ def strings() -> FrameFacts:
             ("default_str", "long_text", "objects"),
             ("alpha", "line 0: lorem ipsum lorem ipsum lorem i…", "id-0"),
         ],
-        "12.4 KiB",
+        "12.4 kB",
     )
 
 
@@ -383,7 +383,7 @@ def polars_frame() -> FrameFacts:
             ("0", "null", "user0", "x", "lo", at[0], "[0, 1]"),
             ("1", "1.5", "user1", "y", "hi", at[1], "[1, 2]"),
         ),
-        memory="1.4 KiB",
+        memory="1.4 kB",
     )
 
 
@@ -408,7 +408,7 @@ def wide() -> FrameFacts:
     columns = [edges.get(i) or ColumnFacts(f"f{i:03d}", dtypes.get(i, "float64")) for i in range(200)]
     header = (*(f"f{i:03d}" for i in range(10)), "…", *(f"f{i:03d}" for i in range(195, 200)))
     row = (*("0.5" for _ in range(10)), "…", *("-0.5" for _ in range(5)))
-    return pandas_facts(100, columns, [header, row, row], "161.3 KiB", wide=True)
+    return pandas_facts(100, columns, [header, row, row], "161.3 kB", wide=True)
 
 
 def long() -> FrameFacts:
@@ -459,7 +459,7 @@ def long() -> FrameFacts:
             ),
         ],
         [("id", "value", "group", "ok"), ("0", "-0.533832", "a", "false"), ("1", "-1.28785", "c", "false")],
-        "24.8 MiB",
+        "24.8 MB",
         sampled_rows=100_000,
     )
 
@@ -673,7 +673,7 @@ def _degradable() -> FrameFacts:
     ]
     header = tuple(c.name for c in text + numbers)
     rows = [tuple(["north"] * 12 + ["0.12"] * 12) for _ in range(5)]
-    return pandas_facts(20, text + numbers, [header, *rows], "5.1 KiB")
+    return pandas_facts(20, text + numbers, [header, *rows], "5.1 kB")
 
 
 @functools.cache

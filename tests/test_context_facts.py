@@ -373,7 +373,7 @@ def test_series_are_one_column_frames() -> None:
 def test_a_long_pandas_frame_of_python_objects_estimates_its_memory() -> None:
     frame = pd.DataFrame({"s": pd.Series([f"row {i}" for i in range(SAMPLE_ROWS + 1)], dtype=object)})
     memory = facts(frame).memory
-    assert memory is not None and memory.startswith("≈ ") and memory.endswith("MiB")
+    assert memory is not None and memory.startswith("≈ ") and memory.endswith("MB")
 
 
 class CountingFrame:

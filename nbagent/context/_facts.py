@@ -63,7 +63,7 @@ class FrameFacts:
     head_rows: tuple[tuple[str, ...], ...] = ()
     """The head's cells as display text, the header first (an index column and ``…`` included)."""
     memory: str | None = None
-    """Memory use as display text (``≈ 12.3 MiB`` when estimated)."""
+    """Memory use as display text (``≈ 12.3 MB`` when estimated)."""
     sampled_rows: int | None = None
     """Rows in the fixed-seed sample the costly statistics came from; None when they cover all rows."""
     wide: bool = False

@@ -10,6 +10,8 @@ import numbers
 import re
 from typing import Any
 
+from nbagent.units import format_size
+
 ELLIPSIS = "…"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
@@ -123,13 +125,5 @@ def format_value(value: Any, *, quote_strings: bool = False, nan_is_null: bool =
 
 
 def format_bytes(size: float) -> str:
-    """A byte count in binary units (``12.3 MiB``)."""
-    if size < 1024:
-        return f"{size:.0f} B"
-    units = ("KiB", "MiB", "GiB", "TiB")
-    step = 0
-    size /= 1024
-    while size >= 1024 and step < len(units) - 1:
-        size /= 1024
-        step += 1
-    return f"{size:.1f} {units[step]}"
+    """A byte count as every view spells it (``12.3 MB``)."""
+    return format_size(size)
