@@ -49,3 +49,35 @@ def test_flushes_from_another_thread_keep_the_push_order() -> None:
     loop.close()
     batch.flush_now()
     assert seen == list(range(600))
+
+
+async def test_held_items_wait_for_the_next_flush_and_soon_flushes_at_the_loops_next_turn() -> None:
+    batches: list[list[str]] = []
+    batch = Coalescer(batches.append, delay=3600)  # a timed flush would never come within the test
+    batch.push("queued", hold=True)
+    await asyncio.sleep(0)
+    assert batches == []
+    batch.push("claimed")  # scheduled an hour from now
+    batch.push("ended", soon=True)  # replaces that timer with one at the next turn
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert batches == [["queued", "claimed", "ended"]]
+    batch.flush_now()
+    assert batches == [["queued", "claimed", "ended"]]  # nothing buffered: no empty flush
+    batch.flush_now(always=True)
+    assert batches[-1] == []
+
+
+async def test_a_fresh_context_flush_does_not_see_the_pushers_context_variables() -> None:
+    import contextvars
+
+    current: contextvars.ContextVar[str] = contextvars.ContextVar("current", default="none")
+    seen: list[str] = []
+    plain = Coalescer(lambda _items: seen.append(current.get()), delay=0)
+    fresh = Coalescer(lambda _items: seen.append(current.get()), delay=0, fresh_context=True)
+    current.set("cell 3")
+    plain.push(1, soon=True)
+    fresh.push(1, soon=True)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert seen == ["cell 3", "none"]

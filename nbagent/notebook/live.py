@@ -10,15 +10,12 @@ messages, see them too and apply them by display id.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nbagent.events import TURN_END, Event
 from nbagent.messages import UserMessage
-from nbagent.views import TurnView
+from nbagent.views import Coalescer, TurnView
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent, LiveNotice
@@ -61,30 +58,22 @@ class LiveTurn:
         verb: str,
         surface: Surface,
         *,
-        loop: asyncio.AbstractEventLoop | None = None,
         on_final: Callable[[LiveTurn], None] | None = None,
     ) -> None:
-        """``loop`` is the agent's loop (the running one by default); ``on_final`` is called once the
-        final state has been shown from a cell."""
+        """``on_final`` is called once the final state has been shown from a cell."""
         self.agent = agent
         self.message = message
         self.verb = verb
         self.surface = surface
         self.turn: int | None = None
         self.view = TurnView(verb, message.plain_text, agent.inbox)
-        self._events: list[Event] = []
         self._offs: list[Callable[[], None]] = []
-        self._scheduled = False
         self._on_final = on_final
         self.settled = False
         """Final and shown from a cell; until then a magic re-publishes it (see ``refresh``)."""
-        self._loop = loop if loop is not None else asyncio.get_running_loop()
-        self._loop_thread: int | None = None
-        self._loop.call_soon_threadsafe(self._learn_loop_thread)
-        self._render_lock = threading.Lock()  # the agent loop renders; a magic refreshes from the main thread
-
-    def _learn_loop_thread(self) -> None:
-        self._loop_thread = threading.get_ident()
+        # Notices arrive on the agent loop's thread, which schedules the renders; a magic's refresh
+        # comes from the main thread. The coalescer hands batches over one at a time, in order.
+        self._updates: Coalescer[Event | None] = Coalescer(self._publish, RENDER_INTERVAL, fresh_context=True)
 
     @property
     def final(self) -> bool:
@@ -107,20 +96,18 @@ class LiveTurn:
     def refresh(self) -> None:
         """Render now, in the caller's context: a magic calls it so the update is stamped with the
         running cell and reaches headless runners too; a final view so refreshed is settled."""
-        self._render(in_cell=True)
+        self._updates.flush_now(always=True)
+        if self.view.final and not self.settled:
+            self.settled = True
+            if self._on_final is not None:
+                self._on_final(self)
 
-    def _render(self, *, in_cell: bool) -> None:
-        with self._render_lock:  # one feed-and-publish at a time, so an older state never follows a newer
-            self._scheduled = False
-            events, self._events = self._events, []
-            self.view.feed(events)
-            self.surface.update(self.view.bundle())
+    def _publish(self, items: list[Event | None]) -> None:
+        """Fold the new events (``None`` marks a claim or discard) and update the output."""
+        self.view.feed([event for event in items if event is not None])
+        self.surface.update(self.view.bundle())
         if self.view.final:
             self.stop()
-            if in_cell and not self.settled:
-                self.settled = True
-                if self._on_final is not None:
-                    self._on_final(self)
 
     # -- notices (synchronous, on the loop thread) ------------------------------------------------
 
@@ -128,38 +115,19 @@ class LiveTurn:
         event = notice.event
         if event is None:
             return
-        with self._render_lock:  # a render on the main thread may be swapping the list right now
-            self._events.append(event)  # from the message's insertion on: the view learns its queue
-        if self.turn is None:
-            return  # before the claim nothing of this message's turn has happened yet
+        if self.turn is None:  # from the message's insertion on the view learns its queue, unshown
+            self._updates.push(event, hold=True)
+            return
         ends = event.type == TURN_END and event.data.get("turn") == self.turn
-        self._schedule(0 if ends else RENDER_INTERVAL)
+        self._updates.push(event, soon=ends)
 
     def _on_claimed(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id:
             self.turn = notice.turn
             self.view.claimed(notice.turn)
-            self._schedule(0)
+            self._updates.push(None, soon=True)
 
     def _on_discarded(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id and self.turn is None:
             self.view.discard()
-            self._schedule(0)
-
-    # -- rendering --------------------------------------------------------------------------------
-
-    def _schedule(self, delay: float) -> None:
-        if self._scheduled and delay > 0:
-            return
-        self._scheduled = True
-        fresh = contextvars.Context()
-        if threading.get_ident() == self._loop_thread:
-            self._loop.call_later(delay, self._render_scheduled, context=fresh)
-        else:  # defensive: notices are delivered on the loop thread
-            self._loop.call_soon_threadsafe(
-                lambda: self._loop.call_later(delay, self._render_scheduled, context=fresh)
-            )
-
-    def _render_scheduled(self) -> None:
-        if self._scheduled and self._offs:
-            self._render(in_cell=False)
+            self._updates.push(None, soon=True)
