@@ -34,6 +34,7 @@ from nbagent.events import (
 )
 from nbagent.inbox import InboxState, replay_raw, replay_splice
 from nbagent.journal import Draft
+from nbagent.lease import Lease
 from nbagent.messages import tool_result_message
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
@@ -96,29 +97,20 @@ def open_session(
             )
             file.write([], session=row)
         except BaseException:
-            if lease is not None:
-                lease.release()
-            file.close()
+            _let_go(file, lease)
             raise
-    try:
-        return Agent(
-            loop=loop,
-            file=file,
-            lease=lease,
-            session_id=sid,
-            model=resolved,
-            tools=tools,
-            system=system,
-            max_steps=max_steps,
-            retry=retry,
-            cancel_grace=cancel_grace,
-        )
-    except BaseException:
-        if lease is not None:
-            lease.release()
-        if file is not None:
-            file.close()
-        raise
+    return _agent(
+        file,
+        lease,
+        loop=loop,
+        session_id=sid,
+        model=resolved,
+        tools=tools,
+        system=system,
+        max_steps=max_steps,
+        retry=retry,
+        cancel_grace=cancel_grace,
+    )
 
 
 def resume_session(
@@ -147,25 +139,39 @@ def resume_session(
     try:
         lease = file.lease(session_id)
         resumed = _load_state(file, session_id, checked)
-        agent = Agent(
-            loop=loop,
-            file=file,
-            lease=lease,
-            session_id=session_id,
-            model=_stored_model(row) if model is None else model,
-            tools=tools,
-            system=system,
-            max_steps=max_steps,
-            retry=retry,
-            cancel_grace=cancel_grace,
-            resumed=resumed,
-        )
     except BaseException:
-        if lease is not None:
-            lease.release()
-        file.close(checkpoint=False)
+        _let_go(file, lease)
         raise
-    return agent
+    return _agent(
+        file,
+        lease,
+        loop=loop,
+        session_id=session_id,
+        model=_stored_model(row) if model is None else model,
+        tools=tools,
+        system=system,
+        max_steps=max_steps,
+        retry=retry,
+        cancel_grace=cancel_grace,
+        resumed=resumed,
+    )
+
+
+def _agent(file: SessionStore | None, lease: Lease | None, **settings: Any) -> Agent:
+    """The agent over ``file``; if it cannot be built, nothing stays held (lease, connection)."""
+    try:
+        return Agent(file=file, lease=lease, **settings)
+    except BaseException:
+        _let_go(file, lease)
+        raise
+
+
+def _let_go(file: SessionStore | None, lease: Lease | None) -> None:
+    """Release what an opening took, writing nothing more (no checkpoint of a failed open)."""
+    if lease is not None:
+        lease.release()
+    if file is not None:
+        file.close(checkpoint=False)
 
 
 def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int]]:

@@ -99,8 +99,9 @@ class SessionStore(Protocol):
     ) -> list[Event]:
         """Events with ``start <= seq < stop`` (optionally of ``types``, at most ``limit``), in order."""
 
-    def close(self) -> None:
-        """Close; a writer's clean close leaves the whole log in the main store (WAL checkpointed)."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Close; a writer's clean close leaves the whole log in the main store (WAL checkpointed).
+        ``checkpoint=False`` writes nothing more (closing after a failed open)."""
 
     # -- beside a writer, and for copying between stores ----------------------------------------
     def reader(self) -> SessionStore:
