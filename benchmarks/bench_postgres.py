@@ -80,7 +80,7 @@ class Bench:
         return conn
 
     def schema(self) -> str:
-        from nbagent.pg_store import PostgresStore
+        from nbagent.store.postgres import PostgresStore
 
         store = PostgresStore(self.url, mode="create")
         try:
@@ -192,7 +192,7 @@ class Bench:
 
     def history(self, n: int) -> tuple[str, int]:
         from nbagent import _json
-        from nbagent.pg_store import PostgresStore
+        from nbagent.store.postgres import PostgresStore
 
         sid = uuid.uuid4().hex
         store = PostgresStore(self.url, mode="create")

@@ -2,7 +2,13 @@
 
 from typing import Any
 
-from nbagent.agent import Agent, LiveNotice
+from nbagent.core.agent import Agent, LiveNotice
+from nbagent.core.events import Event
+from nbagent.core.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
+from nbagent.core.messages import AssistantMessage, Message, UserMessage
+from nbagent.core.retry import RetryPolicy
+from nbagent.core.runs import Run
+from nbagent.core.tools import Tool, ToolResult, tool
 from nbagent.errors import (
     NbagentError,
     ReentrantDeliveryError,
@@ -13,16 +19,10 @@ from nbagent.errors import (
     SessionNotFoundError,
     SessionWriteError,
 )
-from nbagent.events import Event
-from nbagent.follow import follow_events
-from nbagent.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
-from nbagent.messages import AssistantMessage, Message, UserMessage
-from nbagent.reading import list_sessions, read_events
-from nbagent.retry import RetryPolicy
-from nbagent.runs import Run
 from nbagent.session import open_session, resume_session
-from nbagent.store import SessionRow
-from nbagent.tools import Tool, ToolResult, tool
+from nbagent.store.base import SessionRow
+from nbagent.store.follow import follow_events
+from nbagent.store.reading import list_sessions, read_events
 
 __all__ = [
     "Agent",

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nbagent import events as ev
+from nbagent.core import events as ev
 from nbagent.views.labels import describe_message
 
 TUTORIAL = "quickstart.ipynb"
@@ -126,7 +126,7 @@ def sessions_command(args: argparse.Namespace) -> int:
                 title = f"  {row.title}" if row.title else ""
                 print(f"{row.id}  {row.events:>7} events  {row.turns:>4} turns  model {row.model}{title}")
             return 0
-        from nbagent.copying import copy_sessions
+        from nbagent.store.copying import copy_sessions
 
         results = copy_sessions(args.source, args.destination, session_id=args.session)
     except NbagentError as exc:

@@ -11,10 +11,9 @@ from typing import Any
 
 from nbagent import _json
 from nbagent._json import gc_paused
-from nbagent.agent import Agent
-from nbagent.driver import Resumed
-from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
-from nbagent.events import (
+from nbagent.core.agent import Agent
+from nbagent.core.driver import Resumed
+from nbagent.core.events import (
     APPROVAL_ASKED,
     APPROVAL_DECIDED,
     ASSISTANT_MESSAGE,
@@ -32,16 +31,17 @@ from nbagent.events import (
     USER_MESSAGE,
     Event,
 )
-from nbagent.inbox import InboxState, replay_raw, replay_splice
-from nbagent.journal import Draft
-from nbagent.lease import Lease
-from nbagent.messages import tool_result_message
+from nbagent.core.inbox import InboxState, replay_raw, replay_splice
+from nbagent.core.journal import Draft
+from nbagent.core.messages import tool_result_message
+from nbagent.core.projections import history_message
+from nbagent.core.retry import RetryPolicy
+from nbagent.core.tools import Tool
+from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.projections import history_message
-from nbagent.retry import RetryPolicy
-from nbagent.store import SessionRow, SessionStore, open_store
-from nbagent.tools import Tool
+from nbagent.store.base import SessionRow, SessionStore, open_store
+from nbagent.store.lease import Lease
 
 PathLike = str | os.PathLike[str]
 

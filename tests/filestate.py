@@ -39,7 +39,7 @@ def wal_database(path: Path, statements: list[str]) -> sqlite3.Connection:
 def run_unprivileged(code: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a child that imports nbagent, then drops to user ``nobody`` when root."""
     prelude = (
-        "import os, asyncio, nbagent, nbagent.sqlite_store\n"
+        "import os, asyncio, nbagent, nbagent.store.sqlite\n"
         "if os.geteuid() == 0:\n"
         "    os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
     )

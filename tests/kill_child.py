@@ -22,7 +22,7 @@ import threading
 from collections import Counter
 
 import nbagent
-import nbagent.sqlite_store as sqlite_store
+import nbagent.store.sqlite as sqlite_store
 from nbagent.models import Finish, TextDelta, ToolCallChunk
 
 seen: Counter[str] = Counter()

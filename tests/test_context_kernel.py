@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import Kernel, read_events
 
-from nbagent.events import INBOX_SPLICED
+from nbagent.core.events import INBOX_SPLICED
 
 pytestmark = pytest.mark.kernel
 

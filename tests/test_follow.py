@@ -11,7 +11,7 @@ import pytest
 from eventtrace import run
 
 import nbagent
-import nbagent.follow
+import nbagent.store.follow
 from nbagent import SessionNotFoundError
 
 pytestmark = pytest.mark.stores
@@ -40,7 +40,7 @@ async def _collect(stream, into: list, until: asyncio.Event, count: list[int]) -
 
 def test_a_follower_sees_each_event_of_another_process_once_in_order_as_it_commits(db, monkeypatch):
     # No periodic re-read: only the store's change signal (WAL counter, NOTIFY) can wake the follower.
-    monkeypatch.setattr(nbagent.follow, "RESCAN_S", 3600.0)
+    monkeypatch.setattr(nbagent.store.follow, "RESCAN_S", 3600.0)
 
     async def main():
         agent = nbagent.open_session(db)

@@ -9,8 +9,8 @@ from eventtrace import trace
 
 import nbagent
 from nbagent import Enter, Reject, Retry, UserMessage
+from nbagent.core.retry import RetryPolicy
 from nbagent.models import Failure, Response, ScriptedModel
-from nbagent.retry import RetryPolicy
 from nbagent.testing import check_invariants
 
 FAST = RetryPolicy(base_delay_ms=1)

@@ -7,7 +7,7 @@ from eventtrace import trace
 
 import nbagent
 from nbagent import UserMessage
-from nbagent.inbox import normalize
+from nbagent.core.inbox import normalize
 from nbagent.models import ScriptedModel
 from nbagent.testing import check_invariants
 

@@ -14,7 +14,7 @@ import pytest
 from eventtrace import trace
 from kernel_helpers import KERNELS, Kernel, read_events
 
-from nbagent.events import Event
+from nbagent.core.events import Event
 from nbagent.testing import check_invariants
 
 pytestmark = pytest.mark.kernel

@@ -22,7 +22,7 @@ from nbagent import (
     SessionWriteError,
 )
 from nbagent.models import ScriptedModel
-from nbagent.pg_store import SCHEMA_VERSION
+from nbagent.store.postgres import SCHEMA_VERSION
 from nbagent.testing import check_invariants
 
 PASSWORD = "s3cret-Pa55word"

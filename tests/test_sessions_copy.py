@@ -12,8 +12,8 @@ import pytest
 from eventtrace import run
 
 import nbagent
-from nbagent.copying import CopyResult, SessionConflictError, copy_sessions
 from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.store.copying import CopyResult, SessionConflictError, copy_sessions
 from nbagent.testing import check_invariants
 
 

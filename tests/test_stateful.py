@@ -23,9 +23,9 @@ from hypothesis.stateful import (
 
 import nbagent
 from nbagent import ToolResult, UserMessage
-from nbagent.inbox import InboxState, replay_splice
+from nbagent.core.inbox import InboxState, replay_splice
+from nbagent.core.retry import RetryPolicy
 from nbagent.models import Failure, Response, ScriptedModel, ToolCall
-from nbagent.retry import RetryPolicy
 from nbagent.testing import check_invariants
 
 TEXTS = st.text(alphabet="abcxyz ", min_size=1, max_size=6)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import nbagent
-from nbagent.events import Event, UnknownEvent
+from nbagent.core.events import Event, UnknownEvent
 from nbagent.models import ScriptedModel
 from nbagent.views import Timeline, TurnView, timeline_html, transcript_markdown
 from nbagent.views.plain import live_turn_text
@@ -24,7 +24,7 @@ PACKAGE = Path(nbagent.__file__).parent
 
 @dataclass(frozen=True, slots=True)
 class Compacted:
-    """The new event's record (in the real change: in nbagent/events.py, with a parser entry)."""
+    """The new event's record (in the real change: in nbagent/core/events.py, with a parser entry)."""
 
     type: ClassVar[str] = "memory/compacted"
     seq: int
@@ -74,7 +74,7 @@ def test_the_folds_read_typed_records_not_event_payloads() -> None:
     """The views, the widgets, the test helpers, owned runs and the demo never subscript or
     ``.get`` an event's ``data``: they match on the records ``parse_event`` gives."""
     folds = [*PACKAGE.joinpath("views").glob("*.py"), *PACKAGE.joinpath("widgets").glob("*.py")]
-    folds += [PACKAGE / name for name in ("testing.py", "runs.py", "__main__.py")]
+    folds += [PACKAGE / name for name in ("testing.py", "core/runs.py", "__main__.py")]
     readers = []
     for path in folds:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

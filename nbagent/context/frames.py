@@ -10,7 +10,7 @@ from nbagent.context._collect import collect
 from nbagent.context._native import native_kind
 from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, render_within
 from nbagent.context._text import printable
-from nbagent.messages import UserMessage
+from nbagent.core.messages import UserMessage
 
 
 def is_dataframe(obj: Any) -> bool:

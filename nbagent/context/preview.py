@@ -8,7 +8,7 @@ from collections.abc import Sized
 from typing import Any
 
 from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
-from nbagent.messages import UserMessage
+from nbagent.core.messages import UserMessage
 
 MIN_BUDGET_TOKENS = 32
 """The smallest budget a preview is guaranteed to fit."""

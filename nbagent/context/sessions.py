@@ -7,9 +7,9 @@ import os
 from typing import Any
 
 from nbagent.context._text import guard
+from nbagent.core.events import AssistantMessageEvent, Event, UserMessageEvent, block_text, parse_event
+from nbagent.core.messages import UserMessage
 from nbagent.errors import NbagentError, SessionNotFoundError
-from nbagent.events import AssistantMessageEvent, Event, UserMessageEvent, block_text, parse_event
-from nbagent.messages import UserMessage
 
 HEADING = "## Referenced sessions"
 WARNING = (
@@ -83,7 +83,7 @@ def session_reference(
     serialized UTF-8, and a single oversized message keeps its head and tail. Inject it (or return
     it from a pre-step beside the direct message); later changes to the source change nothing.
     """
-    from nbagent.store import open_store
+    from nbagent.store.base import open_store
 
     file = open_store(path, "read")
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from nbagent.errors import SessionNotFoundError
 from nbagent.labserver.sessions import first_prompt
-from nbagent.reading import list_sessions, read_events
-from nbagent.store import SessionRow
+from nbagent.store.base import SessionRow
+from nbagent.store.reading import list_sessions, read_events
 
 FORMATS = ("md", "html")
 

@@ -27,7 +27,7 @@ from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.sessions import TimelineCache, event_json, file_sessions, folder_sessions
-from nbagent.reading import read_events
+from nbagent.store.reading import read_events
 
 T = TypeVar("T")
 DEFAULT_LIMIT = 1000

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from nbagent.core.events import INBOX_SPLICED, USER_MESSAGE, Event
 from nbagent.errors import NbagentError
-from nbagent.events import INBOX_SPLICED, USER_MESSAGE, Event
 from nbagent.labserver.paths import PathRefused, is_session_file_name, resolve
-from nbagent.reading import list_sessions, read_events
-from nbagent.store import SessionRow
+from nbagent.store.base import SessionRow
+from nbagent.store.reading import list_sessions, read_events
 
 PROMPT_SCAN = 64
 """How many leading events are searched for a session's first typed prompt."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nbagent.messages import Message
+from nbagent.core.messages import Message
 from nbagent.models._sdk_support import image_data
 from nbagent.models.base import (
     Chunk,

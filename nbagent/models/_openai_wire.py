@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent._json import thaw
-from nbagent.messages import Message
+from nbagent.core.messages import Message
 from nbagent.models._sdk_support import image_data, text_of
 from nbagent.models.base import (
     Chunk,

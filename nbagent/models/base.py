@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from nbagent._json import FrozenDict
-from nbagent.messages import Message
+from nbagent.core.messages import Message
 
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "error"]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent
+    from nbagent.core.agent import Agent
 
 Outcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
 Policy = Literal["ask", "session"]

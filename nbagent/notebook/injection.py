@@ -11,7 +11,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from nbagent.messages import UserMessage
+from nbagent.core.messages import UserMessage
 from nbagent.views.labels import describe_message
 
 

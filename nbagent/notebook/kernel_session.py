@@ -23,13 +23,13 @@ from nbagent.notebook.agent_loop import AgentLoop, agent_loop
 from nbagent.notebook.location import notebook_path, runner_notebook, session_file
 from nbagent.notebook.main_thread import MainThread
 from nbagent.notebook.shell_pump import ShellPump
-from nbagent.pg_location import redact
+from nbagent.store.pg_location import redact
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent
-    from nbagent.messages import UserMessage
+    from nbagent.core.agent import Agent
+    from nbagent.core.messages import UserMessage
     from nbagent.notebook.live import LiveTurn
-    from nbagent.store import SessionRow
+    from nbagent.store.base import SessionRow
 
 T = TypeVar("T")
 

@@ -25,15 +25,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import nbagent
+from nbagent.core.tools import Tool, ToolResult
 from nbagent.notebook.approval_prompts import ApprovalPrompts
 from nbagent.notebook.approvals import Approvals
 from nbagent.notebook.cell_history import CellHistory
 from nbagent.notebook.code_runner import run_code as run_in_namespace
 from nbagent.notebook.namespace_view import UnknownVariable, describe_text, list_variables_text
-from nbagent.tools import Tool, ToolResult
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent
+    from nbagent.core.agent import Agent
 
 T = TypeVar("T")
 OnMain = Callable[[Callable[[], T]], Awaitable[T]]

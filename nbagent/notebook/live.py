@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nbagent.events import TURN_END, Event
-from nbagent.messages import UserMessage
+from nbagent.core.events import TURN_END, Event
+from nbagent.core.messages import UserMessage
 from nbagent.views import Coalescer, TurnView
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent, LiveNotice
+    from nbagent.core.agent import Agent, LiveNotice
 
 RENDER_INTERVAL = 0.1
 """Seconds between two renders of a streaming turn."""

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nbagent.pg_location import is_postgres_url
+from nbagent.store.pg_location import is_postgres_url
 
 FALLBACK_NAME = "nbagent.sqlite"
 SUFFIX = ".nbagent.sqlite"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from nbagent.events import NEXT_STEP, NEXT_TURN, Event
+from nbagent.core.events import NEXT_STEP, NEXT_TURN, Event
 from nbagent.views.text import clip, plural
 
 if TYPE_CHECKING:

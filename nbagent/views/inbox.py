@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nbagent.events import NEXT_STEP, NEXT_TURN
+from nbagent.core.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.labels import describe_message
 from nbagent.views.text import plural
 

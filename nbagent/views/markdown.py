@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nbagent.events import Event
+from nbagent.core.events import Event
 
 Node = Mapping[str, Any]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nbagent.events import TurnEnd
+from nbagent.core.events import TurnEnd
 from nbagent.views.text import clip, first_line
 
 OUTCOME_MAX = 160

@@ -12,7 +12,7 @@ exactly the nodes of a fresh fold of the same events:
 - ``["set", id, fields]`` updates fields of a node;
 - ``["text", id, field, more]`` appends ``more`` to a text field (streamed answer text).
 
-A new event type needs its record in :mod:`nbagent.events` and a case in :meth:`Timeline._fold`;
+A new event type needs its record in :mod:`nbagent.core.events` and a case in :meth:`Timeline._fold`;
 every rendering then shows it (a renderer skips node types it does not know).
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nbagent._json import thaw
-from nbagent.events import (
+from nbagent.core.events import (
     NEXT_STEP,
     NEXT_TURN,
     ApprovalAsked,

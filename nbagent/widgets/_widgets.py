@@ -15,8 +15,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from nbagent.agent import Agent, LiveNotice
-from nbagent.events import ASSISTANT_CHUNK, INBOX_SPLICED, NEXT_STEP, NEXT_TURN, Event
+from nbagent.core.agent import Agent, LiveNotice
+from nbagent.core.events import ASSISTANT_CHUNK, INBOX_SPLICED, NEXT_STEP, NEXT_TURN, Event
 from nbagent.views import (
     TIMELINE_MIME,
     Coalescer,

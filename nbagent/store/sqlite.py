@@ -1,6 +1,6 @@
 """The SQLite session file: identification, creation, atomic batch writes, strictly read-only reads.
 
-Every way to open a file first reads its header bytes (:mod:`nbagent.file_header`), so a foreign,
+Every way to open a file first reads its header bytes (:mod:`nbagent.store.file_header`), so a foreign,
 newer or damaged file is refused before SQLite touches it and stays byte-identical with its
 ``-wal``/``-shm``. Readers never create anything: where no ``-wal`` exists (no writer is active)
 they read the main file as immutable and check it did not change meanwhile; where one exists
@@ -21,18 +21,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from nbagent import _json, netfs, osfile
+from nbagent import _json
 from nbagent._json import gc_paused
+from nbagent.core.events import Event
 from nbagent.errors import (
     SessionCorruptError,
     SessionFileError,
     SessionNotFoundError,
     SessionWriteError,
 )
-from nbagent.events import Event
-from nbagent.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, identify
-from nbagent.lease import Lease
-from nbagent.store import Mode, Row, SessionRow
+from nbagent.store import netfs, osfile
+from nbagent.store.base import Mode, Row, SessionRow
+from nbagent.store.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, identify
+from nbagent.store.lease import Lease
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SYNCHRONOUS", "SessionFile", "gc_paused"]
 
@@ -224,7 +225,7 @@ def _fingerprint(path: Path) -> tuple[int, ...] | None:
 
 
 class SessionFile:
-    """One connection to one nbagent SQLite file (see :class:`nbagent.store.SessionStore`).
+    """One connection to one nbagent SQLite file (see :class:`nbagent.store.base.SessionStore`).
 
     ``mode`` is ``"create"`` (open for writing, initialising an empty or missing file),
     ``"write"`` (an existing file) or ``"read"`` (strictly read-only). ``SessionFile(path,

@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from nbagent.core.events import Event
 from nbagent.errors import SessionFileError, SessionNotFoundError
-from nbagent.events import Event
-from nbagent.pg_location import is_postgres_url
-from nbagent.store import SessionStore, open_store
+from nbagent.store.base import SessionStore, open_store
+from nbagent.store.pg_location import is_postgres_url
 
 POLL_S = 0.05
 """How often a SQLite follower looks at the change counter (a few bytes read, no query)."""

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nbagent.events import Event
-from nbagent.messages import UserMessage
+from nbagent.core.events import Event
+from nbagent.core.messages import UserMessage
 
 log = logging.getLogger("nbagent")
 

@@ -14,7 +14,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from nbagent._json import FrozenDict, freeze, storable
-from nbagent.messages import UserMessage
+from nbagent.core.messages import UserMessage
 
 
 @dataclass(frozen=True)

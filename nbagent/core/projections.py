@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nbagent._json import gc_paused
-from nbagent.events import ASSISTANT_MESSAGE, MESSAGE_EVENTS, Event
-from nbagent.messages import Message, message_from_json
+from nbagent.core.events import ASSISTANT_MESSAGE, MESSAGE_EVENTS, Event
+from nbagent.core.messages import Message, message_from_json
 
 
 def history_message(event: Event) -> Message | None:

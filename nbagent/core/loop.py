@@ -7,8 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from nbagent._json import fix_text, storable
-from nbagent.errors import SessionWriteError
-from nbagent.events import (
+from nbagent.core.events import (
     ASSISTANT_MESSAGE,
     LLM_RETRY,
     STEP_END,
@@ -16,9 +15,12 @@ from nbagent.events import (
     TURN_END,
     USER_MESSAGE,
 )
-from nbagent.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
-from nbagent.hooks import PreStep as PreStepPayload
-from nbagent.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
+from nbagent.core.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
+from nbagent.core.hooks import PreStep as PreStepPayload
+from nbagent.core.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
+from nbagent.core.signal import CancelSignal, settle
+from nbagent.core.tool_batch import run_tool_batch
+from nbagent.errors import SessionWriteError
 from nbagent.models.base import (
     Finish,
     ModelError,
@@ -30,11 +32,9 @@ from nbagent.models.base import (
     chunk_to_json,
     model_provider,
 )
-from nbagent.signal import CancelSignal, settle
-from nbagent.tool_batch import run_tool_batch
 
 if TYPE_CHECKING:
-    from nbagent.driver import Driver, OpenTurn
+    from nbagent.core.driver import Driver, OpenTurn
 
 
 class Aborted(Exception):

@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from nbagent import _json
 from nbagent._json import gc_paused
+from nbagent.core.events import TURN_START, Event
 from nbagent.errors import (
     NbagentError,
     SessionCorruptError,
@@ -32,9 +33,8 @@ from nbagent.errors import (
     SessionNotFoundError,
     SessionWriteError,
 )
-from nbagent.events import TURN_START, Event
-from nbagent.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, redact
-from nbagent.store import Mode, Row, SessionRow
+from nbagent.store.base import Mode, Row, SessionRow
+from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, redact
 
 if TYPE_CHECKING:
     import psycopg

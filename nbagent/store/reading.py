@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 
+from nbagent.core.events import Event
 from nbagent.errors import SessionNotFoundError
-from nbagent.events import Event
-from nbagent.pg_location import is_postgres_url
-from nbagent.store import SessionRow, open_store
+from nbagent.store.base import SessionRow, open_store
+from nbagent.store.pg_location import is_postgres_url
 
 
 def list_sessions(path: str | os.PathLike[str]) -> list[SessionRow]:

@@ -16,8 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
-from nbagent.events import (
+from nbagent.core.events import (
     ASSISTANT_CHUNK,
     INBOX_SPLICED,
     NEXT_STEP,
@@ -26,18 +25,19 @@ from nbagent.events import (
     TURN_START,
     Event,
 )
-from nbagent.hooks import SessionStart
-from nbagent.inbox import InboxState, Splice, plan_splice
-from nbagent.journal import Build, Draft, Journal, Plan
-from nbagent.lease import Lease
-from nbagent.messages import Message, UserMessage, coerce_user_message
-from nbagent.notices import LiveNotice, Notices
-from nbagent.projections import Prefix, Projections
-from nbagent.signal import CancelSignal
-from nbagent.store import SessionStore
+from nbagent.core.hooks import SessionStart
+from nbagent.core.inbox import InboxState, Splice, plan_splice
+from nbagent.core.journal import Build, Draft, Journal, Plan
+from nbagent.core.messages import Message, UserMessage, coerce_user_message
+from nbagent.core.notices import LiveNotice, Notices
+from nbagent.core.projections import Prefix, Projections
+from nbagent.core.signal import CancelSignal
+from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
+from nbagent.store.base import SessionStore
+from nbagent.store.lease import Lease
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent
+    from nbagent.core.agent import Agent
 
 log = logging.getLogger("nbagent")
 
@@ -297,7 +297,7 @@ class Driver:
 
     def start(self) -> None:
         """Reserve the driver and open its first turn (synchronously, SPEC §3.2)."""
-        from nbagent.loop import drive
+        from nbagent.core.loop import drive
 
         self.latched = False
         self.signal = CancelSignal(self.loop)
@@ -317,7 +317,7 @@ class Driver:
         self.task = ctx.run(self.loop.create_task, drive(self, turn))
 
     async def _drive_after_start(self) -> None:
-        from nbagent.loop import drive
+        from nbagent.core.loop import drive
 
         if self._start_done is not None:
             await self._start_done.wait()

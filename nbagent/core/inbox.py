@@ -6,12 +6,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from nbagent._json import FrozenDict, FrozenList
+from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.core.messages import UserMessage, message_from_json
 from nbagent.errors import SessionCorruptError
-from nbagent.events import NEXT_STEP, NEXT_TURN
-from nbagent.messages import UserMessage, message_from_json
 
 if TYPE_CHECKING:
-    from nbagent.driver import Driver
+    from nbagent.core.driver import Driver
 
 Target = Literal["next-turn", "next-step"]
 TARGETS: tuple[Target, Target] = (NEXT_TURN, NEXT_STEP)

@@ -21,8 +21,8 @@ import struct
 import time
 from pathlib import Path
 
-from nbagent import osfile
 from nbagent.errors import SessionLockedError
+from nbagent.store import osfile
 
 _BASE = 1 << 48
 _SLOT = 1 << 24

@@ -6,11 +6,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from nbagent.messages import UserMessage
-from nbagent.signal import CancelSignal
+from nbagent.core.messages import UserMessage
+from nbagent.core.signal import CancelSignal
 
 if TYPE_CHECKING:
-    from nbagent.agent import Agent
+    from nbagent.core.agent import Agent
 
 L = TypeVar("L")
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from nbagent import _json
 from nbagent._json import FrozenDict
+from nbagent.core.events import INBOX_SPLICED, Event
+from nbagent.core.inbox import InboxState
 from nbagent.errors import SessionWriteError
-from nbagent.events import INBOX_SPLICED, Event
-from nbagent.inbox import InboxState
-from nbagent.store import SessionStore
+from nbagent.store.base import SessionStore
 
 Draft = tuple[str, Any, Any]
 """``(type, data, attachment)``: an event to write and its in-memory companion: the Message of a

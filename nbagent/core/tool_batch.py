@@ -8,17 +8,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbagent._json import dumps, fix_text, storable
-from nbagent.events import APPROVAL_ASKED, APPROVAL_DECIDED, INBOX_SPLICED, NEXT_STEP, TOOL_CALL, TOOL_RESULT
-from nbagent.inbox import InboxState, plan_splice
-from nbagent.journal import Plan
-from nbagent.messages import UserMessage, coerce_user_message, freeze_content, tool_result_message
+from nbagent.core.events import (
+    APPROVAL_ASKED,
+    APPROVAL_DECIDED,
+    INBOX_SPLICED,
+    NEXT_STEP,
+    TOOL_CALL,
+    TOOL_RESULT,
+)
+from nbagent.core.inbox import InboxState, plan_splice
+from nbagent.core.journal import Plan
+from nbagent.core.messages import UserMessage, coerce_user_message, freeze_content, tool_result_message
+from nbagent.core.notices import LiveNotice
+from nbagent.core.signal import CancelSignal, settle
+from nbagent.core.tools import Tool, ToolArgumentsError, result_blocks
 from nbagent.models.base import ToolCallChunk
-from nbagent.notices import LiveNotice
-from nbagent.signal import CancelSignal, settle
-from nbagent.tools import Tool, ToolArgumentsError, result_blocks
 
 if TYPE_CHECKING:
-    from nbagent.driver import Driver
+    from nbagent.core.driver import Driver
 
 
 @dataclass

@@ -8,20 +8,20 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from nbagent.driver import Driver, Resumed, in_driver
-from nbagent.events import NEXT_STEP, NEXT_TURN, Event
-from nbagent.hooks import Hooks
-from nbagent.inbox import Inbox
-from nbagent.journal import Plan
-from nbagent.lease import Lease
-from nbagent.messages import UserMessage
+from nbagent.core.driver import Driver, Resumed, in_driver
+from nbagent.core.events import NEXT_STEP, NEXT_TURN, Event
+from nbagent.core.hooks import Hooks
+from nbagent.core.inbox import Inbox
+from nbagent.core.journal import Plan
+from nbagent.core.messages import UserMessage
+from nbagent.core.notices import LiveNotice
+from nbagent.core.retry import RetryPolicy
+from nbagent.core.runs import Run, fold_run
+from nbagent.core.tools import Tool, as_tools
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.notices import LiveNotice
-from nbagent.retry import RetryPolicy
-from nbagent.runs import Run, fold_run
-from nbagent.store import SessionStore
-from nbagent.tools import Tool, as_tools
+from nbagent.store.base import SessionStore
+from nbagent.store.lease import Lease
 
 T = TypeVar("T")
 

@@ -110,7 +110,7 @@ def acquire(path: Path) -> FileRef:
 
 
 def registry_lock() -> threading.Lock:
-    """The lock guarding every entry's ``leases`` (held briefly by :mod:`nbagent.lease`)."""
+    """The lock guarding every entry's ``leases`` (held briefly by :mod:`nbagent.store.lease`)."""
     return _lock
 
 

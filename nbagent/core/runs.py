@@ -6,7 +6,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from nbagent.events import AssistantMessageEvent, Event, Splice, StepStart, TurnEnd, TurnStart, parse_event
+from nbagent.core.events import (
+    AssistantMessageEvent,
+    Event,
+    Splice,
+    StepStart,
+    TurnEnd,
+    TurnStart,
+    parse_event,
+)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The store layer's narrow interface: what the journal, the session functions and readers need.
 
 A store holds many sessions: out-of-log metadata rows and each session's append-only events.
-The SQLite file beside the notebook (:mod:`nbagent.sqlite_store`) is the one implementation
+The SQLite file beside the notebook (:mod:`nbagent.store.sqlite`) is the one implementation
 today; another backend implements :class:`SessionStore` and is selected in :func:`open_store`.
 """
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from nbagent.events import Event
+from nbagent.core.events import Event
 
 if TYPE_CHECKING:
-    from nbagent.lease import Lease
+    from nbagent.store.lease import Lease
 
 Row = tuple[str, int, int, str, str, "int | None"]
 """One event as stored: ``(session_id, seq, time, type, data JSON text, inbox_pending)``;
@@ -116,21 +116,12 @@ class SessionStore(Protocol):
 
 def open_store(location: str | os.PathLike[str], mode: Mode) -> SessionStore:
     """Open the store at ``location`` (a SQLite file path, or a ``postgresql://`` URL) in ``mode``."""
-    from nbagent.pg_location import is_postgres_url
-    from nbagent.sqlite_store import SessionFile
+    from nbagent.store.pg_location import is_postgres_url
+    from nbagent.store.sqlite import SessionFile
 
     if is_postgres_url(location):
-        from nbagent.pg_store import PostgresStore
+        from nbagent.store.postgres import PostgresStore
 
         return PostgresStore(str(location), mode=mode)
 
     return SessionFile(location, mode=mode)
-
-
-def __getattr__(name: str) -> Any:
-    # Names that lived here before the SQLite implementation moved to its own module.
-    if name in ("SessionFile", "APPLICATION_ID", "SCHEMA_VERSION", "SYNCHRONOUS", "gc_paused"):
-        from nbagent import sqlite_store
-
-        return getattr(sqlite_store, name)
-    raise AttributeError(f"module 'nbagent.store' has no attribute {name!r}")
