@@ -25,7 +25,7 @@ TIMELINE_MIME = "application/vnd.nbagent.timeline+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 FLAG_JS = "() => window.__nbagent_xss === undefined ? null : window.__nbagent_xss"
-HOSTILE_HTML = '<img src=x onerror="window.__nbagent_xss=1;document.title=\'pwned\'">'
+HOSTILE_HTML = "<img src=x onerror=\"window.__nbagent_xss=1;document.title='pwned'\">"
 CONTROL_HTML = '<b class="nba-control">live control widget</b>'
 INJECTED = ".jp-OutputArea img[src='x'], .jp-OutputArea script:not([type])"
 
