@@ -11,15 +11,15 @@ from __future__ import annotations
 import html
 import re
 
-_INLINE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;", "$": "&#36;"} | {
-    c: "\\" + c for c in "`*_[]~|"
-}
+_INLINE = {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {c: "\\" + c for c in "`*_[]~|"}
 """How each character that means something inline is written: ``& < >`` as entities (no HTML tag,
-autolink or entity survives); backslash and dollar as entities too (JupyterLab finds math
-delimiters, ``\\(`` ``$``, in the source before Markdown runs); code, emphasis, link and image
-brackets, strikethrough and table bars backslash-escaped (CommonMark allows it for any ASCII
-punctuation)."""
-_INLINE_CHARS = re.compile("[" + re.escape("".join(_INLINE)) + "]")
+autolink or entity survives); code, emphasis, link and image brackets, strikethrough and table bars
+backslash-escaped (CommonMark allows it for any ASCII punctuation)."""
+_MATH = re.compile(r"[\\$]+")
+"""Runs of the characters that make math (``$…$``, ``\\(…\\)``, ``\\begin``): each run is shown as
+a code span, which Markdown shows as typed and no math renderer looks into (JupyterLab and
+MathJax typeset ``$`` found anywhere else in the page's text, escaped or not)."""
+_INLINE_CHARS = re.compile(_MATH.pattern + "|[" + re.escape("".join(_INLINE)) + "]")
 _LINE_START = re.compile(r"(?P<lead>[ \t]*)(?:(?P<mark>[#+=-])|(?P<digits>\d{1,9})(?P<dot>[.)]))?")
 """A line's indentation and a block marker after it (heading, list item, setext underline)."""
 
@@ -60,4 +60,9 @@ def _line(line: str) -> str:
 
 
 def _inline(text: str) -> str:
-    return _INLINE_CHARS.sub(lambda m: _INLINE[m[0]], text)
+    return _INLINE_CHARS.sub(_inline_one, text)
+
+
+def _inline_one(match: re.Match[str]) -> str:
+    found = match[0]
+    return f"`{found}`" if found[0] in "\\$" else _INLINE[found]

@@ -23,6 +23,9 @@ KEEP_OPEN = 3
 DETAIL_MAX = 1500
 """Characters of an item's text kept in the snapshot (cut at a word, ``…``)."""
 ROW_MAX = 300
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+"""Classes MathJax 2 and 3 skip: a ``$`` in data is not typeset as math where a page runs MathJax
+(JupyterLab's HTML outputs, nbconvert's pages)."""
 
 
 @cache
@@ -52,7 +55,7 @@ def _pre(text: str, limit: int = DETAIL_MAX) -> str:
 def _wrap(kind: str, body: str, **data: str) -> str:
     attrs = "".join(f' data-{k}="{escape_html(v)}"' for k, v in data.items())
     return (
-        f'<div class="nbagent-static"><style>{stylesheet()}</style>'
+        f'<div class="nbagent-static {NO_MATH}"><style>{stylesheet()}</style>'
         f'<div class="nbagent {kind}"{attrs}>{body}</div></div>'
     )
 
