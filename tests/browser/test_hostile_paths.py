@@ -202,7 +202,7 @@ def test_the_hostile_corpus_runs_nothing_and_reads_as_written(
 ) -> None:
     errors = PageErrors().watch(page)
     root, expected = PATHS[path](page, lab, hostile)
-    root.first.wait_for()
+    root.first.wait_for(state="attached")  # a payload may have hidden it
     shown = same_text(" ".join(root.evaluate_all(TEXT_JS)))
     missing = [text for text in expected if same_text(text) not in shown]
     shot(page, f"hostile-{path}")
