@@ -18,7 +18,3 @@ class PageErrors:
         page.on("console", lambda msg: self.console.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda exc: self.uncaught.append(str(exc)))
         return self
-
-    def mentioning(self, *words: str) -> list[str]:
-        """The reports (console or uncaught) that mention any of ``words``."""
-        return [m for m in self.console + self.uncaught if any(w in m for w in words)]
