@@ -40,11 +40,11 @@ _URL_PASSWORD = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)(?=@)")
 """``scheme://user:password@host``: the password goes, the user stays."""
 
 _ASSIGNED = re.compile(
-    r"(?P<name>\b[A-Za-z_][A-Za-z0-9_\-]*)"
-    r"(?P<sep>\s*=\s*[\"']?|[\"']\s*:\s*[\"']?)"
-    r"(?P<value>[^\s\"',;&)}\]]{4,})"
+    r"(?P<name>\b[A-Za-z_][A-Za-z0-9_\-]*)(?P<sep>\s*=\s*|[\"']\s*:\s*)"
+    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"',;&)}\]]{4,}))"
 )
-"""``name=value`` and ``"name": "value"`` pairs; the value goes when the name looks like a secret's."""
+"""``name=value`` and ``"name": "value"`` pairs (a quoted value up to its closing quote); the value
+goes when the name looks like a secret's."""
 
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SECRET_PART = re.compile(
@@ -74,11 +74,15 @@ def has_secret_shape(text: str) -> bool:
     return _SHAPES.search(text) is not None
 
 
-def scrub(text: str, known: Iterable[str | None] = (), *, marker: str = REDACTED) -> str:
+def scrub(
+    text: str, known: Iterable[str | None] = (), *, marker: str = REDACTED, environment: bool = True
+) -> str:
     """``text`` with every secret replaced by ``marker``: the ``known`` values (a model's API key),
-    the configured ones (:func:`configured_secrets`), token shapes, URL passwords and the values of
-    ``name=value`` pairs whose name looks like a secret's."""
-    values = {v for v in (*known, *configured_secrets()) if v and len(v) >= MIN_KNOWN}
+    the configured ones (:func:`configured_secrets`, unless ``environment`` is false because the
+    caller passes them in ``known``), token shapes, URL passwords and the values of ``name=value``
+    pairs whose name looks like a secret's."""
+    configured = configured_secrets() if environment else ()
+    values = {v for v in (*known, *configured) if v and len(v) >= MIN_KNOWN}
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, marker)
     text = _SHAPES.sub(lambda m: (m["bearer"] or "") + marker, text)
@@ -88,8 +92,10 @@ def scrub(text: str, known: Iterable[str | None] = (), *, marker: str = REDACTED
 
 def _hide_assigned(marker: str) -> Callable[[re.Match[str]], str]:
     def hide(match: re.Match[str]) -> str:
-        if match["value"] == marker or not looks_secret_name(match["name"]):
+        group = "dq" if match["dq"] is not None else "sq" if match["sq"] is not None else "bare"
+        if match.string.startswith(marker, match.start(group)) or not looks_secret_name(match["name"]):
             return match[0]
-        return f"{match['name']}{match['sep']}{marker}"
+        quote = {"dq": '"', "sq": "'", "bare": ""}[group]
+        return f"{match['name']}{match['sep']}{quote}{marker}{quote}"
 
     return hide

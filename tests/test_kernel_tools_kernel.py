@@ -143,6 +143,49 @@ def test_a_scripted_model_calls_each_tool_and_run_code_defines_a_variable_the_ne
     assert outcomes(events) == ["allowed-once"]
 
 
+def test_the_tools_never_send_a_secret_or_a_private_name_to_the_model(kernel):
+    key = "sk-proj-" + "Qx7" * 14
+    kernel.run(
+        f"OPENAI_API_KEY = {key!r}\n"
+        "db_password = 'hunter2 hunter2'\n"
+        "creds = {'user': 'alice', 'token': 'tok-123456789'}\n"
+        f"note = 'the key is {key}'\n"
+        "_secret = 'private value'"
+    )
+    kernel.run(
+        scripted(
+            "Response(tool_calls=[ToolCall('list_variables', {}, id='l'), "
+            "ToolCall('describe_variable', {'name': 'OPENAI_API_KEY'}, id='k'), "
+            "ToolCall('describe_variable', {'name': 'creds'}, id='c'), "
+            "ToolCall('describe_variable', {'name': 'note'}, id='n'), "
+            "ToolCall('describe_variable', {'name': '_secret'}, id='p'), "
+            "ToolCall('recent_cells', {'count': 3}, id='r')])",
+            "'done'",
+        )
+    )
+    assert "turn 1: completed" in kernel.run("%followup --wait look around")
+    out = results(read_events(db(kernel)))
+    hidden = "value hidden: looks like a secret"
+    assert out["l"][0].splitlines()[1:] == [
+        f"OPENAI_API_KEY · str · len 50 · {hidden} (its name, OPENAI_API_KEY)",
+        f"db_password · str · len 15 · {hidden} (its name, db_password)",
+        f"creds · dict · len 2 · {{'token': <{hidden}>, 'user': 'alice'}}",
+        f"note · str · len 61 · 'the key is <{hidden}>'",
+    ]
+    assert out["k"] == (f"OPENAI_API_KEY · str · len 50 · {hidden} (its name, OPENAI_API_KEY)", None)
+    assert f"{{'user': 'alice', 'token': <{hidden}>}}" in out["c"][0]
+    assert f"'the key is <{hidden}>'" in out["n"][0]
+    assert out["p"] == (
+        "Error: '_secret' is a private name (it starts with '_'); nbagent does not show private names "
+        "(see list_variables)",
+        "UNKNOWN_VARIABLE",
+    )
+    assert f"OPENAI_API_KEY = '<{hidden}>'" in out["r"][0]
+    stored = b"".join(p.read_bytes() for p in kernel.cwd.glob("work.nbagent.sqlite*"))
+    for secret in (key, "hunter2", "tok-123456789", "private value"):
+        assert secret.encode() not in stored
+
+
 def test_the_approver_hook_allows_once_then_rejects_and_the_log_says_so(kernel):
     kernel.run(
         scripted(run_code("a = 1", "c0"), run_code("b = 2", "c1"), "'done'")
