@@ -210,6 +210,18 @@ def test_describe_variable_hides_secrets_inside_dicts_and_strings_and_keeps_the_
         assert all(s not in described(name) for s in (KEY, CONFIGURED, "hunter2", "z" * 20, "t0k-value"))
 
 
+def test_a_key_inside_an_objects_long_repr_is_hidden_before_the_preview_shortens_it(shell):
+    cell(
+        shell,
+        "from dataclasses import dataclass\n@dataclass\nclass Settings:\n    a: str\n    api: str\n    b: str",
+    )
+    # 2,010 characters of repr: a preview keeps its first and last 1,000, cut inside the key
+    cell(shell, f"settings = Settings('x' * 960, {KEY!r}, 'y' * 977)")
+    text = listing(shell) + describe_text(shell.user_ns, shell.user_ns_hidden, "settings")
+    assert not any(KEY[i : i + 6] in text for i in range(len(KEY) - 6))
+    assert f"api='<{HIDDEN}>'" in text
+
+
 def test_private_names_are_not_described(secrets_in):
     with pytest.raises(LookupError) as err:
         describe_text(secrets_in.user_ns, secrets_in.user_ns_hidden, "_private_token")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import reprlib
 import types
+from collections import deque
 from collections.abc import Mapping, Set, Sized
 from itertools import islice
 from typing import Any
@@ -39,6 +40,9 @@ _LOOKED_AT = 2_000
 
 _SHOWN_ITEMS = 100
 """Items of a container a preview can show (``reprlib`` shows at most 50)."""
+
+_REPR_SCRUBBED = 20_000
+"""Characters of an object's ``repr`` kept (its start and its end) and scrubbed for a preview."""
 
 _repr = reprlib.Repr()
 _repr.maxlevel = 3
@@ -116,6 +120,16 @@ class _Hidden:
 _HIDDEN = _Hidden()
 
 
+class _Shown:
+    """Stands for an object in a preview: its ``repr``, already scrubbed."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def _holds_text(value: Any, depth: int = 0) -> bool:
     """Whether a preview of ``value`` would show text: a string, or a container holding one."""
     if isinstance(value, str | bytes | bytearray):
@@ -158,8 +172,8 @@ class _Scrubber:
     def copy(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if depth > 4:
-            return value
+        if depth > 4 or value is None or isinstance(value, int | float | complex | Set | deque):
+            return value  # nothing to hide, or shown by reprlib piece by piece (scrubbed as text)
         try:
             if isinstance(value, Mapping):
                 keys = _shown_keys(value)
@@ -174,7 +188,23 @@ class _Scrubber:
                 return items if isinstance(value, list) else tuple(items)
         except Exception:
             return value
-        return value
+        return self.other(value)
+
+    def other(self, value: Any) -> Any:
+        """Any other object: its whole ``repr`` scrubbed before a preview shortens it (``reprlib``
+        computes the whole ``repr`` of such objects anyway), so a cut never leaves half a key."""
+        from nbagent.context import is_dataframe
+
+        if self.budget <= 0 or isinstance(value, type | types.FunctionType) or is_dataframe(value):
+            return value
+        self.budget -= 1
+        try:
+            text = repr(value)
+        except Exception:
+            return value  # the preview says its repr is unavailable
+        if len(text) > _REPR_SCRUBBED:
+            text = f"{text[: _REPR_SCRUBBED // 2]}...{text[-_REPR_SCRUBBED // 2 :]}"
+        return _Shown(scrub(text, self.known, marker=SECRET_MARK, environment=False))
 
     def entry(self, key: Any, value: Any, depth: int) -> Any:
         if isinstance(key, str) and looks_secret_name(key) and _holds_text(value):
@@ -208,7 +238,7 @@ def _preview(name: str, value: Any) -> str:
     reason = hidden_reason(name, value)
     if reason is not None:
         return reason
-    return clip(shown_safely(one_line_preview(without_secrets(value), PREVIEW_CHARS * 2)), PREVIEW_CHARS)
+    return clip(shown_safely(one_line_preview(without_secrets(value), LIST_CHARS)), PREVIEW_CHARS)
 
 
 def _is_nbagent(obj: Any) -> bool:
