@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 REDACTED = "[redacted]"
 """What a secret in a failure text becomes."""
@@ -46,6 +47,12 @@ _ASSIGNED = re.compile(
 """``name=value`` and ``"name": "value"`` pairs (a quoted value up to its closing quote); the value
 goes when the name looks like a secret's."""
 
+_TRIGGERS = re.compile(
+    r"sk-|bearer|gh[oprsu]_|github_pat_|glpat-|xox|AKIA|ASIA|AIza|_[A-Za-z0-9]{20}|eyJ|PRIVATE KEY|://|[=:]",
+    re.IGNORECASE,
+)
+"""What any of the patterns above needs: text without it holds no secret they would find."""
+
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SECRET_PART = re.compile(
     r"[a-z]*(?:password|passwords|passwd|secret|secrets|credential|credentials|apikey|passphrase)"
@@ -54,6 +61,7 @@ _SECRET_PART = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def looks_secret_name(name: str) -> bool:
     """Whether a name says it holds a secret: one of its words (``snake_case``, ``camelCase`` or
     ``UPPER_CASE``) is key, token, secret, password, passwd, credential… (``api_key``,
@@ -82,7 +90,9 @@ def scrub(
     caller passes them in ``known``), token shapes, URL passwords and the values of ``name=value``
     pairs whose name looks like a secret's."""
     configured = configured_secrets() if environment else ()
-    values = {v for v in (*known, *configured) if v and len(v) >= MIN_KNOWN}
+    values = {v for v in (*known, *configured) if v and len(v) >= MIN_KNOWN and v in text}
+    if not values and _TRIGGERS.search(text) is None:
+        return text
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, marker)
     text = _SHAPES.sub(lambda m: (m["bearer"] or "") + marker, text)

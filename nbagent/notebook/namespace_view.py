@@ -153,20 +153,20 @@ def hidden_reason(name: str, value: Any) -> str | None:
     return None
 
 
-def without_secrets(value: Any) -> Any:
+def without_secrets(value: Any, known: list[str] | None = None) -> Any:
     """``value``, or a copy of it for previews in which strings (also inside dicts, lists and tuples,
     to depth 4) have their secret-shaped parts replaced by :data:`SECRET_MARK`, and the text under
     secret-looking dict keys is that mark whole. Scrubbing before ``repr`` means a shortened repr
     never shows half a key."""
-    return _Scrubber().copy(value, 0)
+    return _Scrubber(configured_secrets() if known is None else known).copy(value, 0)
 
 
 class _Scrubber:
     """One walk of :func:`without_secrets`: the configured keys read once, only the items a preview
     shows (the first ones, a dict's keys sorted as ``reprlib`` shows them), a bounded number of strings."""
 
-    def __init__(self) -> None:
-        self.known = configured_secrets()
+    def __init__(self, known: list[str]) -> None:
+        self.known = known
         self.budget = _LOOKED_AT
 
     def copy(self, value: Any, depth: int) -> Any:
@@ -229,16 +229,20 @@ def _shown_keys(mapping: Mapping[Any, Any]) -> set[Any]:
     return keys
 
 
-def shown_safely(text: str) -> str:
-    """A preview's text with secret-shaped strings and configured keys replaced by :data:`SECRET_MARK`."""
-    return scrub(text, marker=SECRET_MARK)
+def shown_safely(text: str, known: list[str] | None = None) -> str:
+    """A preview's text with secret-shaped strings and configured keys (``known``: read from the
+    environment when not given) replaced by :data:`SECRET_MARK`."""
+    if known is None:
+        return scrub(text, marker=SECRET_MARK)
+    return scrub(text, known, marker=SECRET_MARK, environment=False)
 
 
-def _preview(name: str, value: Any) -> str:
+def _preview(name: str, value: Any, known: list[str]) -> str:
     reason = hidden_reason(name, value)
     if reason is not None:
         return reason
-    return clip(shown_safely(one_line_preview(without_secrets(value), LIST_CHARS)), PREVIEW_CHARS)
+    text = one_line_preview(without_secrets(value, known), LIST_CHARS)
+    return clip(shown_safely(text, known), PREVIEW_CHARS)
 
 
 def _is_nbagent(obj: Any) -> bool:
@@ -267,8 +271,9 @@ def list_variables_text(namespace: Mapping[str, Any], hidden: Mapping[str, Any])
     lines = [f"{len(rows)} variable{'s' if len(rows) != 1 else ''} (name · type · shape/len · preview):"]
     used = len(lines[0])
     shown = 0
+    known = configured_secrets()
     for name, value in rows[:MAX_VARIABLES]:
-        parts = [name, type_name(value), size_of(value), _preview(name, value)]
+        parts = [name, type_name(value), size_of(value), _preview(name, value, known)]
         line = " · ".join(p for p in parts if p)
         if used + len(line) + 1 > LIST_CHARS:
             break
