@@ -151,6 +151,8 @@ class PostgresStore:
         self.location = self.path = redact(url)
         self.lock = threading.RLock()
         self.broken: SessionWriteError | None = None
+        self.closed = False
+        """Set by :meth:`close` (a closed store is not a lost connection)."""
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in url and not os.environ.get("PGCONNECT_TIMEOUT"):
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
@@ -290,6 +292,8 @@ class PostgresStore:
         with self.lock:
             if self.broken is not None:
                 raise self.broken
+            if self.conn.closed and self.closed:
+                raise SessionFileError(f"the connection to {self.location} is closed")
             try:
                 return fn(self.conn)
             except psycopg.Error as exc:
@@ -351,6 +355,7 @@ class PostgresStore:
     def close(self, *, checkpoint: bool = True) -> None:
         """Close the connection (releasing any lease it holds); never raises."""
         with self.lock:
+            self.closed = True
             try:
                 self.conn.close()
             except Exception:
