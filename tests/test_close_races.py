@@ -118,7 +118,7 @@ async def test_followup_then_cancel_from_a_worker_never_opens_an_empty_turn(db):
     for attempt in range(30):
         agent = nbagent.open_session(db, model=Stalls())
 
-        def worker() -> None:
+        def worker(agent: nbagent.Agent = agent) -> None:
             agent.followup("a")
             agent.cancel()
 
