@@ -46,7 +46,17 @@ async def one_round(db, threads):
             acknowledged.append(text)
             i += 1
 
-    workers = [threading.Thread(target=deliver, args=(n,)) for n in range(threads)]
+    def cancel():
+        go.wait()
+        while not agent.closed:
+            try:
+                agent.cancel()
+            except BaseException as exc:
+                failures.append(f"cancel: {type(exc).__name__}: {exc}")
+                return
+
+    workers = [threading.Thread(target=deliver, args=(n,)) for n in range(threads - 1)]
+    workers.append(threading.Thread(target=cancel))
     for w in workers:
         w.start()
     await asyncio.to_thread(go.wait)

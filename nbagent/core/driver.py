@@ -225,7 +225,10 @@ class Driver:
             if on_loop and self.notices.in_event:
                 self._deferred_clear = True
             elif self.fault is None:
-                self.clear()
+                try:
+                    self.clear()
+                except SessionClosedError:
+                    return  # a close() finished meanwhile: nothing is left to cancel
         signal = self.signal
         if self.driving and signal is not None:
             if on_loop:
