@@ -45,9 +45,13 @@ def answer_seconds(statement_timeout_ms: int) -> float:
     return statement_timeout_ms / 1000 + ANSWER_GRACE_S
 
 
-def connect_options(url: str) -> dict[str, Any]:
-    """The keepalive parameters to pass to ``psycopg.connect`` (those the URL does not set)."""
-    return {k: v for k, v in KEEPALIVES.items() if k not in url}
+def connect_options(url: str, libpq_version: int) -> dict[str, Any]:
+    """The keepalive parameters to pass to ``psycopg.connect`` (those the URL does not set;
+    ``tcp_user_timeout`` only where libpq knows it, from version 12)."""
+    wanted = {k: v for k, v in KEEPALIVES.items() if k not in url}
+    if libpq_version < 120000:
+        wanted.pop("tcp_user_timeout", None)
+    return wanted
 
 
 def session_settings(current: dict[str, int]) -> dict[str, int]:

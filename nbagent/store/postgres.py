@@ -116,7 +116,7 @@ class PostgresStore:
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         if mode != "read":
             kwargs["application_name"] = holder_name()
-        kwargs.update(connect_options(url))
+        kwargs.update(connect_options(url, psycopg.pq.version()))
         try:
             self.conn: psycopg.Connection[Any] = psycopg.connect(url, **kwargs)
         except psycopg.Error as exc:
