@@ -29,6 +29,7 @@ from nbagent import SessionClosedError
 async def one_round(db, threads):
     agent = nbagent.open_session(db)
     go = threading.Barrier(threads + 1)
+    warmed = threading.Event()  # close() starts once deliveries are flowing
     acknowledged, failures = [], []
 
     def deliver(n):
@@ -44,6 +45,8 @@ async def one_round(db, threads):
                 failures.append(f"{type(exc).__name__}: {exc}")
                 return
             acknowledged.append(text)
+            if len(acknowledged) >= 4 * threads:
+                warmed.set()
             i += 1
 
     def cancel():
@@ -60,7 +63,7 @@ async def one_round(db, threads):
     for w in workers:
         w.start()
     await asyncio.to_thread(go.wait)
-    await asyncio.sleep(0)
+    await asyncio.to_thread(warmed.wait, 60)
     await agent.close()
     for w in workers:
         await asyncio.to_thread(w.join)
