@@ -107,7 +107,7 @@ class Tool:
             arguments = {**arguments, self._signal_param: signal}
         if _is_async(self.fn):
             return await self.fn(**arguments)
-        result = await in_worker_thread(functools.partial(self.fn, **arguments), f"nbagent tool {self.name}")
+        result = await _in_worker_thread(functools.partial(self.fn, **arguments), f"nbagent tool {self.name}")
         if inspect.isawaitable(result):  # a sync function that hands back a coroutine
             result = await result
         return result
@@ -117,7 +117,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
-async def in_worker_thread(fn: Callable[[], T], name: str) -> T:
+async def _in_worker_thread(fn: Callable[[], T], name: str) -> T:
     """Run ``fn`` in a new daemon thread (with the caller's context variables) and await its result.
 
     One thread per call, never a pool: a body that never returns holds no pool slot and does not

@@ -7,7 +7,9 @@ else is refused before anything is written. ``events.data`` is ``json``: the ser
 record on insert and keeps its text byte for byte.
 
 Each open store is one connection. A writer's lease is a session-level advisory lock on it, so a
-writer that dies (or loses its connection) releases it at once. Every staged batch is one
+writer that dies (or loses its connection) releases it at once (``pg_lease.py``). Every call on it
+is bounded: statement and lock timeouts, keepalives, and a watchdog (``pg_watchdog.py``), so a
+locked table or a silent server fails the call with an error naming the server. Every staged batch is one
 transaction that also signals followers (``NOTIFY``). Credentials come from the URL, the ``PG*``
 variables or ``~/.pgpass`` (libpq reads them); the store shows and stores only the redacted address.
 """
