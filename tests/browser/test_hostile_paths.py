@@ -203,6 +203,7 @@ def test_the_hostile_corpus_runs_nothing_and_reads_as_written(
     errors = PageErrors().watch(page)
     root, expected = PATHS[path](page, lab, hostile)
     root.first.wait_for(state="attached")  # a payload may have hidden it
+    page.wait_for_function("el => el.textContent.trim() !== ''", arg=root.first.element_handle())  # painted
     shown = same_text(" ".join(root.evaluate_all(TEXT_JS)))
     missing = [text for text in expected if same_text(text) not in shown]
     shot(page, f"hostile-{path}")
