@@ -80,7 +80,7 @@ def pick_options(line: str, valued: Collection[str]) -> tuple[str, str]:
             continue
         previous_text = False
         i += 1
-        if token in valued and i < len(spans):
+        if _is_valued(token, valued) and i < len(spans):
             value_start = spans[i][0]
             quote = line[value_start]
             close = line.find(quote, value_start + 1) if quote in "\"'" else -1
@@ -90,3 +90,8 @@ def pick_options(line: str, valued: Collection[str]) -> tuple[str, str]:
                 i += 1
         options.append(token)
     return " ".join(options), " ".join(line[a:b] for a, b in runs)
+
+
+def _is_valued(token: str, valued: Collection[str]) -> bool:
+    """Whether ``token`` names an option in ``valued``, whole or (as argparse allows) abbreviated."""
+    return token in valued or (len(token) > 3 and len([v for v in valued if v.startswith(token)]) == 1)

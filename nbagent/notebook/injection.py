@@ -24,6 +24,11 @@ class InjectOptions:
     rows: int | None = None
     schema_only: bool = False
     last_error: bool = False
+    budget: int | None = None
+
+
+DEFAULT_BUDGET = 1500
+"""The token budget of a DataFrame summary when ``--budget`` is not given."""
 
 
 @dataclass(frozen=True)
@@ -126,12 +131,14 @@ def build_injection(
     *,
     evaluate: Callable[[str], Any],
     names: Callable[[], Iterable[str]],
+    user_names: Callable[[], Iterable[str]] = tuple,
     last_error: LastError | None,
     cell: Mapping[str, Any] | None,
     literal: bool = False,
 ) -> Injection:
     """What ``%inject`` queues (SPEC §9.1), read by the rule of :func:`read_line` over ``names()``
     (the user's namespace and the builtins); the body of ``%%inject`` (``literal``) is always text.
+    A lone unknown name suggests close ones among ``user_names()`` (the user's own variables).
 
     With ``--label`` an unknown name is text too: the label says the line is context. An expression
     that fails as it is evaluated is a usage error, never text.
@@ -161,7 +168,7 @@ def build_injection(
         )
     if reading.kind == "unknown-name":
         (name,) = reading.unknown
-        close = difflib.get_close_matches(name, sorted(n for n in known if not n.startswith("_")), n=3)
+        close = difflib.get_close_matches(name, sorted(set(user_names())), n=3)
         hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
         raise UsageError(
             f"`{name}` is not defined in this kernel; {hint}"
@@ -201,8 +208,11 @@ def _evaluated(
                 name=name,
                 rows=5 if options.rows is None else options.rows,
                 schema_only=options.schema_only,
+                budget_tokens=options.budget or DEFAULT_BUDGET,
                 cell=cell,
             )
+        except ValueError as exc:  # a budget below the smallest one
+            raise UsageError(f"--budget: {exc}") from None
         except ImportError as exc:
             said = str(exc)
             if "pip install" not in said:  # the summary names the extra itself where it can
@@ -224,7 +234,7 @@ def describe(message: UserMessage) -> str:
     return describe_message(message).title
 
 
-def dropped_note(message: UserMessage) -> str:
+def dropped_note(message: UserMessage, budget: int) -> str:
     """For the receipt: what a DataFrame summary dropped to fit its token budget, and how to get it."""
     source = message.source
     if source.get("kind") != "dataframe" or not source.get("truncated"):
@@ -232,12 +242,11 @@ def dropped_note(message: UserMessage) -> str:
     steps = list(source["truncated"])
     rows = source.get("head_rows")
     parts = [_STEP_WORDS.get(s, s) for s in steps]
-    if isinstance(rows, Mapping) and rows.get("shown") != rows.get("asked") and "head" not in steps:
-        parts.insert(0, f"head rows {rows.get('asked')}→{rows.get('shown')}")
+    if "head" in steps and isinstance(rows, list | tuple) and len(rows) == 2:
+        parts[steps.index("head")] = f"head rows ({rows[1]} of the {rows[0]} asked for kept)"
     return (
-        f" · dropped to fit ~{source.get('budget_tokens', 1500):,} tokens: {', '.join(parts)} "
-        "(for them: fewer columns, fewer --rows, or nbagent.context.dataframe(df, budget_tokens=…); "
-        "--schema-only for every column's name)"
+        f" · dropped to fit {budget:,} tokens: {', '.join(parts)}; to get them: a bigger --budget, "
+        "fewer columns (df[[…]]) or fewer --rows (--schema-only lists every column)"
     )
 
 

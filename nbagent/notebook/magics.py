@@ -18,7 +18,14 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from nbagent.notebook import tool_commands
 from nbagent.notebook.arguments import pick_options, split_options
 from nbagent.notebook.help import RunFailedError, asks_for_help, missing_module, missing_sdk, show_help
-from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe, dropped_note
+from nbagent.notebook.injection import (
+    DEFAULT_BUDGET,
+    InjectOptions,
+    LastError,
+    build_injection,
+    describe,
+    dropped_note,
+)
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
 
@@ -110,6 +117,7 @@ class AgentMagics(Magics):
     @argument("--label", help="a label for what is queued, shown in the timeline and transcript")
     @argument("--rows", type=int, help="head rows in a DataFrame summary (default 5)")
     @argument("--schema-only", action="store_true", help="a DataFrame's columns and dtypes only")
+    @argument("--budget", type=int, help="a DataFrame summary's token budget (default 1500)")
     @argument(
         "--last-error",
         action="store_true",
@@ -131,7 +139,7 @@ class AgentMagics(Magics):
         goes in a `%%inject` cell, whose body is always text. With `--label L` an unknown name is
         text too.
         """
-        options, text = pick_options(line, {"--label", "--rows"})
+        options, text = pick_options(line, {"--label", "--rows", "--budget"})
         if asks_for_help(options, text if cell is None else ""):
             show_help(self.inject)
             return
@@ -142,7 +150,7 @@ class AgentMagics(Magics):
             raise UsageError(f"{exc}; text that contains `--` goes in a %%inject cell") from None
         if cell is not None and text:
             raise UsageError("%%inject takes options on its line and the text in the cell body")
-        opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error)
+        opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error, args.budget)
         if opts.rows is not None and opts.rows < 0:
             raise UsageError("--rows must be 0 or more")
         handled = sys.exc_info()[1]  # inside `except:`, --last-error means the error being handled
@@ -151,6 +159,7 @@ class AgentMagics(Magics):
             opts,
             evaluate=lambda expr: self.shell.ev(expr),
             names=self._names,
+            user_names=self._user_names,
             last_error=LastError.of(handled) if handled is not None else self._last_error(),
             cell=self._cell(),
             literal=cell is not None,
@@ -169,7 +178,7 @@ class AgentMagics(Magics):
             else "the model has not run; %followup or %steer sends it with your next message"
         )
         as_text = f" · as text ({injection.as_text})" if injection.as_text else ""
-        dropped = dropped_note(message)
+        dropped = dropped_note(message, opts.budget or DEFAULT_BUDGET)
         print(
             f"queued {describe(message)}: {len(body):,} chars, ~{estimate_tokens(body):,} tokens{as_text}"
             f"{dropped} · inbox {pending} pending · {when_seen}"
@@ -180,6 +189,11 @@ class AgentMagics(Magics):
         import builtins
 
         return [*self.shell.user_ns, *self.shell.user_global_ns, *vars(builtins)]
+
+    def _user_names(self) -> list[str]:
+        """The user's own variables (not IPython's ``In``, ``Out``, ``_i1``…), for close matches."""
+        hidden = getattr(self.shell, "user_ns_hidden", {})
+        return [n for n in self.shell.user_ns if not n.startswith("_") and n not in hidden]
 
     # -- %followup and %steer ---------------------------------------------------------------------
 
