@@ -8,6 +8,7 @@ way a reader of a tutorial would (Kernel → Restart). The kernel is told which 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,11 @@ def run_notebook(
     nb = nbformat.read(path, as_version=4)
     kernel_env = {**os.environ, "JPY_SESSION_NAME": str(path), **(env or {})}
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        timeout=timeout,
+        kernel_name=kernel_name,
+        resources={"metadata": {"path": str(path.parent)}},
+        config=_local_transport(),
     )
     with client.setup_kernel(env=kernel_env):
         for index, cell in enumerate(nb.cells):
@@ -48,6 +53,23 @@ def run_notebook(
     if save:
         nbformat.write(nb, path)
     return nb
+
+
+def _local_transport() -> Any:
+    """Kernel sockets as files in Jupyter's runtime folder (IPC) where the system has them: nothing
+    travels over TCP, so the kernel has no "running over TCP without encryption" warning to print,
+    a warning the reader of a headless run could do nothing about."""
+    from traitlets.config import Config
+
+    config = Config()
+    if os.name == "posix":
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(parents=True, exist_ok=True)
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(runtime / f"nbagent-{os.getpid()}-{uuid.uuid4().hex[:8]}-ipc")
+    return config
 
 
 def output_text(cell: Any) -> str:

@@ -17,7 +17,14 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from nbagent.notebook import tool_commands
 from nbagent.notebook.arguments import pick_options, split_options
-from nbagent.notebook.help import RunFailedError, asks_for_help, missing_module, missing_sdk, show_help
+from nbagent.notebook.help import (
+    RunFailedError,
+    asks_for_help,
+    cancelled_by_interrupt,
+    missing_module,
+    missing_sdk,
+    show_help,
+)
 from nbagent.notebook.injection import (
     DEFAULT_BUDGET,
     InjectOptions,
@@ -28,6 +35,7 @@ from nbagent.notebook.injection import (
 )
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
+from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
@@ -246,7 +254,7 @@ class AgentMagics(Magics):
         )
         view.refresh()
         if interrupted:
-            raise KeyboardInterrupt(f"the turn was cancelled ({run.outcome})")
+            raise cancelled_by_interrupt(f"the turn was cancelled ({run.outcome})") from None
         if run.outcome == "error":
             raise RunFailedError.from_run(run)
 
@@ -299,7 +307,7 @@ class AgentMagics(Magics):
                 self.session.close()
             self.session.db_override = args.db
             if not args.command:
-                print(f"nbagent: using {self.session.shown_path}")
+                print(f"nbagent: using {self.session.shown_path}{self.session.missing_folder_note()}")
                 return
         command = args.command or "status"
         if command not in _COMMANDS:
@@ -334,7 +342,7 @@ class AgentMagics(Magics):
             mark = "*" if current is not None and current.session_id == row.id else " "
             title = f" · {row.title}" if row.title else ""
             print(
-                f"{mark} {row.id[:8]}  {row.turns:>3} turns  {row.events:>5} events  "
+                f"{mark} {row.id[:8]}  {plural(row.turns, 'turn'):>9}  {plural(row.events, 'event'):>11}  "
                 f"last {when(row.last_activity)}  {row.model or '?'}{title}"
             )
 
@@ -391,7 +399,7 @@ class AgentMagics(Magics):
             )
             if interrupted:
                 self._refresh_views()
-                raise KeyboardInterrupt("the running turn was cancelled")
+                raise cancelled_by_interrupt("the running turn was cancelled") from None
         self._refresh_views()
         print(f"nbagent: {agent.status if agent is not None else 'no session open'}")
 
@@ -404,11 +412,17 @@ class AgentMagics(Magics):
 
         from nbagent.notebook.transcript import transcript
 
-        agent = self.session.ensure(create=False)
-        if agent is None:
-            print(f"no session in {self.session.shown_path} yet")
-            return
-        text = transcript(agent.events, title=f"Session {agent.session_id[:8]}")
+        agent = self.session.current()  # reading needs no session opened for writing (nor a lease)
+        if agent is not None:
+            events, session_id = agent.events, agent.session_id
+        else:
+            rows = self.session.rows() if self.session.knows_notebook() else []
+            if not rows:
+                print(f"no session in {self.session.shown_path} yet")
+                return
+            session_id = rows[0].id
+            events = self.session.read_events(session_id)
+        text = transcript(events, title=f"Session {session_id[:8]}")
         display({"text/markdown": text, "text/plain": text}, raw=True)
 
     def _agent_approve(self, *value: str, keep_inbox: bool) -> None:
