@@ -4,6 +4,7 @@ errors and counts, and a steer's cell that shows the turn it joined."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -177,3 +178,46 @@ def test_a_steer_cell_shows_the_turn_it_joined_from_its_start(tmp_path: Path) ->
     assert joined["title"] == started["title"] == "What is a?"
     assert joined["duration_text"] == started["duration_text"]
     assert len([n for n in nodes(steer) if n["type"] == "step"]) == 2  # step 1, before the steer, too
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": []}
+    nb = {
+        "cells": [{**cell, "id": f"c{i}", "source": src} for i, src in enumerate(cells)],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(nb))
+
+
+def jupyter_execute(cwd: Path, *notebooks: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NBAGENT_DB", "JPY_SESSION_NAME")}
+    command = Path(sys.executable).parent / "jupyter-execute"
+    return subprocess.run(
+        [str(command), "--inplace", *notebooks], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_jupyter_execute_puts_each_notebooks_session_beside_it(tmp_path: Path) -> None:
+    for name in ("alpha", "one/beta", "two/gamma"):
+        write_notebook(tmp_path / f"{name}.ipynb", ["%load_ext nbagent", f"%followup --wait from {name}"])
+    assert jupyter_execute(tmp_path, "alpha.ipynb").returncode == 0
+    done = jupyter_execute(tmp_path, "one/beta.ipynb", "two/gamma")  # two folders: each knows its own
+    assert done.returncode == 0, done.stderr
+    for name in ("alpha", "one/beta", "two/gamma"):
+        assert len(session_ids(tmp_path / f"{name}.nbagent.sqlite")) == 1, name
+    assert not list(tmp_path.rglob("nbagent.sqlite"))
+
+
+def test_jupyter_execute_of_notebooks_sharing_a_folder_says_which_file_and_why(tmp_path: Path) -> None:
+    for name in ("alpha", "beta"):
+        write_notebook(tmp_path / f"{name}.ipynb", ["%load_ext nbagent", f"%followup --wait from {name}"])
+    done = jupyter_execute(tmp_path, "alpha.ipynb", "beta.ipynb")
+    assert done.returncode == 0, done.stderr
+    assert len(session_ids(tmp_path / "nbagent.sqlite")) == 2  # one session each, never shared
+    out = json.loads((tmp_path / "beta.ipynb").read_text())
+    said = "".join(out["cells"][1]["outputs"][0]["text"])
+    assert said.startswith("nbagent: new session ")
+    assert ", the shared file of this folder (model echo); this kernel does not know its notebook" in said

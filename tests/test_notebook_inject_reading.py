@@ -105,7 +105,8 @@ def test_inject_reads_options_anywhere_and_sentences_as_text_in_a_kernel(tmp_pat
             "`salse` is not defined in this kernel; did you mean `sales`?"
         )
         assert usage_error(result, 7) == (
-            "unrecognized arguments: --colour; text that contains `--` goes in a %%inject cell"
+            "unrecognized arguments: --colour; text that contains `--` goes after a leading `--` "
+            "(`%inject -- text`) or in a %%inject cell"
         )
     messages = injected(tmp_path / "work.nbagent.sqlite")
     assert [m["source"]["kind"] for m in messages] == ["dataframe", "dataframe", "dataframe", "cell", "cell"]

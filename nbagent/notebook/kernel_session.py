@@ -201,8 +201,8 @@ class KernelSession:
         agent = self.new(announce=known)
         if not known:
             print(
-                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)} (model {agent.model.name}); "
-                "this kernel does not know its notebook, so it does not continue the file's earlier sessions "
+                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)}, the shared file of this "
+                f"folder (model {agent.model.name}); this kernel does not know its notebook, so it does not continue the file's earlier sessions "
                 "(`%agent sessions` lists them, `%agent resume ID` continues one)"
             )
         return agent

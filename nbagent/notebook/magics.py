@@ -144,7 +144,8 @@ class AgentMagics(Magics):
         (`df.head(`) is refused. Anything else is queued as text, verbatim, and the receipt says
         "as text" (`%inject prices in EUR`, `%inject not important`).
         Options may stand anywhere on the line (`%inject df --rows 3`); text that contains `--`
-        goes in a `%%inject` cell, whose body is always text. With `--label L` an unknown name is
+        goes after a leading `--` (`%inject -- a --b c`) or in a `%%inject` cell, whose body is
+        always text. With `--label L` an unknown name is
         text too.
         """
         options, text = pick_options(line, {"--label", "--rows", "--budget"})
@@ -155,7 +156,10 @@ class AgentMagics(Magics):
         try:
             args = _parse(self.inject, options)
         except UsageError as exc:
-            raise UsageError(f"{exc}; text that contains `--` goes in a %%inject cell") from None
+            raise UsageError(
+                f"{exc}; text that contains `--` goes after a leading `--` (`%inject -- text`) or in a "
+                "%%inject cell"
+            ) from None
         if cell is not None and text:
             raise UsageError("%%inject takes options on its line and the text in the cell body")
         opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error, args.budget)
