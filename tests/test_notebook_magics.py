@@ -174,7 +174,8 @@ def test_a_kernel_that_does_not_know_its_notebook_never_resumes_another_ones_ses
         second = magics(sh).session.agent.session_id
         assert second != first
         assert out.splitlines()[0] == (
-            f"nbagent: new session {second[:8]} in nbagent.sqlite (model echo); this kernel does not know "
+            f"nbagent: new session {second[:8]} in nbagent.sqlite, the shared file of this folder (model echo); "
+            "this kernel does not know "
             "its notebook, so it does not continue the file's earlier sessions (`%agent sessions` lists "
             "them, `%agent resume ID` continues one)"
         )
