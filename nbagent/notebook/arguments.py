@@ -1,6 +1,8 @@
-"""Splitting a magic's line into leading options (parsed by ``magic_arguments``) and verbatim text.
+"""Splitting a magic's line into options (parsed by ``magic_arguments``) and verbatim text.
 
-Text such as ``what's in df?`` is not shell syntax, so only the options before it are tokenized.
+Text such as ``what's in df?`` is not shell syntax, so it is never tokenized as such: ``split_options``
+takes the options before it (and trailing flags such as ``--wait``), ``pick_options`` (``%inject``)
+also takes ``--name`` options from after it.
 """
 
 from __future__ import annotations
