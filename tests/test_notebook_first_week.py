@@ -33,7 +33,8 @@ def test_a_db_in_a_missing_folder_says_so_and_creates_no_folder(tmp_path: Path) 
     with Kernel(tmp_path) as k:
         k.run("%load_ext nbagent")
         result = k.run_all(
-            [f"%agent --db {missing / 'x.sqlite'}", "%inject hello there"], stop_on_error=False
+            [f"%agent --db {missing / 'x.sqlite'}", "%inject hello there", "%agent status"],
+            stop_on_error=False,
         )
         assert result.text(0) == (
             f"nbagent: using {missing / 'x.sqlite'} — its folder {missing} does not exist, and nbagent "
@@ -43,6 +44,10 @@ def test_a_db_in_a_missing_folder_says_so_and_creates_no_folder(tmp_path: Path) 
             f"nbagent cannot use the session file {missing / 'x.sqlite'}: its folder {missing} does not "
             "exist (nbagent creates the file, never folders); choose another with `%agent --db PATH` "
             "(or the NBAGENT_DB environment variable)"
+        )
+        assert result.text(2) == (
+            f"no session open · file no-such/dir/x.sqlite — its folder {missing} does not exist, and "
+            "nbagent creates the file, never folders\n"
         )
     assert not (tmp_path / "no-such").exists()
 

@@ -320,6 +320,9 @@ class KernelSession:
         if agent is None:
             rows = self.rows()
             if not rows:
+                missing = self.missing_folder_note()
+                if missing:
+                    return [f"no session open · file {_shown(path)}{missing}"]
                 return [
                     f"no session open · file {_shown(path)} (created by the first %inject, %followup or %steer)"
                 ]
