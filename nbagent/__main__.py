@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from nbagent.core import events as ev
 from nbagent.views.labels import describe_message
@@ -98,17 +99,19 @@ def quickstart(headless: bool | None) -> int:
         print(f"nbagent: copied {TUTORIAL} into {target.parent}")
     _set_aside_last_session(target)
     if not headless:
+        print(f"nbagent: opening {TUTORIAL} in JupyterLab (Ctrl+C here stops the server)", flush=True)
         return subprocess.call([sys.executable, "-m", "jupyterlab", str(target)])
     from nbagent.notebook.headless import output_text, run_notebook
 
-    nb = run_notebook(target)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            print(f"In [{cell.get('execution_count') or ' '}]: {cell.source}")
-            shown = output_text(cell).rstrip()
-            if shown:
-                print(shown)
-            print()
+    def show(cell: Any) -> None:
+        print(f"In [{cell.get('execution_count') or ' '}]: {cell.source}")
+        shown = output_text(cell).rstrip()
+        if shown:
+            print(shown)
+        print(flush=True)
+
+    print(f"nbagent: running {TUTORIAL} in a kernel, cell by cell, with the offline echo model\n", flush=True)
+    run_notebook(target, on_cell=show)  # each cell is printed as soon as it has run
     print(
         f"nbagent: executed {target} (outputs saved in it); the session log is {target.with_suffix('').name}.nbagent.sqlite"
     )

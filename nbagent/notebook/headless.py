@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,13 @@ def run_notebook(
     kernel_name: str = "python3",
     env: Mapping[str, str] | None = None,
     save: bool = True,
+    on_cell: Callable[[Any], None] | None = None,
 ) -> Any:
     """Execute every code cell of the notebook at ``path`` in a fresh kernel; return the notebook.
 
     Cells tagged ``raises-exception`` may fail; any other failure raises ``CellExecutionError``.
-    With ``save`` the executed notebook (outputs included) is written back to ``path``.
+    ``on_cell`` is called with each code cell once it has run (its outputs in place). With ``save``
+    the executed notebook (outputs included) is written back to ``path``.
     """
     import nbformat
     from jupyter_core.utils import run_sync
@@ -50,6 +52,8 @@ def run_notebook(
                 run_sync(client.kc.wait_for_ready)(timeout=timeout)
             if cell.cell_type == "code":
                 client.execute_cell(cell, index)
+                if on_cell is not None:
+                    on_cell(cell)
     if save:
         nbformat.write(nb, path)
     return nb
