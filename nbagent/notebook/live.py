@@ -67,7 +67,7 @@ class LiveTurn:
         self.surface = surface
         self.turn: int | None = None
         self.view = TurnView(verb, message.plain_text, agent.inbox)
-        if agent.status == "running":
+        if verb == "steer" and agent.status == "running":
             self._join_running_turn()
         self._offs: list[Callable[[], None]] = []
         self._on_final = on_final
