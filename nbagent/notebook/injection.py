@@ -245,8 +245,8 @@ def dropped_note(message: UserMessage, budget: int) -> str:
     if "head" in steps and isinstance(rows, list | tuple) and len(rows) == 2:
         parts[steps.index("head")] = f"head rows ({rows[1]} of the {rows[0]} asked for kept)"
     return (
-        f" · dropped to fit {budget:,} tokens: {', '.join(parts)}; to get them: a bigger --budget, "
-        "fewer columns (df[[…]]) or fewer --rows (--schema-only lists every column)"
+        f" · dropped to fit {budget:,} tokens: {', '.join(parts)}; to get them: a bigger --budget or "
+        "fewer columns (df[[…]]); --schema-only lists every column"
     )
 
 
