@@ -14,6 +14,7 @@ import errno
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -213,6 +214,35 @@ def _remove_stale_drafts(path: Path) -> None:
                 pass
 
 
+def _regular_or_missing(path: Path) -> bool:
+    """Whether a regular file is at ``path`` (``False``: none); anything else is refused before
+    any ``open(2)``, which blocks forever on a FIFO and may act on a device."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(mode):
+        raise _file_error(path, IsADirectoryError(errno.EISDIR, "is a directory"), "opening")
+    if not stat.S_ISREG(mode):
+        raise SessionFileError(
+            f"{path} is {_special_kind(mode)}, not a session file; nbagent did not open it — pass the "
+            "path of a session file (or of a file to create)"
+        )
+    return True
+
+
+def _special_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def _fingerprint(path: Path) -> tuple[int, ...] | None:
     try:
         st = os.stat(path)
@@ -254,9 +284,7 @@ class SessionFile:
 
     def _open(self) -> None:
         path = self.path
-        if _guard(path, "opening", path.is_dir):
-            raise _file_error(path, IsADirectoryError(errno.EISDIR, "is a directory"), "opening")
-        if not _guard(path, "opening", path.exists):
+        if not _guard(path, "opening", lambda: _regular_or_missing(path)):
             if self.mode != "create":
                 raise SessionFileError(
                     f"{path} does not exist; check the path (open_session() creates a new file)"
