@@ -76,3 +76,117 @@ def test_an_empty_session_id_is_refused(tmp_path: Path) -> None:
     assert nbagent.list_sessions(path) == []
     assert not path.exists()
     assert snapshot(path) == {"main": None, "-wal": None, "-shm": None}
+
+
+async def _write_session(path: Path, prompts: int = 2) -> nbagent.Agent:
+    agent = nbagent.open_session(path, model=ScriptedModel([f"answer {i}" for i in range(prompts)]))
+    for i in range(prompts):
+        agent.inject(f"context {i}")
+        await agent.run(f"prompt {i}")
+    return agent
+
+
+def crashed_copy(tmp_path: Path, name: str = "s.nbagent.sqlite", *, statements: tuple[str, ...] = ()) -> Path:
+    """A session file as a writer killed mid-session leaves it: committed frames in a -wal that
+    was never checkpointed, and its -shm. ``statements`` run on the live file first (WAL mode)."""
+    import shutil
+    import sqlite3
+
+    live = tmp_path / "live" / name
+    live.parent.mkdir()
+
+    async def main() -> None:
+        agent = await _write_session(live)
+        if statements:
+            conn = sqlite3.connect(live, isolation_level=None)
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            for statement in statements:
+                conn.execute(statement)
+            conn.close()
+        dest = tmp_path / name
+        for suffix in ("", "-wal", "-shm"):
+            shutil.copyfile(f"{live}{suffix}", f"{dest}{suffix}")
+        await agent.close()
+
+    asyncio.run(main())
+    return tmp_path / name
+
+
+def test_reading_a_log_whose_writer_crashed_creates_no_shm(tmp_path: Path) -> None:
+    """list_sessions and read_events used to create -shm beside a leftover -wal."""
+    path = crashed_copy(tmp_path)
+    os.unlink(f"{path}-shm")
+    before = snapshot(path)
+    assert before["-wal"] is not None
+    rows = nbagent.list_sessions(path)
+    assert len(rows) == 1 and rows[0].turns == 2
+    events = nbagent.read_events(path, rows[0].id)
+    assert len(events) == rows[0].events and events[-1].type == "turn/end"  # the -wal's frames are read
+    assert snapshot(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live", "s.nbagent.sqlite", "s.nbagent.sqlite-wal"]
+
+
+def test_a_newer_schema_version_inside_a_leftover_wal_is_refused_unchanged(tmp_path: Path) -> None:
+    """The header says version 1 but the -wal's first page says 2: open_session added a session,
+    resume_session appended, list_sessions rewrote -shm."""
+    path = crashed_copy(tmp_path, statements=("PRAGMA user_version = 2",))
+    assert path.read_bytes()[60:64] == (1).to_bytes(4, "big")  # only the -wal knows
+    before = snapshot(path)
+    outcomes = entry_points_in_a_child(path)
+    for name, (kind, message) in outcomes.items():
+        assert kind == "SessionFileError", (name, kind, message)
+        assert "newer" in message and str(path) in message, (name, message)
+    assert snapshot(path) == before
+
+
+def test_a_file_with_nbagents_ids_but_another_schema_is_refused_unchanged(tmp_path: Path) -> None:
+    """A computed ``events.data`` column (every read evaluates it) used to be read as nbagent's."""
+    import sqlite3
+
+    from nbagent.store.sqlite_schema import SCHEMA
+
+    path = tmp_path / "crafted.nbagent.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA application_id = 1851941223")
+    conn.execute("PRAGMA user_version = 1")
+    crafted = SCHEMA.replace(
+        "data TEXT NOT NULL,", "data TEXT GENERATED ALWAYS AS (printf('%.*c', 1000000, 'x')) VIRTUAL,"
+    )
+    conn.executescript(crafted)
+    conn.execute("INSERT INTO sessions (id, created_at) VALUES ('s', 0)")
+    conn.execute("INSERT INTO events (session_id, seq, time, type) VALUES ('s', 0, 0, 'turn/start')")
+    conn.close()
+    before = snapshot(path)
+    outcomes = entry_points_in_a_child(path)
+    for name, (kind, message) in outcomes.items():
+        assert kind == "SessionCorruptError", (name, kind, message)
+        assert "schema is not nbagent's" in message and "table events is not nbagent's" in message, message
+    assert snapshot(path) == before
+
+
+def test_a_read_only_file_with_a_leftover_wal_is_not_written_by_resume_or_list(public_dir: Path) -> None:
+    """Resume's read-only check and list_sessions used to rewrite the -shm of a 0444 file."""
+    from filestate import run_unprivileged
+
+    path = crashed_copy(public_dir)
+    if os.geteuid() == 0:  # the child runs as nobody: the files are its own, as a user's are
+        for suffix in ("", "-wal", "-shm"):
+            os.chown(f"{path}{suffix}", 65534, 65534)
+    os.chmod(path, 0o444)
+    before = snapshot(path)
+    assert before["-wal"] is not None and before["-shm"] is not None
+    done = run_unprivileged(
+        "async def main():\n"
+        "    try:\n"
+        "        nbagent.resume_session(P)\n"
+        "    except nbagent.SessionFileError as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+        "    print(len(nbagent.list_sessions(P)))\n"
+        f"P = {str(path)!r}\n"
+        "asyncio.run(main())\n"
+    )
+    assert done.returncode == 0, done.stderr
+    refused, listed = done.stdout.splitlines()
+    assert refused.startswith("SessionFileError") and "read-only" in refused and str(path) in refused
+    assert listed == "1"
+    assert snapshot(path) == before

@@ -1,0 +1,61 @@
+"""Failures to use a session file, as nbagent errors that name the path, the cause and the way out
+(SPEC §6.1): never a bare ``sqlite3`` or ``OSError``."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from nbagent.errors import SessionCorruptError, SessionFileError, SessionWriteError
+
+T = TypeVar("T")
+
+
+def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
+    """Turn an ``OSError`` or ``sqlite3.Error`` into an nbagent error naming the path and the remedy."""
+    from nbagent.store import sqlite
+
+    text = str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    low = text.lower()
+    if isinstance(exc, IsADirectoryError) or (isinstance(exc, OSError) and exc.errno == errno.EISDIR):
+        return SessionFileError(
+            f"{path} is a directory, not a session file; pass a file path such as {path / 'nbagent.sqlite'}"
+        )
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "disk is full" in low or code == 13:
+        return SessionWriteError(
+            f"{doing} {path} failed: the disk is full; free some space there (or pass a path on another "
+            "disk) and try again — nothing was recorded"
+        )
+    if (
+        isinstance(exc, PermissionError)
+        or (isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM))
+        or "readonly" in low
+        or "read-only" in low
+    ):
+        return SessionFileError(
+            f"{doing} {path} failed: it is not writable here ({text}); make it and its folder "
+            "writable, or pass a path in a folder you can write"
+        )
+    if "malformed" in low or "not a database" in low or code in (11, 26):
+        return SessionCorruptError(
+            f"{path} is damaged ({text}); nbagent will not write to it — restore it from a copy, "
+            "or pass another path"
+        )
+    if "locked" in low or "busy" in low:
+        return SessionWriteError(
+            f"{doing} {path} failed: another connection held it locked for "
+            f"{sqlite.BUSY_TIMEOUT_MS // 1000} s ({text}); nothing was recorded — try again, or close the "
+            "program holding it"
+        )
+    return SessionFileError(f"{doing} {path} failed ({text}); check the path and its permissions")
+
+
+def guard(path: Path, doing: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (sqlite3.Error, OSError) as exc:
+        raise file_error(path, exc, doing) from exc
