@@ -190,3 +190,29 @@ def test_a_read_only_file_with_a_leftover_wal_is_not_written_by_resume_or_list(p
     assert refused.startswith("SessionFileError") and "read-only" in refused and str(path) in refused
     assert listed == "1"
     assert snapshot(path) == before
+
+
+def test_a_tool_value_nested_5000_levels_deep_is_an_invalid_result_for_the_model(tmp_path: Path) -> None:
+    """The turn used to end ``error`` with a RecursionError; the model now reads INVALID_RESULT."""
+    from nbagent.models import Response, ToolCall
+
+    @nbagent.tool
+    def deep() -> list:
+        """A value nested far too deeply."""
+        value: list = []
+        for _ in range(5000):
+            value = [value]
+        return value
+
+    async def main() -> None:
+        model = ScriptedModel([Response(tool_calls=[ToolCall("deep", {}, id="c1")]), "understood"])
+        agent = nbagent.open_session(tmp_path / "s.nbagent.sqlite", model=model, tools=[deep])
+        result = await agent.run("go")
+        assert result.end["reason"]["kind"] == "completed"
+        (tool_result,) = [e.data for e in agent.events if e.type == "tool/result"]
+        assert tool_result["error"]["code"] == "INVALID_RESULT"
+        text = tool_result["message"]["content"][0]["content"][0]["text"]
+        assert "nests deeper than 200 levels" in text
+        await agent.close()
+
+    asyncio.run(main())

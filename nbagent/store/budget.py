@@ -110,20 +110,3 @@ def bounded(budget: Budget) -> Iterator[Budget]:
         yield budget
     finally:
         _current.reset(token)
-
-
-def too_deep(value: object, limit: int) -> bool:
-    """Whether ``value`` (parsed JSON) nests deeper than ``limit`` levels, checked without recursion."""
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False

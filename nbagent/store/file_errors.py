@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from nbagent.errors import SessionCorruptError, SessionFileError, SessionWriteError
+from nbagent.store import budget as read_budget
 
 T = TypeVar("T")
 
@@ -21,6 +22,12 @@ def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
     text = str(exc)
     code = getattr(exc, "sqlite_errorcode", None)
     low = text.lower()
+    budget = read_budget.current()
+    if budget is not None and isinstance(exc, sqlite3.Error):
+        if code == sqlite3.SQLITE_INTERRUPT or "interrupted" in low:
+            return budget.interrupted(str(path))
+        if code == sqlite3.SQLITE_TOOBIG or "too big" in low:
+            return budget.too_long(str(path))
     if isinstance(exc, IsADirectoryError) or (isinstance(exc, OSError) and exc.errno == errno.EISDIR):
         return SessionFileError(
             f"{path} is a directory, not a session file; pass a file path such as {path / 'nbagent.sqlite'}"

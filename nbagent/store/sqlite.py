@@ -494,8 +494,11 @@ class SessionFile:
             sql += " LIMIT ?"
             args.append(max(0, int(limit)))
         loads = _json.loads
+        budget = read_budget.current()
 
         def read(conn: sqlite3.Connection) -> list[Event]:
+            if budget is not None:
+                return self._bounded_events(conn.execute(sql, args), budget)
             with gc_paused():
                 try:
                     return [
@@ -513,6 +516,30 @@ class SessionFile:
                         f"session {session_id} in {self.path} has a gap in its log: seq {expected} is "
                         f"missing before seq {ev.seq}; restore the file from a copy"
                     )
+        return out
+
+    def _bounded_events(self, rows: Iterable[Sequence[Any]], budget: read_budget.Budget) -> list[Event]:
+        """A read under a request's budget: counted, stopped at a full page, depth-checked."""
+        out: list[Event] = []
+        size = 0
+        for row in rows:
+            if budget.full_page(len(out), size):
+                break
+            data = row[3]
+            length = len(data) if isinstance(data, str | bytes) else 0
+            budget.spend(self.location, length)
+            size += length
+            event = _event(row, self.path)
+            if (
+                isinstance(data, str)
+                and data.count("[") + data.count("{") > budget.max_depth
+                and _json.nests_deeper(event.data, budget.max_depth)
+            ):
+                raise SessionCorruptError(
+                    f"the record at seq {row[0]} in {self.path} nests deeper than {budget.max_depth} "
+                    "levels, which nbagent never writes; restore the file from a copy"
+                )
+            out.append(event)
         return out
 
     # -- beside a writer, and for copying between stores ----------------------------------------
