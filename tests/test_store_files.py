@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from filestate import snapshot
+from filestate import crashed_copy, snapshot
 
 import nbagent
 from nbagent.models import ScriptedModel
@@ -78,43 +78,9 @@ def test_an_empty_session_id_is_refused(tmp_path: Path) -> None:
     assert snapshot(path) == {"main": None, "-wal": None, "-shm": None}
 
 
-async def _write_session(path: Path, prompts: int = 2) -> nbagent.Agent:
-    agent = nbagent.open_session(path, model=ScriptedModel([f"answer {i}" for i in range(prompts)]))
-    for i in range(prompts):
-        agent.inject(f"context {i}")
-        await agent.run(f"prompt {i}")
-    return agent
-
-
-def crashed_copy(tmp_path: Path, name: str = "s.nbagent.sqlite", *, statements: tuple[str, ...] = ()) -> Path:
-    """A session file as a writer killed mid-session leaves it: committed frames in a -wal that
-    was never checkpointed, and its -shm. ``statements`` run on the live file first (WAL mode)."""
-    import shutil
-    import sqlite3
-
-    live = tmp_path / "live" / name
-    live.parent.mkdir()
-
-    async def main() -> None:
-        agent = await _write_session(live)
-        if statements:
-            conn = sqlite3.connect(live, isolation_level=None)
-            conn.execute("PRAGMA wal_autocheckpoint = 0")
-            for statement in statements:
-                conn.execute(statement)
-            conn.close()
-        dest = tmp_path / name
-        for suffix in ("", "-wal", "-shm"):
-            shutil.copyfile(f"{live}{suffix}", f"{dest}{suffix}")
-        await agent.close()
-
-    asyncio.run(main())
-    return tmp_path / name
-
-
 def test_reading_a_log_whose_writer_crashed_creates_no_shm(tmp_path: Path) -> None:
     """list_sessions and read_events used to create -shm beside a leftover -wal."""
-    path = crashed_copy(tmp_path)
+    path = crashed_copy(tmp_path / "s.nbagent.sqlite", tmp_path / "live")
     os.unlink(f"{path}-shm")
     before = snapshot(path)
     assert before["-wal"] is not None
@@ -129,7 +95,9 @@ def test_reading_a_log_whose_writer_crashed_creates_no_shm(tmp_path: Path) -> No
 def test_a_newer_schema_version_inside_a_leftover_wal_is_refused_unchanged(tmp_path: Path) -> None:
     """The header says version 1 but the -wal's first page says 2: open_session added a session,
     resume_session appended, list_sessions rewrote -shm."""
-    path = crashed_copy(tmp_path, statements=("PRAGMA user_version = 2",))
+    path = crashed_copy(
+        tmp_path / "s.nbagent.sqlite", tmp_path / "live", statements=("PRAGMA user_version = 2",)
+    )
     assert path.read_bytes()[60:64] == (1).to_bytes(4, "big")  # only the -wal knows
     before = snapshot(path)
     outcomes = entry_points_in_a_child(path)
@@ -168,7 +136,7 @@ def test_a_read_only_file_with_a_leftover_wal_is_not_written_by_resume_or_list(p
     """Resume's read-only check and list_sessions used to rewrite the -shm of a 0444 file."""
     from filestate import run_unprivileged
 
-    path = crashed_copy(public_dir)
+    path = crashed_copy(public_dir / "s.nbagent.sqlite", public_dir / "live")
     if os.geteuid() == 0:  # the child runs as nobody: the files are its own, as a user's are
         for suffix in ("", "-wal", "-shm"):
             os.chown(f"{path}{suffix}", 65534, 65534)
