@@ -196,7 +196,11 @@ def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionR
                     f"no session {session_id} in {reader.location}; see list_sessions()"
                 )
             row = found
-        return row.id, row, reader.check_log(row.id)
+        checked = reader.check_log(row.id)
+        check_resumable = getattr(reader, "check_resumable", None)  # SQLite: splices and pages
+        if check_resumable is not None:
+            check_resumable(row.id)
+        return row.id, row, checked
     finally:
         reader.close()
 

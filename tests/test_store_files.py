@@ -184,3 +184,78 @@ def test_a_tool_value_nested_5000_levels_deep_is_an_invalid_result_for_the_model
         await agent.close()
 
     asyncio.run(main())
+
+
+def _closed_session(path: Path, prompts: int = 6) -> str:
+    async def main() -> str:
+        agent = nbagent.open_session(path, model=ScriptedModel([f"answer {i}" for i in range(prompts)]))
+        for i in range(prompts):
+            await agent.run(f"prompt {i} " + "x" * 2000)
+            agent.inject(f"context {i} " + "y" * 2000)
+        await agent.close()
+        return agent.session_id
+
+    return asyncio.run(main())
+
+
+def _resume_then_inject(path: Path) -> None:
+    async def main() -> None:
+        agent = nbagent.resume_session(path)
+        try:
+            agent.inject("context is a write too")
+        finally:
+            await agent.close()
+
+    asyncio.run(main())
+
+
+def test_an_impossible_splice_is_refused_at_resume_before_any_write(tmp_path: Path) -> None:
+    """Resume used to succeed and the next inject() was appended to the damaged log."""
+    import sqlite3
+
+    path = tmp_path / "s.nbagent.sqlite"
+    sid = _closed_session(path)
+    splices = [e.seq for e in nbagent.read_events(path, sid) if e.type == "agent/inbox/spliced"]
+    seq = splices[1]  # a claim, well before the last turn/end
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events SET data = json_set(data, '$.removed_count', 9) WHERE seq = ?", (seq,))
+    conn.commit()
+    conn.close()
+    before = snapshot(path)
+    with pytest.raises(nbagent.SessionCorruptError, match=f"splice at seq {seq} is impossible") as caught:
+        _resume_then_inject(path)
+    assert str(path) in str(caught.value)
+    assert snapshot(path) == before
+
+
+def test_a_corrupt_middle_page_is_refused_at_resume_before_any_write(tmp_path: Path) -> None:
+    """Resume used to succeed on a file with a damaged page (its cheap checks read indexes only)."""
+    path = tmp_path / "s.nbagent.sqlite"
+    sid = _closed_session(path)
+    page = 4096
+    events_root = _table_pages(path)
+    with open(path, "r+b") as f:  # a leaf page of the events table, in the middle of the file
+        f.seek(page * (events_root[len(events_root) // 2] - 1))
+        f.write(b"\xff" * page)
+    before = snapshot(path)
+    with pytest.raises(nbagent.SessionCorruptError, match="is damaged") as caught:
+        _resume_then_inject(path)
+    assert str(path) in str(caught.value)
+    assert snapshot(path) == before
+    assert sid
+
+
+def _table_pages(path: Path) -> list[int]:
+    """The page numbers of the events table's b-tree leaves (dbstat)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [
+            r[0]
+            for r in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno"
+            )
+        ]
+    finally:
+        conn.close()

@@ -29,7 +29,7 @@ from nbagent.errors import (
     SessionWriteError,
 )
 from nbagent.store import budget as read_budget
-from nbagent.store import netfs, osfile
+from nbagent.store import netfs, osfile, sqlite_checks
 from nbagent.store.base import Mode, Row, SessionRow
 from nbagent.store.file_errors import file_error as _file_error
 from nbagent.store.file_errors import guard as _guard
@@ -150,13 +150,7 @@ class SessionFile:
 
     def _check_integrity(self) -> None:
         """``PRAGMA quick_check`` before adding a session to an existing file (O(file size))."""
-        rows = _guard(self.path, "checking", lambda: self.connection.execute("PRAGMA quick_check").fetchall())
-        if rows != [("ok",)]:
-            problem = "; ".join(str(r[0]) for r in rows[:3])
-            raise SessionCorruptError(
-                f"{self.path} is damaged ({problem}); nbagent will not write to it — restore it from a "
-                "copy, or pass another path"
-            )
+        _guard(self.path, "checking", lambda: sqlite_checks.check_pages(self.connection, self.path))
 
     def _has_invalid_index(self) -> bool:
         conn = self.connection
@@ -435,6 +429,13 @@ class SessionFile:
                 "JSON); restore the file from a copy (nbagent does not truncate logs)"
             )
         return count, last_time
+
+    def check_resumable(self, session_id: str) -> None:
+        """What resume checks beyond :meth:`check_log` (:mod:`nbagent.store.sqlite_checks`): the
+        inbox replays, and on files up to ``QUICK_CHECK_BYTES`` every page is sound."""
+        self._read(lambda c: sqlite_checks.check_splices(c, self.path, session_id))
+        if sqlite_checks.file_bytes(self.path) <= sqlite_checks.QUICK_CHECK_BYTES:
+            self._read(lambda c: sqlite_checks.check_pages(c, self.path))
 
     @staticmethod
     def _first_gap(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
