@@ -43,7 +43,10 @@ def splice_problem(conn: sqlite3.Connection, session_id: str) -> tuple[int, str]
             return seq, f"start {start} / removed {removed} lie outside a queue of {size}"
         lengths[target] = size - removed + inserted
         if pending is not None and pending != sum(lengths.values()):
-            return seq, f"it records {pending} pending messages where the replay gives {sum(lengths.values())}"
+            return (
+                seq,
+                f"it records {pending} pending messages where the replay gives {sum(lengths.values())}",
+            )
     return None
 
 
