@@ -259,3 +259,21 @@ def _table_pages(path: Path) -> list[int]:
         ]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("free", [4096, 16384, 65536])
+def test_creating_a_file_on_a_nearly_full_disk_says_the_disk_is_full(small_disk, free: int) -> None:
+    """With a few kB free, SQLite's failures used to read "disk I/O error; check the path and its
+    permissions" or "cannot rollback - no transaction is active". (A real 2 MB tmpfs.)"""
+    small_disk.fill(leave=free)
+    target = small_disk.path / "new.nbagent.sqlite"
+
+    async def main() -> None:
+        with pytest.raises(nbagent.SessionWriteError) as caught:
+            nbagent.open_session(target, model=ScriptedModel([]))
+        message = str(caught.value)
+        assert "the disk is full" in message and str(target) in message, message
+        assert "I/O error" not in message and "rollback" not in message
+
+    asyncio.run(main())
+    assert sorted(p.name for p in small_disk.path.iterdir()) == ["filler"]

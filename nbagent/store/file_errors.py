@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,12 @@ def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
         return SessionFileError(
             f"{path} is a directory, not a session file; pass a file path such as {path / 'nbagent.sqlite'}"
         )
-    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "disk is full" in low or code == 13:
+    if (
+        (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
+        or "disk is full" in low
+        or code == sqlite3.SQLITE_FULL
+        or (code is not None and code & 0xFF == sqlite3.SQLITE_IOERR and _nearly_full(path))
+    ):
         return SessionWriteError(
             f"{doing} {path} failed: the disk is full; free some space there (or pass a path on another "
             "disk) and try again — nothing was recorded"
@@ -66,3 +72,18 @@ def guard(path: Path, doing: str, fn: Callable[[], T]) -> T:
         return fn()
     except (sqlite3.Error, OSError) as exc:
         raise file_error(path, exc, doing) from exc
+
+
+NEARLY_FULL = 1 << 20
+"""Free bytes below which an I/O error from SQLite is taken for a full disk: SQLite reports a
+failed write or a failed extension of its -shm as "disk I/O error" without the ``ENOSPC``."""
+
+
+def _nearly_full(path: Path) -> bool:
+    for where in (path, path.parent):
+        try:
+            st = os.statvfs(where)
+        except OSError:
+            continue
+        return st.f_bavail * st.f_frsize < NEARLY_FULL
+    return False

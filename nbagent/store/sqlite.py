@@ -42,6 +42,7 @@ from nbagent.store.sqlite_schema import (
     check_schema,
     create_file,
     init_schema,
+    rollback,
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SYNCHRONOUS", "SessionFile", "gc_paused"]
@@ -173,7 +174,7 @@ class SessionFile:
             add_invalid_index(conn)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
 
     def _set_wal(self) -> None:
@@ -321,7 +322,7 @@ class SessionFile:
                 conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*fields.values(), session_id))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
 
         with self.lock:

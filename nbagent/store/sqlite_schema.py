@@ -115,8 +115,18 @@ def init_schema(conn: sqlite3.Connection) -> None:
             add_invalid_index(conn)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is open; never let the rollback's own failure hide the error that caused it
+    (SQLite has already rolled back after a full disk: "cannot rollback - no transaction")."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
 
 def add_invalid_index(conn: sqlite3.Connection) -> None:
