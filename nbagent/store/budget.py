@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from nbagent.errors import SessionFileError
 
+SQLITE_LIMIT_LENGTH = getattr(sqlite3, "SQLITE_LIMIT_LENGTH", 0)
 PROGRESS_EVERY = 10_000
 """SQLite virtual-machine steps between two calls of the progress handler."""
 
@@ -33,7 +34,7 @@ class Budget:
 
     max_record: int = 32 << 20
     """The largest record (bytes) SQLite hands back (``SQLITE_LIMIT_LENGTH``)."""
-    max_steps: int = 400_000_000
+    max_steps: int = 100_000_000
     """SQLite steps over the whole request (a progress handler interrupts beyond)."""
     max_bytes: int = 128 << 20
     """Bytes of records read over the whole request."""
@@ -51,7 +52,8 @@ class Budget:
 
     def apply(self, conn: sqlite3.Connection) -> None:
         """Bound ``conn``: the length limit and the shared step counter."""
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.max_record)
+        if hasattr(conn, "setlimit"):  # Python 3.11+; 3.10 relies on the byte count alone
+            conn.setlimit(SQLITE_LIMIT_LENGTH, self.max_record)
         conn.set_progress_handler(self._progress, PROGRESS_EVERY)
 
     def _progress(self) -> int:

@@ -14,6 +14,8 @@ from nbagent.errors import SessionCorruptError, SessionFileError, SessionWriteEr
 from nbagent.store import budget as read_budget
 
 T = TypeVar("T")
+# SQLite's result codes (``sqlite3`` names them from Python 3.11; ``sqlite_errorcode`` is 3.11+ too).
+_IOERR, _INTERRUPT, _FULL, _TOOBIG = 10, 9, 13, 18
 
 
 def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
@@ -25,9 +27,9 @@ def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
     low = text.lower()
     budget = read_budget.current()
     if budget is not None and isinstance(exc, sqlite3.Error):
-        if code == sqlite3.SQLITE_INTERRUPT or "interrupted" in low:
+        if code == _INTERRUPT or "interrupted" in low:
             return budget.interrupted(str(path))
-        if code == sqlite3.SQLITE_TOOBIG or "too big" in low:
+        if code == _TOOBIG or "too big" in low:
             return budget.too_long(str(path))
     if isinstance(exc, IsADirectoryError) or (isinstance(exc, OSError) and exc.errno == errno.EISDIR):
         return SessionFileError(
@@ -36,8 +38,8 @@ def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
     if (
         (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
         or "disk is full" in low
-        or code == sqlite3.SQLITE_FULL
-        or (code is not None and code & 0xFF == sqlite3.SQLITE_IOERR and _nearly_full(path))
+        or code == _FULL
+        or (((code is not None and code & 0xFF == _IOERR) or "disk i/o error" in low) and _nearly_full(path))
     ):
         return SessionWriteError(
             f"{doing} {path} failed: the disk is full; free some space there (or pass a path on another "
