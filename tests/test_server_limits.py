@@ -266,3 +266,16 @@ def test_the_server_answers_others_while_a_request_is_busy(
 
     asyncio.set_event_loop(jp_asyncio_loop)
     jp_asyncio_loop.run_until_complete(scenario())
+
+
+def test_a_folder_with_too_many_session_files_is_refused_not_read(
+    jp_root_dir: Path, get: Any, monkeypatch: Any
+) -> None:
+    """Each file is read under a budget of its own, so a listing also bounds how many it reads."""
+    for i in range(3):
+        (jp_root_dir / f"f{i}.nbagent.sqlite").write_bytes(b"")
+    monkeypatch.setattr(handlers, "MAX_FILES", 2)
+    status, body = get(*API, path="")
+    assert status == 422 and "holds 3 session files, more than the 2" in body["message"]
+    monkeypatch.setattr(handlers, "MAX_FILES", 3)
+    assert get(*API, path="") == (200, [])

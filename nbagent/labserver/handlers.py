@@ -56,6 +56,9 @@ MAX_RESPONSE = 32 << 20
 WINDOWS = (None, 50, 10, 1)
 """The timeline windows tried, widest first, until the bundle fits in ``MAX_RESPONSE``."""
 
+MAX_FILES = 500
+"""Session files one folder listing reads at most (each under a budget of its own)."""
+
 AUTH_RESOURCE = "contents"
 
 
@@ -157,7 +160,14 @@ class SessionsHandler(_Base):
         else:
             folder = await self._resolve(self.get_argument("path", ""), "dir")
             targets = []
-            for path in await self._run(session_files, folder.real):
+            found = await self._run(session_files, folder.real)
+            if len(found) > MAX_FILES:
+                raise web.HTTPError(
+                    422,
+                    f"{folder.api or '.'} holds {len(found)} session files, more than the {MAX_FILES} one "
+                    "listing reads; list them one by one (file=FILE) or move some into sub-folders",
+                )
+            for path in found:
                 api_file = f"{folder.api}/{path.name}" if folder.api else path.name
                 try:
                     targets.append(await self._resolve(api_file, "file"))
