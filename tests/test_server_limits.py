@@ -279,3 +279,15 @@ def test_a_folder_with_too_many_session_files_is_refused_not_read(
     assert status == 422 and "holds 3 session files, more than the 2" in body["message"]
     monkeypatch.setattr(handlers, "MAX_FILES", 3)
     assert get(*API, path="") == (200, [])
+
+
+def test_a_timeline_holds_a_bounded_fold_per_session(jp_root_dir: Path, get: Any, jp_serverapp: Any) -> None:
+    """Folds are kept between polls; one session's fold used to grow with its log, without bound."""
+    path = jp_root_dir / "s.nbagent.sqlite"
+    sid = write_session(path, [f"question {i}" for i in range(3)])
+    cache = jp_serverapp.web_app.settings["nbagent_timelines"]
+    cache.max_bytes = 1_000
+    status, body = get(*API, sid, "timeline", file="s.nbagent.sqlite")
+    assert status == 422 and "more than the 1,000 bytes of records the server folds" in body["message"]
+    cache.max_bytes = 1 << 20
+    assert get(*API, sid, "timeline", file="s.nbagent.sqlite")[0] == 200

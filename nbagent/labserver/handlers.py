@@ -38,7 +38,7 @@ from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.sessions import TimelineCache, event_json, listing, session_files
-from nbagent.store.budget import Budget, ReadLimitError, bounded
+from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
 
 T = TypeVar("T")
@@ -226,7 +226,7 @@ class TimelineHandler(_Base):
             if len(body) <= MAX_RESPONSE:
                 return body
         raise ReadLimitError(
-            f"the timeline of session {session_id} in {path} is larger than the {MAX_RESPONSE >> 20} MB "
+            f"the timeline of session {session_id} in {path} is larger than the {size_text(MAX_RESPONSE)} "
             "one answer may hold; ask for one turn (turn=N), or export its transcript outside the "
             "server (nbagent transcript PATH)"
         )
@@ -259,7 +259,7 @@ def _bounded_transcript(path: Path, session_id: str, fmt: str) -> bytes:
     if len(text) > MAX_RESPONSE:
         raise ReadLimitError(
             f"the transcript of session {session_id} in {path} is larger than the "
-            f"{MAX_RESPONSE >> 20} MB one answer may hold; export it outside the server "
+            f"{size_text(MAX_RESPONSE)} one answer may hold; export it outside the server "
             "(nbagent transcript PATH)"
         )
     return text

@@ -18,7 +18,8 @@ from nbagent.core.events import INBOX_SPLICED, USER_MESSAGE, Event
 from nbagent.errors import NbagentError
 from nbagent.labserver.paths import is_session_file_name
 from nbagent.store.base import SessionRow
-from nbagent.store.budget import Budget, bounded
+from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
+from nbagent.store.budget import current as current_budget
 from nbagent.store.reading import list_sessions, read_events
 
 PROMPT_SCAN = 64
@@ -111,9 +112,11 @@ class TimelineCache:
     name starts a fresh fold.
     """
 
-    def __init__(self, size: int = 16) -> None:
+    def __init__(self, size: int = 16, max_bytes: int = 256 << 20) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.max_bytes = max_bytes
+        """Bytes of records one session's fold may hold (a longer log is refused, not folded)."""
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
 
@@ -139,17 +142,28 @@ class TimelineCache:
             lock = self._key_locks.setdefault(key, threading.Lock())
         with lock:
             with self._lock:
-                timeline = self._entries.pop(key, None)
+                timeline, size = self._entries.pop(key, (None, 0))
             if timeline is None:
                 timeline = Timeline()
+            budget = current_budget()
+            spent = budget.bytes if budget is not None else 0
             page = read_events(path, session_id, after=timeline.seq - 1)
             if page and page[0].seq != timeline.seq:  # the log is not the one folded: start again
-                timeline = Timeline()
+                timeline, size = Timeline(), 0
                 page = read_events(path, session_id)
+            size += (budget.bytes - spent) if budget is not None else 0
+            if size > self.max_bytes:
+                raise ReadLimitError(
+                    f"the timeline of session {session_id} in {path} would hold more than the "
+                    f"{size_text(self.max_bytes)} of records the server folds for one session; read it "
+                    "in pages (events?after=SEQ) or export it outside the server (nbagent transcript PATH)"
+                )
             timeline.feed(page)
             with self._lock:
-                self._entries[key] = timeline
-                while len(self._entries) > self.size:
+                self._entries[key] = (timeline, size)
+                while len(self._entries) > self.size or (
+                    len(self._entries) > 1 and sum(b for _, b in self._entries.values()) > self.max_bytes
+                ):
                     old, _ = self._entries.popitem(last=False)
                     self._key_locks.pop(old, None)
             if known is not None and known == timeline.seq:

@@ -24,6 +24,11 @@ PROGRESS_EVERY = 10_000
 """SQLite virtual-machine steps between two calls of the progress handler."""
 
 
+def size_text(n: int) -> str:
+    """``32 MB`` for whole megabytes, else ``1,000 bytes``."""
+    return f"{n >> 20} MB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n:,} bytes"
+
+
 class ReadLimitError(SessionFileError):
     """A read needed more than its request may use; the message names the path and the bound."""
 
@@ -66,7 +71,7 @@ class Budget:
         self.events += 1
         if self.bytes > self.max_bytes:
             raise ReadLimitError(
-                f"reading {where} needs more than the {self.max_bytes >> 20} MB of records one request "
+                f"reading {where} needs more than the {size_text(self.max_bytes)} of records one request "
                 "may read; read it in pages (after=SEQ), or outside the server (nbagent transcript PATH)"
             )
         if self.max_events is not None and self.events > self.max_events:
@@ -91,7 +96,7 @@ class Budget:
 
     def too_long(self, where: str) -> ReadLimitError:
         return ReadLimitError(
-            f"{where} holds a record larger than the {self.max_record >> 20} MB one request may read; "
+            f"{where} holds a record larger than the {size_text(self.max_record)} one request may read; "
             "read it outside the server (nbagent transcript PATH)"
         )
 
