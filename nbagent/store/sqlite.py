@@ -2,10 +2,14 @@
 
 Every way to open a file first reads its header bytes (:mod:`nbagent.store.file_header`), so a foreign,
 newer or damaged file is refused before SQLite touches it and stays byte-identical with its
-``-wal``/``-shm``. Readers never create anything: where no ``-wal`` exists (no writer is active)
-they read the main file as immutable and check it did not change meanwhile; where one exists
-they read through SQLite's shared-memory index like any WAL reader. Every failure to use the file
-raises a :class:`~nbagent.errors.SessionFileError` (or subclass) naming the path and the way out.
+``-wal``/``-shm``; then a read-only view checks the ids again (a ``-wal`` may hold a newer first
+page) and the exact schema, and only then does a writer connect for writing. Readers never create
+or change anything: where no ``-wal`` holds frames they read the main file as immutable and check
+it did not change meanwhile; where a live writer's ``-wal`` exists they read through SQLite's
+shared-memory index like any WAL reader; a ``-wal`` left by a writer that stopped is read through
+a private copy (:mod:`nbagent.store.file_state`). Under a request's budget
+(:mod:`nbagent.store.budget`) reads are bounded. Every failure to use the file raises a
+:class:`~nbagent.errors.SessionFileError` (or subclass) naming the path and the way out.
 """
 
 from __future__ import annotations
