@@ -277,3 +277,72 @@ def test_creating_a_file_on_a_nearly_full_disk_says_the_disk_is_full(small_disk,
 
     asyncio.run(main())
     assert sorted(p.name for p in small_disk.path.iterdir()) == ["filler"]
+
+
+def test_deliveries_that_meet_a_full_disk_name_the_path_and_the_cause(small_disk) -> None:
+    """Deliveries staged while the turn's write met a full disk used to fail with "the session
+    stopped before this was written" alone, naming neither the file nor the cause."""
+    import sqlite3
+    import threading
+    import time
+
+    from nbagent.models import Response, ToolCall
+
+    db = small_disk.path / "s.nbagent.sqlite"
+    outcomes: list[BaseException | None] = []
+
+    async def main() -> None:
+        started, gate = asyncio.Event(), asyncio.Event()
+
+        @nbagent.tool
+        async def slow() -> str:
+            """Answers when the gate opens."""
+            started.set()
+            await gate.wait()
+            return "slow result"
+
+        model = ScriptedModel([Response(tool_calls=[ToolCall("slow", {}, id="a")]), "done"])
+        agent = nbagent.open_session(db, model=model, tools=[slow])
+        journal = agent.driver.journal
+        agent.followup("go")
+        await started.wait()
+        foreign = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+        foreign.execute("BEGIN IMMEDIATE")  # the turn's next write waits for this lock
+
+        def deliver(i: int) -> None:
+            try:
+                agent.inject(f"context {i}")
+            except Exception as exc:  # collected and asserted on below
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+
+        def control() -> None:
+            """Runs beside the loop thread, which the turn's write holds in SQLite's busy wait."""
+            deadline = time.monotonic() + 60
+            while not journal._writing:
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            workers = [threading.Thread(target=deliver, args=(i,)) for i in range(3)]
+            for worker in workers:
+                worker.start()
+            while len(journal._staged) < len(workers):  # staged behind the blocked write
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            small_disk.fill()
+            foreign.execute("ROLLBACK")
+            for worker in workers:
+                worker.join(60)
+
+        controller = asyncio.get_running_loop().run_in_executor(None, control)
+        gate.set()
+        await controller
+        foreign.close()
+        small_disk.free()
+        await agent.close()
+
+    asyncio.run(main())
+    assert len(outcomes) == 3
+    for error in outcomes:
+        assert isinstance(error, nbagent.SessionWriteError), outcomes
+        assert str(db) in str(error) and "the disk is full" in str(error), str(error)
