@@ -193,14 +193,17 @@ class SessionFile:
         self._close_reader()
         path = self.path
         state = self._files_state()
-        if state[1] is None or state[1][1] == 0:
+        if self.header.wal and (state[1] is None or state[1][1] == 0):
             # No write-ahead log holds anything: the main file is the whole log. Read it without
             # taking locks or creating -wal/-shm; each read checks nobody changed either meanwhile.
             self._immutable = state
             self.conn = _guard(path, "opening", lambda: _connect(path, "mode=ro&immutable=1"))
-        elif not self.header.wal or locked_from(self.ref, FIRST_LEASE_BYTE) is not False:
-            # A writer is alive: read through SQLite's WAL index with it. A file in rollback-journal
-            # mode (a network file system) is read under SQLite's shared lock.
+        elif not self.header.wal or (
+            os.path.exists(f"{path}-shm") and locked_from(self.ref, FIRST_LEASE_BYTE) is not False
+        ):
+            # A writer is alive (it holds a lease; a live WAL connection always has its -shm): read
+            # through SQLite's WAL index with it. A file in rollback-journal mode (a network file
+            # system) is read under SQLite's shared lock.
             self.conn = _guard(path, "opening", lambda: _connect(path, "mode=ro"))
         else:
             # A log left by a writer that stopped: SQLite would rebuild -shm to read it, so read a
