@@ -116,7 +116,7 @@ class _Base(APIHandler):
 
     def _relative(self, text: str) -> str:
         """``text`` with the server's absolute paths shown relative to the contents root."""
-        for root in {os.path.realpath(self.root), os.path.abspath(self.root)}:
+        for root in {os.path.realpath(self.root), os.path.abspath(self.root)} - {os.sep}:
             text = text.replace(root + os.sep, "").replace(root, ".")
         return text
 
