@@ -44,3 +44,36 @@ def run_unprivileged(code: str) -> subprocess.CompletedProcess[str]:
         "    os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
     )
     return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=60)
+
+
+def crashed_copy(dest: Path, scratch: Path, *, statements: tuple[str, ...] = ()) -> Path:
+    """A session file at ``dest`` as a writer killed mid-session leaves it: committed frames in a
+    -wal that was never checkpointed, and its -shm. It is written in ``scratch`` (created) by a
+    real agent on a thread of its own; ``statements`` run on the live file first (WAL mode)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nbagent
+    from nbagent.models import ScriptedModel
+
+    scratch.mkdir()
+    live = scratch / dest.name
+
+    async def write() -> None:
+        agent = nbagent.open_session(live, model=ScriptedModel(["answer 0", "answer 1"]))
+        for i in range(2):
+            agent.inject(f"context {i}")
+            await agent.run(f"prompt {i}")
+        if statements:
+            conn = sqlite3.connect(live, isolation_level=None)
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            for statement in statements:
+                conn.execute(statement)
+            conn.close()
+        for suffix in ("", "-wal", "-shm"):
+            shutil.copyfile(f"{live}{suffix}", f"{dest}{suffix}")
+        await agent.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, write()).result()
+    return dest

@@ -505,7 +505,7 @@ class Driver:
         """The session cannot record its turn's end: stop taking deliveries (resume repairs it)."""
         if self.fault is None:
             self.fault = error
-            self.journal.discard_staged()
+            self.journal.discard_staged(error)
         self.report_error(error, turn)
 
     # -- what the loop reads ----------------------------------------------------------------------

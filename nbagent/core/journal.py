@@ -236,13 +236,14 @@ class Journal:
         self.staged_inbox = self.inbox
         self._next_seq = self._committed_seq
 
-    def discard_staged(self) -> None:
-        """Forget the driver's staged changes (the session stopped after a failed write)."""
+    def discard_staged(self, cause: BaseException | None = None) -> None:
+        """Forget the driver's staged changes (the session stopped after a failed write, ``cause``)."""
         with self._lock:
             for ticket in self._staged:
                 ticket.done = True
                 ticket.error = ticket.error or SessionWriteError(
                     "the session stopped before this was written"
+                    + (f" ({cause})" if cause is not None else "")
                 )
                 if ticket.waiter is not None:
                     ticket.waiter.notify()
