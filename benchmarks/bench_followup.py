@@ -1,0 +1,172 @@
+"""What ``%followup --wait`` costs over a ``pass`` cell in a real kernel, with the offline echo model.
+
+Run: ``python benchmarks/bench_followup.py [--cells N] [--profile]``. A kernel (jupyter_client,
+ipykernel) loads the extension and opens a session beside a pretend notebook; then ``pass`` cells and
+``%followup --wait hi`` cells alternate, each timed from the client (execute request sent → the
+kernel's ``idle`` status for it: what a user waits for) and inside the kernel (the cell's own run,
+from ``pre_run_cell`` to ``post_run_cell``). The session's transactions per followup are counted
+through the store. ``--profile`` also profiles the kernel's main thread and the agent loop's thread
+(cProfile, one profiler per thread) over the followup cells and prints the top functions.
+
+Compare the difference to the ``pass`` cell, not absolute values: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SETUP = """
+import time as _t, cProfile as _cp, pstats as _ps, io as _io
+from nbagent.notebook import current_kernel_session as _cks
+_ks = _cks()
+_cell = {"t0": 0.0, "times": []}
+def _pre(info):
+    _cell["t0"] = _t.perf_counter()
+def _post(result):
+    _cell["times"].append((result.info.raw_cell, _t.perf_counter() - _cell["t0"]))
+get_ipython().events.register("pre_run_cell", _pre)
+get_ipython().events.register("post_run_cell", _post)
+"""
+
+COUNT_WRITES = """
+_agent = _ks.ensure()
+_writes = []
+_store = _agent.driver.journal.file
+_real_write = _store.write
+def _counting_write(rows, **kw):
+    _real_write(rows, **kw)
+    _writes.append([r[3] for r in rows])
+_store.write = _counting_write
+"""
+
+PROFILE_ON = """
+_prof_main, _prof_loop = _cp.Profile(), _cp.Profile()
+_ks.wait(_ks.agent_loop.call(_prof_loop.enable))
+_prof_main.enable()
+"""
+
+PROFILE_OFF = """
+_prof_main.disable()
+_ks.wait(_ks.agent_loop.call(_prof_loop.disable))
+def _top(p, n):
+    s = _io.StringIO()
+    st = _ps.Stats(p, stream=s)
+    st.sort_stats("tottime").print_stats(n)
+    st.sort_stats("cumulative").print_stats("nbagent|display|iostream|session.py", n)
+    return s.getvalue()
+print("== main thread ==")
+print(_top(_prof_main, 30))
+print("== agent loop thread ==")
+print(_top(_prof_loop, 30))
+"""
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def run_cells(cells: int, profile: bool, synchronous: str | None) -> dict[str, Any]:
+    from jupyter_client import KernelManager
+
+    with tempfile.TemporaryDirectory() as cwd:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        env["NBAGENT_DB"] = str(Path(cwd) / "bench.nbagent.sqlite")
+        if synchronous:
+            env["NBAGENT_SYNCHRONOUS"] = synchronous
+        km = KernelManager(kernel_name="python3")
+        km.start_kernel(cwd=cwd, env=env)
+        kc = km.client()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+        printed: list[str] = []
+
+        def run(code: str) -> float:
+            def hook(msg: dict[str, Any]) -> None:
+                if msg["msg_type"] == "stream":
+                    printed.append(msg["content"]["text"])
+                elif msg["msg_type"] == "error":
+                    raise RuntimeError(f"{msg['content']['ename']}: {msg['content']['evalue']}")
+
+            t0 = time.perf_counter()
+            kc.execute_interactive(code, timeout=300, output_hook=hook)
+            return time.perf_counter() - t0
+
+        def value(expr: str) -> Any:
+            printed.clear()
+            run(f"print(__import__('json').dumps({expr}))")
+            return json.loads("".join(printed))
+
+        try:
+            run("%load_ext nbagent")
+            run(SETUP)
+            run("%followup --wait warm up")  # opens the session; imports the views
+            run(COUNT_WRITES)
+            for _ in range(3):
+                run("pass")
+                run("%followup --wait warm up")
+            value("_cell['times'].clear() or _writes.clear() or 0")
+            client: dict[str, list[float]] = {"pass": [], "followup": []}
+            kernel: dict[str, list[float]] = {"pass": [], "followup": []}
+            if profile:
+                run(PROFILE_ON)
+            for _ in range(cells):
+                client["pass"].append(run("pass"))
+                client["followup"].append(run("%followup --wait hi"))
+            if profile:
+                printed.clear()
+                run(PROFILE_OFF)
+                report = "".join(printed)
+            else:
+                report = ""
+            times = value("_cell['times']")
+            writes = value("_writes")
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    kernel["pass"] = [t for cell, t in times if cell == "pass"]
+    kernel["followup"] = [t for cell, t in times if cell == "%followup --wait hi"]
+    return {"client": client, "kernel": kernel, "writes": writes, "report": report}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cells", type=int, default=60, help="cells of each kind")
+    parser.add_argument("--profile", action="store_true", help="profile the kernel's two threads too")
+    parser.add_argument(
+        "--synchronous",
+        choices=["FULL", "NORMAL", "OFF"],
+        help="NBAGENT_SYNCHRONOUS for the kernel (OFF shows the cost without the commits' fsyncs)",
+    )
+    args = parser.parse_args(argv)
+    out = run_cells(args.cells, args.profile, args.synchronous)
+    client, kernel = out["client"], out["kernel"]
+    per_followup = len(out["writes"]) / args.cells
+    sync = args.synchronous or os.environ.get("NBAGENT_SYNCHRONOUS", "FULL")
+    print(
+        f"%followup --wait vs pass, {args.cells} cells each, echo model, synchronous={sync}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print(f"{'measure':<34} {'pass ms':>9} {'followup ms':>12} {'added ms':>9}")
+    for name, d in (("client round trip (median)", client), ("in the kernel, pre→post run (median)", kernel)):
+        p, f = median_ms(d["pass"]), median_ms(d["followup"])
+        print(f"{name:<34} {p:>9.2f} {f:>12.2f} {f - p:>9.2f}")
+    print(f"transactions per followup: {per_followup:g}  ({out['writes'][:4] if out['writes'] else []})")
+    if out["report"]:
+        print(out["report"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
