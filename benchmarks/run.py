@@ -428,19 +428,29 @@ class Bench:
             say(f"[3] loop step, {store}, at {cfg.loop_sizes} prior events")
             agents = {n: await self.loop_agent(n, store) for n in cfg.loop_sizes}
             per_step: dict[int, list[float]] = {n: [] for n in cfg.loop_sizes}
+            writes = (
+                {n: _util.count_writes(a) for n, (a, _, _) in agents.items()} if store != "memory" else {}
+            )
             gc.collect()
             for _ in range(8):
                 for n, (agent, model, block) in agents.items():
                     t0 = perf()
                     await self._turns(agent, model, block)
                     per_step[n].append((perf() - t0) / (2 * block))
+            if writes:
+                turns = sum(8 * block for _, _, block in agents.values())
+                per_turn = sum(w[0] for w in writes.values()) / turns
+                self.info.append(
+                    f"loop ({store}): {per_turn:g} transactions per turn of a tool step and a text step "
+                    f"({per_turn / 2:g} per step, the followup's and the turn's opening included)"
+                )
             for agent, _, _ in agents.values():
                 assert agent.status == "idle"
                 await agent.close()
             figures = {n: median(v) for n, v in per_step.items()}
             name = "memory" if store == "memory" else f"file, synchronous={store.split(':')[1]}"
             # In memory the CPU target; a durable step (synchronous=NORMAL: every commit survives a
-            # killed process) <= 1.4 ms; with FULL each of a step's ~3 commits waits for an fsync.
+            # killed process) <= 1.4 ms; with FULL each of the turn's commits waits for an fsync.
             limit = {"memory": 4e-4, "file:NORMAL": 1.4e-3}.get(store)
             for n in cfg.loop_sizes:
                 self.rows.append(
