@@ -1,6 +1,6 @@
 """What ``%followup --wait`` costs over a ``pass`` cell in a real kernel, with the offline echo model.
 
-Run: ``python benchmarks/bench_followup.py [--cells N] [--profile]``. A kernel (jupyter_client,
+Run: ``python benchmarks/bench_followup.py [--cells N] [--synchronous OFF] [--against DIR] [--profile]``. A kernel (jupyter_client,
 ipykernel) loads the extension and opens a session beside a pretend notebook; then ``pass`` cells and
 ``%followup --wait hi`` cells alternate, each timed from the client (execute request sent → the
 kernel's ``idle`` status for it: what a user waits for) and inside the kernel (the cell's own run,
@@ -74,70 +74,99 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def run_cells(cells: int, profile: bool, synchronous: str | None) -> dict[str, Any]:
-    from jupyter_client import KernelManager
+class BenchKernel:
+    """A kernel running nbagent from ``root`` with the extension loaded and a session open."""
 
-    with tempfile.TemporaryDirectory() as cwd:
+    def __init__(self, root: Path, cwd: str, synchronous: str | None) -> None:
+        from jupyter_client import KernelManager
+
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
         }
         env["NBAGENT_DB"] = str(Path(cwd) / "bench.nbagent.sqlite")
         if synchronous:
             env["NBAGENT_SYNCHRONOUS"] = synchronous
-        km = KernelManager(kernel_name="python3")
-        km.start_kernel(cwd=cwd, env=env)
-        kc = km.client()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=60)
-        printed: list[str] = []
+        self.root = root
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel(cwd=cwd, env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.printed: list[str] = []
+        self.client: dict[str, list[float]] = {"pass": [], "followup": []}
 
-        def run(code: str) -> float:
-            def hook(msg: dict[str, Any]) -> None:
-                if msg["msg_type"] == "stream":
-                    printed.append(msg["content"]["text"])
-                elif msg["msg_type"] == "error":
-                    raise RuntimeError(f"{msg['content']['ename']}: {msg['content']['evalue']}")
+    def run(self, code: str) -> float:
+        def hook(msg: dict[str, Any]) -> None:
+            if msg["msg_type"] == "stream":
+                self.printed.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                raise RuntimeError(f"{msg['content']['ename']}: {msg['content']['evalue']}")
 
-            t0 = time.perf_counter()
-            kc.execute_interactive(code, timeout=300, output_hook=hook)
-            return time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.kc.execute_interactive(code, timeout=300, output_hook=hook)
+        return time.perf_counter() - t0
 
-        def value(expr: str) -> Any:
-            printed.clear()
-            run(f"print(__import__('json').dumps({expr}))")
-            return json.loads("".join(printed))
+    def value(self, expr: str) -> Any:
+        self.printed.clear()
+        self.run(f"print(__import__('json').dumps({expr}))")
+        return json.loads("".join(self.printed))
 
+    def prepare(self) -> None:
+        self.run("%load_ext nbagent")
+        self.run(SETUP)
+        self.run("%followup --wait warm up")  # opens the session; imports the views
+        self.run(COUNT_WRITES)
+        for _ in range(3):
+            self.run("pass")
+            self.run("%followup --wait warm up")
+        self.value("_cell['times'].clear() or _writes.clear() or 0")
+
+    def pair(self) -> None:
+        self.client["pass"].append(self.run("pass"))
+        self.client["followup"].append(self.run("%followup --wait hi"))
+
+    def results(self, report: str = "") -> dict[str, Any]:
+        times = self.value("_cell['times']")
+        kernel = {
+            "pass": [t for cell, t in times if cell == "pass"],
+            "followup": [t for cell, t in times if cell == "%followup --wait hi"],
+        }
+        return {"client": self.client, "kernel": kernel, "writes": self.value("_writes"), "report": report}
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=True)
+
+
+def run_cells(cells: int, profile: bool, synchronous: str | None, roots: list[Path]) -> list[dict[str, Any]]:
+    """``cells`` pairs of cells in a kernel per root, the kernels taking turns pair by pair."""
+    with tempfile.TemporaryDirectory() as base:
+        kernels: list[BenchKernel] = []
         try:
-            run("%load_ext nbagent")
-            run(SETUP)
-            run("%followup --wait warm up")  # opens the session; imports the views
-            run(COUNT_WRITES)
-            for _ in range(3):
-                run("pass")
-                run("%followup --wait warm up")
-            value("_cell['times'].clear() or _writes.clear() or 0")
-            client: dict[str, list[float]] = {"pass": [], "followup": []}
-            kernel: dict[str, list[float]] = {"pass": [], "followup": []}
-            if profile:
-                run(PROFILE_ON)
+            for i, root in enumerate(roots):
+                cwd = Path(base) / str(i)
+                cwd.mkdir()
+                kernels.append(BenchKernel(root, str(cwd), synchronous))
+            for k in kernels:
+                k.prepare()
+                if profile:
+                    k.run(PROFILE_ON)
             for _ in range(cells):
-                client["pass"].append(run("pass"))
-                client["followup"].append(run("%followup --wait hi"))
-            if profile:
-                printed.clear()
-                run(PROFILE_OFF)
-                report = "".join(printed)
-            else:
+                for k in kernels:
+                    k.pair()
+            out = []
+            for k in kernels:
                 report = ""
-            times = value("_cell['times']")
-            writes = value("_writes")
+                if profile:
+                    k.printed.clear()
+                    k.run(PROFILE_OFF)
+                    report = "".join(k.printed)
+                out.append(k.results(report))
+            return out
         finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
-    kernel["pass"] = [t for cell, t in times if cell == "pass"]
-    kernel["followup"] = [t for cell, t in times if cell == "%followup --wait hi"]
-    return {"client": client, "kernel": kernel, "writes": writes, "report": report}
+            for k in kernels:
+                k.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,22 +178,35 @@ def main(argv: list[str] | None = None) -> int:
         choices=["FULL", "NORMAL", "OFF"],
         help="NBAGENT_SYNCHRONOUS for the kernel (OFF shows the cost without the commits' fsyncs)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="DIR",
+        help="also run a kernel on the nbagent checkout in DIR (e.g. a `git worktree` of an older "
+        "commit), its cells taking turns with this one's: a before/after under the same load",
+    )
     args = parser.parse_args(argv)
-    out = run_cells(args.cells, args.profile, args.synchronous)
-    client, kernel = out["client"], out["kernel"]
-    per_followup = len(out["writes"]) / args.cells
+    roots = [ROOT] + ([Path(args.against).resolve()] if args.against else [])
+    outs = run_cells(args.cells, args.profile, args.synchronous, roots)
     sync = args.synchronous or os.environ.get("NBAGENT_SYNCHRONOUS", "FULL")
     print(
         f"%followup --wait vs pass, {args.cells} cells each, echo model, synchronous={sync}; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
-    print(f"{'measure':<34} {'pass ms':>9} {'followup ms':>12} {'added ms':>9}")
-    for name, d in (("client round trip (median)", client), ("in the kernel, pre→post run (median)", kernel)):
-        p, f = median_ms(d["pass"]), median_ms(d["followup"])
-        print(f"{name:<34} {p:>9.2f} {f:>12.2f} {f - p:>9.2f}")
-    print(f"transactions per followup: {per_followup:g}  ({out['writes'][:4] if out['writes'] else []})")
-    if out["report"]:
-        print(out["report"])
+    print(
+        f"{'nbagent from':<24} {'measure':<34} {'pass ms':>9} {'followup ms':>12} {'added ms':>9} {'txns':>5}"
+    )
+    for root, out in zip(roots, outs):
+        per_followup = len(out["writes"]) / args.cells
+        for name, d in (
+            ("client round trip (median)", out["client"]),
+            ("in the kernel, pre→post run", out["kernel"]),
+        ):
+            p, f = median_ms(d["pass"]), median_ms(d["followup"])
+            print(f"{str(root)[-24:]:<24} {name:<34} {p:>9.2f} {f:>12.2f} {f - p:>9.2f} {per_followup:>5g}")
+    for root, out in zip(roots, outs):
+        if out["report"]:
+            print(f"== profile, nbagent from {root}")
+            print(out["report"])
     return 0
 
 

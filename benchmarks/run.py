@@ -428,21 +428,27 @@ class Bench:
             say(f"[3] loop step, {store}, at {cfg.loop_sizes} prior events")
             agents = {n: await self.loop_agent(n, store) for n in cfg.loop_sizes}
             per_step: dict[int, list[float]] = {n: [] for n in cfg.loop_sizes}
-            writes = (
-                {n: _util.count_writes(a) for n, (a, _, _) in agents.items()} if store != "memory" else {}
-            )
+            durable = store != "memory"
+            writes = {n: _util.count_writes(a) for n, (a, _, _) in agents.items()} if durable else {}
+            bare = self.step_bare_conn(agents[cfg.loop_sizes[0]][0], store) if durable else None
+            bare_times: list[float] = []
             gc.collect()
             for _ in range(8):
                 for n, (agent, model, block) in agents.items():
                     t0 = perf()
                     await self._turns(agent, model, block)
                     per_step[n].append((perf() - t0) / (2 * block))
+                    if bare is not None:  # bare commits between the blocks: the same disk, the same minute
+                        bare_times += [bare() for _ in range(4)]
+            floor = None
             if writes:
                 turns = sum(8 * block for _, _, block in agents.values())
                 per_turn = sum(w[0] for w in writes.values()) / turns
+                floor = per_turn / 2 * median(bare_times)
                 self.info.append(
                     f"loop ({store}): {per_turn:g} transactions per turn of a tool step and a text step "
-                    f"({per_turn / 2:g} per step, the followup's and the turn's opening included)"
+                    f"({per_turn / 2:g} per step, the followup's and the turn's opening included); the "
+                    f"baseline is that many bare commits ({median(bare_times) * 1e6:.0f} µs each)"
                 )
             for agent, _, _ in agents.values():
                 assert agent.status == "idle"
@@ -458,7 +464,7 @@ class Bench:
                         f"loop step ({name}) @{label(n)}",
                         figures[n],
                         "s",
-                        None,
+                        floor,
                         f"<= {limit * 1000:g} ms" if limit else "",
                         figures[n] <= limit if limit else None,
                     )
@@ -474,6 +480,26 @@ class Bench:
                     figures[hi] <= 1.5 * figures[lo],
                 )
             )
+
+    def step_bare_conn(self, agent: Any, store: str) -> Callable[[], float]:
+        """A timed bare ``BEGIN IMMEDIATE; INSERT; COMMIT`` into ``agent``'s file, with the store's
+        ``synchronous``, from a second connection (what one of the step's transactions costs bare)."""
+        conn = self.bare_conn(Path(agent.path))
+        conn.execute(f"PRAGMA synchronous = {store.split(':')[1]}")
+        sid = "bare-" + uuid.uuid4().hex
+        row = self.nbagent._json.dumps({"target": "next-step", "start": 0, "inserted": [INJECT_TEXT]})
+        seq = 0
+
+        def commit() -> float:
+            nonlocal seq
+            t0 = perf()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", (sid, seq, 0, "bare", row, 1))
+            conn.execute("COMMIT")
+            seq += 1
+            return perf() - t0
+
+        return commit
 
     # -- 4. resume ----------------------------------------------------------------------------------
 
