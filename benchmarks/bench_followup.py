@@ -193,16 +193,21 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"{'nbagent from':<24} {'measure':<34} {'pass ms':>9} {'followup ms':>12} {'added ms':>9} {'txns':>5}"
+        f"{'nbagent from':<24} {'measure (median)':<28} {'pass ms':>8} {'followup ms':>12} {'added ms':>9} "
+        f"{'mean added':>10} {'p90 added':>9} {'txns':>5}"
     )
     for root, out in zip(roots, outs):
         per_followup = len(out["writes"]) / args.cells
-        for name, d in (
-            ("client round trip (median)", out["client"]),
-            ("in the kernel, pre→post run", out["kernel"]),
-        ):
+        for name, d in (("client round trip", out["client"]), ("in the kernel, pre→post run", out["kernel"])):
             p, f = median_ms(d["pass"]), median_ms(d["followup"])
-            print(f"{str(root)[-24:]:<24} {name:<34} {p:>9.2f} {f:>12.2f} {f - p:>9.2f} {per_followup:>5g}")
+            mean = (statistics.mean(d["followup"]) - statistics.mean(d["pass"])) * 1000
+            p90 = (
+                statistics.quantiles(d["followup"], n=10)[-1] - statistics.quantiles(d["pass"], n=10)[-1]
+            ) * 1000
+            print(
+                f"{str(root)[-24:]:<24} {name:<28} {p:>8.2f} {f:>12.2f} {f - p:>9.2f} {mean:>10.2f} {p90:>9.2f} "
+                f"{per_followup:>5g}"
+            )
     for root, out in zip(roots, outs):
         if out["report"]:
             print(f"== profile, nbagent from {root}")

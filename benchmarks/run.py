@@ -615,16 +615,25 @@ class Bench:
             "    await agent.close()\n"
             "asyncio.run(main())\n"
         )
-        scripts = {"pass": "pass", "import": "import nbagent", "open": open_script}
+        scripts = {
+            "pass": ["-c", "pass"],
+            "version": ["-m", "nbagent", "--version"],
+            "import": ["-c", "import nbagent"],
+            "open": ["-c", open_script],
+        }
         subprocess.run([sys.executable, "-c", open_script], check=True)  # create the file (untimed)
         times: dict[str, list[float]] = {k: [] for k in scripts}
         for _ in range(cfg.cold_reps):
-            for key, script in scripts.items():
+            for key, args in scripts.items():
                 t0 = perf()
-                subprocess.run([sys.executable, "-c", script], check=True)
+                subprocess.run([sys.executable, *args], check=True, stdout=subprocess.DEVNULL)
                 times[key].append(perf() - t0)
         bare = median(times["pass"])
         self.rows.append(Row("cold start: python -c pass", bare, "s"))
+        version = median(times["version"])
+        self.rows.append(
+            Row("cold start: nbagent --version", version, "s", bare, "<= 0.15 s", version <= 0.15)
+        )
         self.rows.append(Row("cold start: import nbagent", median(times["import"]), "s", bare))
         value = median(times["open"])
         self.rows.append(Row("cold start: import + open_session", value, "s", bare, "<= 0.3 s", value <= 0.3))
