@@ -1,34 +1,41 @@
 """A session's transcript as Markdown or a standalone HTML page (``nbagent transcript``, the panel's
-export): one fold of the log (:mod:`nbagent.views`), read strictly read-only."""
+export): one fold of the log (:mod:`nbagent.views`), read strictly read-only. Everything from the
+file (title, prompts, answers, names) is escaped as data in both formats (:mod:`nbagent.views.escape`)."""
 
 from __future__ import annotations
 
 import os
-from html import escape
 from pathlib import Path
 
 from nbagent.errors import SessionNotFoundError
 from nbagent.labserver.sessions import first_prompt
 from nbagent.store.base import SessionRow
+from nbagent.store.pg_location import is_postgres_url, redact
 from nbagent.store.reading import list_sessions, read_events
+from nbagent.views.escape import escape_html, escape_markdown
 
 FORMATS = ("md", "html")
 
 
 def pick_session(path: str | os.PathLike[str], session_id: str | None) -> SessionRow:
-    """The session ``session_id`` of the file, or its most recently active one."""
-    if not os.path.lexists(path):
+    """The session ``session_id`` of the file (or ``postgresql://`` URL), or its most recently active one."""
+    if not is_postgres_url(path) and not os.path.lexists(path):
         raise SessionNotFoundError(f"no session file at {path}; give the path of a <notebook>.nbagent.sqlite")
     rows = list_sessions(path)
     if not rows:
-        raise SessionNotFoundError(f"{path} holds no session yet (the file is empty)")
+        raise SessionNotFoundError(f"{source_name(path)} holds no session yet")
     if session_id is None:
         return rows[0]
     for row in rows:
         if row.id == session_id or (len(session_id) >= 4 and row.id.startswith(session_id)):
             return row
     known = ", ".join(r.id[:8] for r in rows[:5])
-    raise SessionNotFoundError(f"no session {session_id} in {path}; it holds {known}")
+    raise SessionNotFoundError(f"no session {session_id} in {source_name(path)}; it holds {known}")
+
+
+def source_name(path: str | os.PathLike[str]) -> str:
+    """How a transcript names where it came from: the file's name, or the URL without its password."""
+    return redact(str(path)) if is_postgres_url(path) else Path(path).name
 
 
 def _title(row: SessionRow, prompt: str) -> str:
@@ -52,15 +59,15 @@ def transcript(path: str | os.PathLike[str], session_id: str | None = None, *, f
     bundle = timeline_json(events, max_text=None)
     if fmt == "md":
         facts = " · ".join(
-            p for p in (Path(path).name, f"session {row.id}", row.model and f"model {row.model}") if p
+            p for p in (source_name(path), f"session {row.id}", row.model and f"model {row.model}") if p
         )
-        heading = " ".join(title.split())
-        return f"# {heading}\n\n*{facts}*\n\n" + transcript_markdown(bundle)
+        heading = escape_markdown(" ".join(title.split()))
+        return f"# {heading}\n\n*{escape_markdown(facts)}*\n\n" + transcript_markdown(bundle)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{stylesheet()}\n"
+        f"<title>{escape_html(title)}</title><style>{stylesheet()}\n"
         "body{margin:2em auto;max-width:60em;padding:0 1em}</style></head>"
-        f'<body><h1 class="nbagent-title">{escape(title)}</h1>'
-        f"<p>{escape(Path(path).name)} · session {escape(row.id)}</p>"
+        f'<body><h1 class="nbagent-title">{escape_html(title)}</h1>'
+        f"<p>{escape_html(source_name(path))} · session {escape_html(row.id)}</p>"
         f"{timeline_html(bundle)}</body></html>\n"
     )
