@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nbagent.core import events as ev
-from nbagent.views.labels import describe_message
+# Each command imports what it uses when it runs: ``--version`` and ``--help`` load no provider,
+# DataFrame, IPython or Jupyter module (tests/test_cli_imports.py).
+if TYPE_CHECKING:
+    from nbagent.core import events as ev
 
 TUTORIAL = "quickstart.ipynb"
 
@@ -29,6 +27,9 @@ def _tutorial_source() -> Path:
 
 def _event_line(record: ev.TypedEvent) -> str:
     """A few words on one event of the demo's log."""
+    from nbagent.core import events as ev
+    from nbagent.views.labels import describe_message
+
     match record:
         case ev.Splice(is_claim=True):
             return f"{record.target}: claimed {record.removed_count}"
@@ -52,6 +53,7 @@ def _event_line(record: ev.TypedEvent) -> str:
 async def _demo(folder: Path) -> None:
     import nbagent
     from nbagent.context import cell_text
+    from nbagent.core import events as ev
     from nbagent.views import transcript
 
     path = folder / "demo.nbagent.sqlite"
@@ -76,6 +78,9 @@ async def _demo(folder: Path) -> None:
 
 def demo() -> int:
     """Open a session with the echo model in a temporary folder, inject, follow up, print the log."""
+    import asyncio
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="nbagent-demo-") as folder:
         asyncio.run(_demo(Path(folder)))
     return 0
@@ -83,6 +88,9 @@ def demo() -> int:
 
 def quickstart(headless: bool | None) -> int:
     """Copy the quickstart into the working directory (if missing) and open it, or run it headless."""
+    import shutil
+    import subprocess
+
     if headless is None:
         headless = bool(os.environ.get("CI")) or (
             sys.platform.startswith("linux")

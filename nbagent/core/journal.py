@@ -171,8 +171,12 @@ class Journal:
             self._check_open()
             self._stage(_ticket(build, False))
 
-    def commit(self, build: Build | list[Draft] | None = None) -> Any:
+    def commit(self, build: Build | list[Draft] | None = None, *, only_if_planned: bool = False) -> Any:
         """The driver's commit: everything staged so far (plus ``build``) is durable on return.
+
+        With ``only_if_planned``, a ``build`` that plans nothing commits nothing either: what the
+        driver staged waits for its next commit (a step boundary with nothing to claim is no
+        external effect, so it costs no transaction).
 
         On a failed write the driver's staged changes stay staged (they go out with its next
         commit), ``build``'s own change is dropped, and :class:`SessionWriteError` is raised.
@@ -186,6 +190,8 @@ class Journal:
             if build is not None:
                 ticket = _ticket(build, True)
                 if not self._stage(ticket):
+                    if only_if_planned:
+                        return ticket.result
                     ticket = None
             if ticket is None:
                 if not self._staged and not self._writing:

@@ -59,9 +59,14 @@ class LiveTurn:
         surface: Surface,
         *,
         on_final: Callable[[LiveTurn], None] | None = None,
+        waited: bool = False,
     ) -> None:
-        """``on_final`` is called once the final state has been shown from a cell."""
+        """``on_final`` is called once the final state has been shown from a cell. ``waited``: the
+        cell blocks until the run ends and then calls :meth:`refresh`, which shows the end; the loop
+        then renders only the progress of a turn that outlasts ``RENDER_INTERVAL`` (a quick turn is
+        shown once, at its end, instead of at its claim, at its end and again by the cell)."""
         self.agent = agent
+        self.waited = waited
         self.message = message
         self.verb = verb
         self.surface = surface
@@ -133,13 +138,13 @@ class LiveTurn:
             self._updates.push(event, hold=True)
             return
         ends = event.type == TURN_END and event.data.get("turn") == self.turn
-        self._updates.push(event, soon=ends)
+        self._updates.push(event, soon=ends and not self.waited)
 
     def _on_claimed(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id:
             self.turn = notice.turn
             self.view.claimed(notice.turn)
-            self._updates.push(None, soon=True)
+            self._updates.push(None, soon=not self.waited)
 
     def _on_discarded(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id and self.turn is None:

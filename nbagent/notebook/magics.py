@@ -244,7 +244,7 @@ class AgentMagics(Magics):
         agent = self.session.ensure()
         assert agent is not None
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
-        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget)
+        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget, waited=args.wait)
         view.start()
         self.tools.prompts.reserve(view)
         self.session.views.append(view)
