@@ -78,10 +78,10 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._started: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
-        self._overdue: asyncio.TimerHandle | None = None
+        self._scope: Any = None
+        """The anyio cancel scope of the connection task (its start deadline, and how it is stopped)."""
         self._errlog: IO[str] | None = None
         self._stopping = False
-        self._overdue_fired = False
 
     @property
     def name(self) -> str:
@@ -93,11 +93,9 @@ class McpConnection:
         """Begin connecting in the background (on the agent's loop)."""
         if self._task is not None or self._stopping:
             return
-        loop = asyncio.get_running_loop()
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
-        self._task = loop.create_task(self._serve(), name=f"nbagent-mcp-{self.name}")
-        self._overdue = loop.call_later(self.spec.start_timeout, self._start_overdue)
+        self._task = asyncio.get_running_loop().create_task(self._serve(), name=f"nbagent-mcp-{self.name}")
 
     async def wait_started(self, timeout: float) -> None:
         """Wait at most ``timeout`` seconds for the server to leave ``starting``."""
@@ -109,17 +107,22 @@ class McpConnection:
             pass
 
     async def stop(self, reason: str = "stopped") -> None:
-        """Close the connection and end the server's process (bounded by ``STOP_PATIENCE``)."""
+        """Close the connection and end the server's process (bounded by ``STOP_PATIENCE``).
+
+        The SDK's stdio shutdown (close stdin, wait, terminate, kill) runs shielded from anyio
+        cancellation but not from a native ``Task.cancel``, so the task is cancelled through its own
+        anyio scope; a native cancel is only the last resort."""
         self._stopping = True
-        if self._overdue is not None:
-            self._overdue.cancel()
         task = self._task
         if task is not None and not task.done():
             assert self._stop is not None
             self._stop.set()
-            if self.state == "starting":
-                task.cancel()
+            if self.state == "starting" and self._scope is not None:
+                self._scope.cancel()
             await asyncio.wait({task}, timeout=STOP_PATIENCE)
+            if not task.done() and self._scope is not None:
+                self._scope.cancel()
+                await asyncio.wait({task}, timeout=STOP_PATIENCE)
             if not task.done():
                 task.cancel()
                 await asyncio.wait({task}, timeout=STOP_PATIENCE)
@@ -130,44 +133,44 @@ class McpConnection:
             self._started.set()
 
     async def _serve(self) -> None:
+        import anyio
+
         try:
-            from mcp import Client
-            from mcp.types import Implementation
-
-            import nbagent
-
-            info = Implementation(name="nbagent", version=nbagent.__version__)
-            async with Client(self._transport(), client_info=info) as client:
-                tools = await _list_tools(client)
-                if self._stopping:
-                    return
-                self._client, self.tools, self.state = client, tools, "ready"
-                self._started_now()
-                assert self._stop is not None
-                await self._stop.wait()
-        except asyncio.CancelledError:
-            if not self._stopping and not self._overdue_fired:
-                raise
+            with anyio.CancelScope(deadline=anyio.current_time() + self.spec.start_timeout) as scope:
+                self._scope = scope
+                await self._connect(scope)
+            if scope.cancelled_caught and self.state == "starting" and not self._stopping:
+                self._fail(f"did not finish starting within {self.spec.start_timeout:g} s")
         except BaseException as exc:  # the SDK raises exception groups; every failure is the server's
             if not self._stopping:
                 self._fail(f"could not start: {describe(exc)}" if self.state == "starting" else describe(exc))
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
+            if isinstance(exc, KeyboardInterrupt | SystemExit | asyncio.CancelledError):
                 raise
         finally:
             self._client = None
-            self._started_now()
+            self._scope = None
+            if self._started is not None:
+                self._started.set()
 
-    def _start_overdue(self) -> None:
-        if self.state == "starting" and self._task is not None and not self._task.done():
-            self._overdue_fired = True
-            self._fail(f"did not finish starting within {self.spec.start_timeout:g} s")
-            self._task.cancel()
+    async def _connect(self, scope: Any) -> None:
+        """Connect, list the tools, then hold the connection until told to stop."""
+        import math
 
-    def _started_now(self) -> None:
-        if self._overdue is not None:
-            self._overdue.cancel()
-        if self._started is not None:
+        from mcp import Client
+        from mcp.types import Implementation
+
+        import nbagent
+
+        info = Implementation(name="nbagent", version=nbagent.__version__)
+        async with Client(self._transport(), client_info=info) as client:
+            tools = await _list_tools(client)
+            if self._stopping:
+                return
+            scope.deadline = math.inf
+            self._client, self.tools, self.state = client, tools, "ready"
+            assert self._started is not None and self._stop is not None
             self._started.set()
+            await self._stop.wait()
 
     def _fail(self, why: str) -> None:
         if self.state in ("failed", "stopped"):
@@ -175,7 +178,8 @@ class McpConnection:
         tail = self.stderr_tail()
         self.state = "failed"
         self.reason = f"{why}; its stderr ends: {tail}" if tail else why
-        self._started_now()
+        if self._started is not None:
+            self._started.set()
 
     def _transport(self) -> Any:
         spec = self.spec

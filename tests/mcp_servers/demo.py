@@ -1,5 +1,6 @@
 """A small MCP server for the tests, written with the official SDK: ``python demo.py`` speaks stdio,
-``python demo.py --http PORT`` streamable HTTP on 127.0.0.1.
+``python demo.py --http PORT`` streamable HTTP on 127.0.0.1 (other arguments, such as a ``--tag`` that
+lets a test find the process, are ignored).
 
 Its tools cover what nbagent must handle: a read-only tool, a tool that changes something (it appends
 to the file named by ``DEMO_NOTES``), an image, an oversized text, a tool error, a crash mid-call and a
@@ -14,6 +15,7 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ToolAnnotations
 
@@ -53,7 +55,7 @@ def flood(chars: int) -> str:
 @server.tool()
 def refuse(why: str) -> str:
     """Fail with ``why`` (a tool error, reported in the result)."""
-    raise ValueError(why)
+    raise ToolError(why)
 
 
 @server.tool()
@@ -76,7 +78,8 @@ def environment(name: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=int(sys.argv[2])))
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=port))
     else:
         server.run()
