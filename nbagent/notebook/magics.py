@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from nbagent.notebook import tool_commands
+from nbagent.notebook import mcp_commands, tool_commands
 from nbagent.notebook.arguments import split_options
 from nbagent.notebook.help import RunFailedError, asks_for_help, missing_module, missing_sdk, show_help
 from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe
@@ -24,6 +24,7 @@ from nbagent.notebook.kernel_tools import NotebookTools
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
+_COMMANDS += ("mcp",)  # nbagent.notebook.mcp_commands
 
 
 def running_cell_number(shell: Any, stored: bool) -> int:
@@ -57,6 +58,8 @@ class AgentMagics(Magics):
         self.session = KernelSession(shell)
         self.tools = NotebookTools(shell, on_main=self.session.main_thread.call)
         self.session.on_open.append(self.tools.equip)
+        self.mcp = mcp_commands.NotebookMcp()
+        self.session.on_open.append(self.mcp.equip)
         self.last_error: LastError | None = None
         self._cell_id: str | None = None
         self._stored = False
@@ -231,7 +234,8 @@ class AgentMagics(Magics):
         """Inspect and control the kernel's agent session.
 
         status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
-        transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session].
+        transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
+        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME.
         `%%agent` runs one command per line of its body.
         """
         if cell is not None:
@@ -248,6 +252,10 @@ class AgentMagics(Magics):
             show_help(self.agent)
             return
         self._settle()
+        head, _, rest = line.strip().partition(" ")
+        if head == "mcp":  # its own words (`-- COMMAND ARGS…`) are not %agent options
+            mcp_commands.command(self.session, self.mcp, rest)
+            return
         args = _parse(self.agent, line)
         if args.db:
             if self.session.db_override != args.db:
