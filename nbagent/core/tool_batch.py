@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -244,8 +246,12 @@ async def _approve(
 ) -> str:
     """Ask the agent's approver; exactly one ``approval/decided`` follows each ``approval/asked``."""
     call = started.chunk
-    approval_id = f"approval-{call.id}"
-    base = {"id": approval_id, "tool": tool.name, "call_id": call.id}
+    base = {
+        "id": new_approval_id(),
+        "tool": tool.name,
+        "call_id": call.id,
+        "arguments_sha256": arguments_digest(call.arguments),
+    }
     driver.commit([(APPROVAL_ASKED, {**base, "turn": turn, "step": step}, None)])
     started.asked = base
     approver = driver.agent.approver
@@ -268,6 +274,17 @@ async def _approve(
     driver.commit([(APPROVAL_DECIDED, {**base, "outcome": fix_text(outcome)}, None)])
     started.decided = True
     return outcome
+
+
+def new_approval_id() -> str:
+    """A fresh id for one approval question: nbagent's own, never the model's call id (a model may
+    reuse a call id, and a decision must not carry over to a later question)."""
+    return f"approval-{secrets.token_hex(8)}"
+
+
+def arguments_digest(arguments: Any) -> str:
+    """The SHA-256 of a call's raw arguments as ``tool/call`` records them: what an approval approves."""
+    return hashlib.sha256(str(arguments).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _record(
