@@ -70,6 +70,15 @@ def test_outputs_can_be_left_out(tmp_path):
     assert "Output:" not in text and "[2] code · In [1]\ntotal = 3 + 4" in text
 
 
+def test_a_secret_printed_in_an_output_is_hidden(tmp_path):
+    path = tmp_path / "keys.ipynb"
+    key = "sk-" + "a1b2c3d4" * 4
+    output = nbformat.v4.new_output("stream", name="stdout", text=f"using {key}\n")
+    saved(path, [nbformat.v4.new_code_cell("print(key)", execution_count=1, outputs=[output])])
+    text = read_notebook_text(path).content
+    assert key not in text and "using " in text
+
+
 def test_a_long_notebook_is_cut_and_says_where_to_read_on(tmp_path):
     path = tmp_path / "long.ipynb"
     saved(path, [nbformat.v4.new_code_cell(f"cell_{i} = '{'x' * 900}'") for i in range(40)])

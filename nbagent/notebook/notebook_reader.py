@@ -3,7 +3,8 @@ and output text, read from the saved ``.ipynb`` (nbformat) and bounded like the 
 
 The kernel finds its notebook as the session file does (:mod:`nbagent.notebook.location`). What it reads
 is the file as last saved, and the result says so with the file's time: unsaved edits in the open
-document are not in it. Cell text is data for the model, never executed.
+document are not in it. Cell text is data for the model, never executed; secret-shaped strings in it
+(a printed API key) are hidden as in ``recent_cells``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nbagent.core.tools import ToolResult
-from nbagent.notebook.namespace_view import clip
+from nbagent.notebook.namespace_view import clip, shown_safely
 
 SOURCE_CHARS = 2000
 """Characters of one cell's source at most."""
@@ -54,7 +55,7 @@ def read_notebook_text(path: Path | None, *, include_outputs: bool = True, start
         f"Notebook {path.name}, as saved at {when} ({len(cells)} cells; edits not saved since then are "
         "not included)"
     )
-    return ToolResult(_bounded(head, cells, include_outputs, start))
+    return ToolResult(shown_safely(_bounded(head, cells, include_outputs, start)))
 
 
 def _bounded(head: str, cells: list[Any], include_outputs: bool, start: int) -> str:
