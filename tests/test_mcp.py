@@ -343,3 +343,21 @@ async def _tick() -> None:
     import asyncio
 
     await asyncio.sleep(0.02)
+
+
+async def test_cancelling_the_turn_cancels_a_running_call_and_the_server_stays_up(tmp_path):
+    model = ScriptedModel([calls(("demo__hang", {})), calls(("demo__add", {"a": 5, "b": 5}), first=2), "ok"])
+    agent = nbagent.open_session(None, model=model, cancel_grace=30)
+    agent.approver = Approver()
+    agent.add_mcp_server("demo", command=sys.executable, args=demo_args(new_tag()))
+    agent.followup("go")
+    while not any(e.type == "approval/decided" for e in agent.events):
+        await _tick()
+    agent.cancel()
+    await agent.when_idle()
+    text, is_error, code = outcomes(agent.events)["c1"]
+    assert (is_error, code) == (True, "ABORTED")
+    assert "abandoned" not in text  # the call was cancelled, not left running for the grace period
+    await agent.run("again")
+    assert outcomes(agent.events)["c2"] == ("5 + 5 = 10", False, None)
+    await agent.close()

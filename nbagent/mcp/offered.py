@@ -3,6 +3,7 @@ server's connection; and the stand-in that answers a call to a server that is no
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from nbagent._json import freeze
@@ -28,8 +29,14 @@ def offered_tool(conn: McpConnection, mcp_tool: Any, name: str, *, allow_read_on
     remote = str(mcp_tool.name)
 
     async def call(**arguments: Any) -> ToolResult:
-        arguments.pop(SIGNAL_KEY, None)
-        return await conn.call(remote, arguments)
+        signal = arguments.pop(SIGNAL_KEY, None)
+        task = asyncio.get_running_loop().create_task(conn.call(remote, arguments))
+        remove = signal.on_cancel(task.cancel) if signal is not None else None
+        try:
+            return await task  # a cancelled turn cancels the call (the SDK tells the server)
+        finally:
+            if remove is not None:
+                remove()
 
     schema = dict(mcp_tool.input_schema or {})
     schema.setdefault("type", "object")

@@ -122,13 +122,11 @@ def notebook_of(shell: Any) -> Path | None:
 def read_notebook_tool(shell: Any, locate: Callable[[], Path | None] | None = None) -> Any:
     """The ``read_notebook`` tool for ``shell``; ``locate`` finds the notebook file when the tool is
     called (by default :func:`notebook_of`)."""
-    import asyncio
-
     import nbagent
 
     find = locate or (lambda: notebook_of(shell))
 
-    async def read_notebook(include_outputs: bool = True, start: int = 1) -> ToolResult:
+    def read_notebook(include_outputs: bool = True, start: int = 1) -> ToolResult:
         """Read the user's notebook as last saved: every cell in order (Markdown and code), each code
         cell's execution count and, with include_outputs, its output text. Unsaved edits are not
         included. Long notebooks are cut; the result says where to go on with start.
@@ -137,13 +135,10 @@ def read_notebook_tool(shell: Any, locate: Callable[[], Path | None] | None = No
             include_outputs: also show each code cell's output text
             start: the first cell to show, counting from 1
         """
+        try:
+            return read_notebook_text(find(), include_outputs=include_outputs, start=start)
+        except Exception as exc:
+            return ToolResult(f"Error: {type(exc).__name__}: {exc}", is_error=True, code="TOOL_ERROR")
 
-        def body() -> ToolResult:
-            try:
-                return read_notebook_text(find(), include_outputs=include_outputs, start=start)
-            except Exception as exc:
-                return ToolResult(f"Error: {type(exc).__name__}: {exc}", is_error=True, code="TOOL_ERROR")
-
-        return await asyncio.to_thread(body)  # file reading stays off the agent's loop
-
+    # a sync body: nbagent runs it in a worker thread, off the agent's loop (SPEC §9.7)
     return nbagent.tool(read_notebook, parallel_safe=True)
