@@ -99,3 +99,23 @@ def test_no_server_process_outlives_the_kernel(tmp_path: Path, how: str):
         kernel.kc.stop_channels()
         kernel.km.shutdown_kernel(now=how == "kill")
     wait_until(lambda: not pids_with(tag), what=f"the servers exiting after the kernel's {how}")
+
+
+def test_a_new_session_gets_the_kernel_s_servers_with_fresh_processes(tmp_path: Path):
+    tag = new_tag()
+    with Kernel(tmp_path) as kernel:
+        kernel.run("%load_ext nbagent")
+        kernel.run(f"%agent mcp add demo -- {sys.executable} {DEMO} --tag {tag}")
+        wait_listed(kernel, "demo__add")
+        (first,) = pids_with(tag)
+        kernel.run("%agent new")
+        wait_listed(kernel, "demo__add")
+        wait_until(lambda: first not in pids_with(tag), what="the old session's server stopping")
+        assert len(pids_with(tag)) == 1
+        kernel.run(scripted_call("demo__add", {"a": 1, "b": 2}))
+        kernel.run("%agent approvals read-only")
+        kernel.run("%followup --wait add")
+        session = kernel.run("from nbagent.notebook import current_agent; print(current_agent().session_id)")
+        events = read_events(tmp_path / "work.nbagent.sqlite", session.strip())
+    (result,) = [e for e in events if e.type == "tool/result"]
+    assert result.data["message"]["content"][0]["content"][0]["text"] == "1 + 2 = 3"
