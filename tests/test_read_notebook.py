@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from kernel_helpers import Kernel, read_events
+from kernel_helpers import KERNELS, Kernel, read_events
 
 from nbagent.notebook.notebook_reader import TOTAL_CHARS, read_notebook_text
 
@@ -143,3 +143,69 @@ def test_in_a_kernel_whose_notebook_was_never_saved_the_result_says_so(tmp_path)
         == f"Error: the notebook draft.ipynb has not been saved yet (no file at {tmp_path / 'draft.ipynb'})"
     )
     assert result.data["error"]["code"] == "NO_NOTEBOOK"
+
+
+def serve_front_end(kernel: Kernel, code: str, answer: dict[str, object] | None) -> list[dict[str, object]]:
+    """Execute ``code`` while acting as the front end: answer each ``nbagent.notebook`` comm the kernel
+    opens with ``answer`` (or close it when ``None``); return the comm_open messages' contents."""
+    msg_id = kernel.send(code)
+    opened: list[dict[str, object]] = []
+    while True:
+        msg = kernel.kc.iopub_channel.get_msg(timeout=60)
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "comm_open" and content.get("target_name") == "nbagent.notebook":
+            opened.append(content)
+            reply_type = "comm_msg" if answer is not None else "comm_close"
+            data = answer if answer is not None else {}
+            reply = kernel.kc.session.msg(reply_type, {"comm_id": content["comm_id"], "data": data})
+            kernel.kc.shell_channel.send(reply)
+        if (
+            kind == "status"
+            and content["execution_state"] == "idle"
+            and msg["parent_header"].get("msg_id") == msg_id
+        ):
+            return opened
+
+
+LIVE = {
+    "path": "work.ipynb",
+    "dirty": True,
+    "cells": [
+        {"cell_type": "markdown", "source": "# Draft, not saved", "execution_count": None, "outputs": []},
+        {
+            "cell_type": "code",
+            "source": "x = 41 + 1\nx",
+            "execution_count": 7,
+            "outputs": [
+                {"output_type": "execute_result", "data": {"text/plain": "42"}, "execution_count": 7}
+            ],
+        },
+    ],
+}
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("kernel_python", KERNELS)
+@pytest.mark.parametrize("front_end", ["answers", "closes"])
+def test_in_a_kernel_a_front_end_that_answers_gives_the_live_document(tmp_path, front_end, kernel_python):
+    when = saved(tmp_path / "work.ipynb", sample_cells())
+    with Kernel(tmp_path, "work.ipynb", python=kernel_python) as kernel:
+        kernel.run("%load_ext nbagent")
+        kernel.run(
+            "from nbagent.models import Response, ScriptedModel, ToolCall\n"
+            "from nbagent.notebook import current_agent\n"
+            "current_agent().set_model(ScriptedModel([Response(tool_calls=[ToolCall('read_notebook', "
+            "{}, id='r1')]), 'read it']))\n"
+        )
+        opened = serve_front_end(kernel, "%followup --wait read it", LIVE if front_end == "answers" else None)
+        events = read_events(tmp_path / "work.nbagent.sqlite")
+    assert [o["data"] for o in opened] == [{"request": "cells"}]
+    (result,) = [e for e in events if e.type == "tool/result"]
+    text = result.data["message"]["content"][0]["content"][0]["text"]
+    if front_end == "answers":
+        assert text == (
+            "Notebook work.ipynb, the live document open in the front end (2 cells; edits not saved yet are "
+            "included)\n\n[1] markdown\n# Draft, not saved\n\n[2] code · In [7]\nx = 41 + 1\nx\nOutput:\n42"
+        )
+    else:
+        assert text.startswith(f"Notebook work.ipynb, as saved at {when} (5 cells;")

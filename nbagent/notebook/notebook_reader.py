@@ -1,9 +1,9 @@
 """``read_notebook`` (SPEC §9.7): the notebook's cells in order, Markdown and code, with execution counts
-and output text, read from the saved ``.ipynb`` (nbformat) and bounded like the other built-in tools.
+and output text, bounded like the other built-in tools: from the live document when the front end
+answers (:mod:`nbagent.notebook.live_document`), else from the saved ``.ipynb`` (nbformat).
 
-The kernel finds its notebook as the session file does (:mod:`nbagent.notebook.location`). What it reads
-is the file as last saved, and the result says so with the file's time: unsaved edits in the open
-document are not in it. Cell text is data for the model, never executed; secret-shaped strings in it
+The kernel finds its notebook as the session file does (:mod:`nbagent.notebook.location`). The result
+says which it read: "the live document", or "as saved at TIME" (unsaved edits are then not in it). Cell text is data for the model, never executed; secret-shaped strings in it
 (a printed API key) are hidden as in ``recent_cells``.
 """
 
@@ -29,8 +29,21 @@ TOTAL_CHARS = 12_000
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def read_notebook_text(path: Path | None, *, include_outputs: bool = True, start: int = 1) -> ToolResult:
-    """The cells of the notebook at ``path`` from cell ``start`` (counting from 1), bounded."""
+def read_notebook_text(
+    path: Path | None, *, include_outputs: bool = True, start: int = 1, live: dict[str, Any] | None = None
+) -> ToolResult:
+    """The cells of the notebook from cell ``start`` (counting from 1), bounded: from ``live`` (the front
+    end's answer, see :mod:`nbagent.notebook.live_document`) when given, else from the file at ``path``."""
+    if start < 1:
+        return ToolResult("Error: start counts cells from 1", is_error=True, code="INVALID_ARGUMENTS")
+    if live is not None:
+        cells = [c for c in live["cells"] if isinstance(c, dict)]
+        shown = Path(str(live.get("path") or (path.name if path else "notebook"))).name
+        head = (
+            f"Notebook {shown}, the live document open in the front end ({len(cells)} cells; edits not "
+            "saved yet are included)"
+        )
+        return ToolResult(shown_safely(_bounded(head, cells, include_outputs, start)))
     if path is None:
         return _missing(
             "this kernel was not told which notebook it serves, so there is no notebook file to read "
@@ -48,8 +61,6 @@ def read_notebook_text(path: Path | None, *, include_outputs: bool = True, start
     except Exception as exc:  # an unreadable or invalid file: say which and why
         return _missing(f"cannot read the notebook {path}: {type(exc).__name__}: {exc}")
     cells = list(notebook.cells)
-    if start < 1:
-        return ToolResult("Error: start counts cells from 1", is_error=True, code="INVALID_ARGUMENTS")
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(saved_at))
     head = (
         f"Notebook {path.name}, as saved at {when} ({len(cells)} cells; edits not saved since then are "
@@ -119,24 +130,34 @@ def notebook_of(shell: Any) -> Path | None:
     return notebook_path(shell.user_ns, os.environ, Path.cwd(), runner_notebook())
 
 
-def read_notebook_tool(shell: Any, locate: Callable[[], Path | None] | None = None) -> Any:
+def read_notebook_tool(
+    shell: Any,
+    locate: Callable[[], Path | None] | None = None,
+    ask: Callable[[], dict[str, Any] | None] | None = None,
+) -> Any:
     """The ``read_notebook`` tool for ``shell``; ``locate`` finds the notebook file when the tool is
-    called (by default :func:`notebook_of`)."""
+    called (by default :func:`notebook_of`), ``ask`` asks the front end for the live document (by
+    default over a comm when ``shell`` belongs to a kernel)."""
     import nbagent
+    from nbagent.notebook.live_document import ask_front_end
 
     find = locate or (lambda: notebook_of(shell))
+    if ask is None:
+        ask = ask_front_end if getattr(shell, "kernel", None) is not None else (lambda: None)
 
     def read_notebook(include_outputs: bool = True, start: int = 1) -> ToolResult:
-        """Read the user's notebook as last saved: every cell in order (Markdown and code), each code
-        cell's execution count and, with include_outputs, its output text. Unsaved edits are not
-        included. Long notebooks are cut; the result says where to go on with start.
+        """Read the user's notebook: every cell in order (Markdown and code), each code cell's
+        execution count and, with include_outputs, its output text; from the document open in the
+        front end when it answers, else as last saved (the result says which). Long notebooks are
+        cut; the result says where to go on with start.
 
         Args:
             include_outputs: also show each code cell's output text
             start: the first cell to show, counting from 1
         """
         try:
-            return read_notebook_text(find(), include_outputs=include_outputs, start=start)
+            live = ask() if start >= 1 else None
+            return read_notebook_text(find(), include_outputs=include_outputs, start=start, live=live)
         except Exception as exc:
             return ToolResult(f"Error: {type(exc).__name__}: {exc}", is_error=True, code="TOOL_ERROR")
 
