@@ -12,6 +12,8 @@ explain a failure.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 import os
 import tempfile
 from collections.abc import Iterable
@@ -33,13 +35,17 @@ _MAX_TOOL_PAGES = 100
 
 
 def require_sdk() -> None:
-    """Raise a clear ``ImportError`` when the ``mcp`` package is missing."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
+    """Raise a clear ``ImportError`` when the ``mcp`` package is missing (without importing it)."""
+    if importlib.util.find_spec("mcp") is None:
         raise ImportError(
             'MCP servers need the mcp package, which is not installed: pip install "nbagent[mcp]"'
-        ) from None
+        )
+
+
+def _import_sdk() -> None:
+    """Import the SDK's client modules (about a second, once per process)."""
+    for module in ("mcp", "mcp.types", "mcp.client.stdio", "mcp.client.streamable_http"):
+        importlib.import_module(module)
 
 
 def describe(exc: BaseException) -> str:
@@ -133,9 +139,12 @@ class McpConnection:
             self._started.set()
 
     async def _serve(self) -> None:
-        import anyio
-
         try:
+            import anyio
+
+            await asyncio.to_thread(_import_sdk)  # the first import takes a while: not on the agent's loop
+            if self._stopping:
+                return
             with anyio.CancelScope(deadline=anyio.current_time() + self.spec.start_timeout) as scope:
                 self._scope = scope
                 await self._connect(scope)
