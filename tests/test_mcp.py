@@ -361,3 +361,19 @@ async def test_cancelling_the_turn_cancels_a_running_call_and_the_server_stays_u
     await agent.run("again")
     assert outcomes(agent.events)["c2"] == ("5 + 5 = 10", False, None)
     await agent.close()
+
+
+async def test_a_chatty_server_s_stderr_file_is_kept_small(tmp_path, monkeypatch):
+    from nbagent.mcp import connection
+
+    monkeypatch.setattr(connection, "STDERR_KEPT", 1000)
+    model = ScriptedModel(
+        [calls(("demo__chatter", {"lines": 500})), calls(("demo__chatter", {"lines": 2}), first=2), "done"]
+    )
+    agent = nbagent.open_session(None, model=model)
+    agent.add_mcp_server("demo", command=sys.executable, args=demo_args(new_tag()), allow_read_only=True)
+    await agent.run("go")
+    conn = agent.mcp.connection("demo")
+    assert conn is not None
+    assert conn.stderr_tail() == "log line 0 | log line 1"  # emptied after the 500 lines, then 2 more
+    await agent.close()

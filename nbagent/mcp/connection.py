@@ -31,6 +31,9 @@ STOP_PATIENCE = 8.0
 STDERR_TAIL = 600
 """Characters of a failed stdio server's stderr quoted in its failure."""
 
+STDERR_KEPT = 1_000_000
+"""Bytes of a stdio server's stderr kept at most (the file is emptied after a call past it)."""
+
 _MAX_TOOL_PAGES = 100
 
 
@@ -197,9 +200,8 @@ class McpConnection:
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
-        # kept open for the server's life (closed by stop); append mode, so reading the tail never
-        # moves where the server writes
-        self._errlog = tempfile.TemporaryFile("a+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        # kept open for the server's life (closed by stop)
+        self._errlog = _append_only(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))  # noqa: SIM115
         params = StdioServerParameters(
             command=spec.command or "", args=list(spec.args), env={**os.environ, **spec.env}
         )
@@ -220,6 +222,16 @@ class McpConnection:
             return ""
         lines = [line for line in text.strip().splitlines() if line.strip()]
         return clip(" | ".join(lines[-6:]), STDERR_TAIL).replace("\n", " ")
+
+    def _trim_errlog(self) -> None:
+        """Empty the stderr file of a chatty server once it passes ``STDERR_KEPT`` (append mode: the
+        server's later lines start the file again)."""
+        log = self._errlog
+        try:
+            if log is not None and not log.closed and os.fstat(log.fileno()).st_size > STDERR_KEPT:
+                os.ftruncate(log.fileno(), 0)
+        except OSError:
+            pass
 
     def _close_errlog(self) -> None:
         if self._errlog is not None:
@@ -262,6 +274,7 @@ class McpConnection:
             if self._client is None or self.state != "ready":
                 return self._died(tool)
             return _error(f"Error: MCP server {self.name!r} failed on {tool}: {describe(exc)}", "MCP_ERROR")
+        self._trim_errlog()
         return tool_result(self.name, tool, result)
 
     def _timed_out(self, tool: str) -> ToolResult:
@@ -276,6 +289,19 @@ class McpConnection:
         if self._stop is not None:
             self._stop.set()  # leave the client's context: the SDK reaps the process
         return _error(f"Error: {self.unavailable()}", "MCP_SERVER_DIED")
+
+
+def _append_only(log: IO[str]) -> IO[str]:
+    """``log`` with ``O_APPEND`` set (POSIX): the server shares the file offset, so without it reading
+    the tail or emptying the file would move where the server writes."""
+    try:
+        import fcntl
+
+        flags = fcntl.fcntl(log.fileno(), fcntl.F_GETFL)
+        fcntl.fcntl(log.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
+    except (ImportError, OSError):
+        pass
+    return log
 
 
 def _error(text: str, code: str) -> ToolResult:

@@ -72,6 +72,15 @@ async def hang() -> str:
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def chatter(lines: int) -> str:
+    """Write ``lines`` lines to stderr (a chatty server's log)."""
+    for i in range(lines):
+        print(f"log line {i}", file=sys.stderr)
+    sys.stderr.flush()
+    return f"wrote {lines} lines"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def environment(name: str) -> str:
     """The value of environment variable ``name`` in the server's process."""
     return os.environ.get(name, "<unset>")
