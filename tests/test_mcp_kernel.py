@@ -119,3 +119,23 @@ def test_a_new_session_gets_the_kernel_s_servers_with_fresh_processes(tmp_path: 
         events = read_events(tmp_path / "work.nbagent.sqlite", session.strip())
     (result,) = [e for e in events if e.type == "tool/result"]
     assert result.data["message"]["content"][0]["content"][0]["text"] == "1 + 2 = 3"
+
+
+def test_an_mcp_call_asks_in_the_notebook_and_agent_approve_lets_it_run(tmp_path: Path):
+    notes = tmp_path / "notes.txt"
+    with Kernel(tmp_path) as kernel:
+        kernel.run("%load_ext nbagent")
+        kernel.run(f"import os; os.environ['DEMO_NOTES'] = {str(notes)!r}")
+        kernel.run(f"%agent mcp add demo -- {sys.executable} {DEMO} --tag {new_tag()}")
+        kernel.run("%agent approvals read-only")  # write_note is not read-only: it still asks
+        wait_listed(kernel, "demo__write_note")
+        kernel.run(scripted_call("demo__write_note", {"text": "from the model"}))
+        kernel.run("%followup please note it")
+        assert "approved demo__write_note (%agent approve)" in kernel.run("%agent approve")
+        kernel.run("%agent wait")
+        events = read_events(tmp_path / "work.nbagent.sqlite")
+    decided = [e.data["outcome"] for e in events if e.type == "approval/decided"]
+    assert decided == ["allowed-once"]
+    (result,) = [e for e in events if e.type == "tool/result"]
+    assert result.data["message"]["content"][0]["content"][0]["text"] == "noted: from the model"
+    assert notes.read_text() == "from the model\n"
