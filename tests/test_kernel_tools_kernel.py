@@ -429,7 +429,7 @@ print(result.data["message"]["content"][0]["content"][0]["text"].splitlines()[0]
 """
     assert kernel.run(code) == (
         "[]\n"
-        "['describe_variable', 'list_variables', 'recent_cells', 'run_code']\n"
+        "['describe_variable', 'list_variables', 'read_notebook', 'recent_cells', 'run_code']\n"
         "completed\n"
         '<dataframe name="sales" library="pandas"\n'
     )
@@ -438,8 +438,8 @@ print(result.data["message"]["content"][0]["content"][0]["text"].splitlines()[0]
 def test_the_tools_and_approvals_commands_show_and_set_the_session_policy(kernel):
     assert kernel.run("%agent approve") == "nbagent: no session open; nothing to approve\n"
     assert kernel.run("%agent tools") == (
-        "nbagent: built-in tools on: list_variables, describe_variable, recent_cells, run_code "
-        "(run_code asks for approval)\n"
+        "nbagent: built-in tools on: list_variables, describe_variable, recent_cells, run_code, "
+        "read_notebook (run_code asks for approval)\n"
     )
     shown = kernel.run("%agent approvals")
     assert shown.endswith(
@@ -454,8 +454,8 @@ def test_the_tools_and_approvals_commands_show_and_set_the_session_policy(kernel
         "nbagent: approvals: session — tools that need approval run without asking until the session ends\n"
     )
     assert kernel.run("%agent tools off") == (
-        "nbagent: built-in tools withdrawn (list_variables, describe_variable, recent_cells, run_code) "
-        "from the next request on\n"
+        "nbagent: built-in tools withdrawn (list_variables, describe_variable, recent_cells, run_code, "
+        "read_notebook) from the next request on\n"
     )
     assert (
         kernel.run("from nbagent.notebook import current_agent; print(sorted(current_agent().tools))")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent.core.driver import Driver, Resumed, in_driver
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, Event
@@ -22,6 +22,9 @@ from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import SessionStore
 from nbagent.store.lease import Lease
+
+if TYPE_CHECKING:
+    from nbagent.mcp.servers import McpServers, ServerInfo
 
 T = TypeVar("T")
 
@@ -66,6 +69,7 @@ class Agent:
         """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
         ``"rejected"`` or ``"unavailable"``. With none set, such calls are ``unavailable``."""
         self._file = file
+        self._mcp: McpServers | None = None
         self.driver = Driver(
             self,
             loop=loop,
@@ -145,7 +149,12 @@ class Agent:
 
     async def close(self) -> None:
         """Abort a running turn (cause ``"closed"``), wait for it, keep the inbox, release the lease."""
-        await self._on_own_loop(self.driver.close())
+        await self._on_own_loop(self._close())
+
+    async def _close(self) -> None:
+        await self.driver.close()
+        if self._mcp is not None:
+            await self._mcp.close()
 
     async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` here, or on the agent's loop when the caller runs on another live loop."""
@@ -170,6 +179,61 @@ class Agent:
         self.tools[added.name] = added
         self._schemas = None
         return added
+
+    def remove_tool(self, name: str) -> Tool | None:
+        """Stop offering tool ``name`` from the next request on; the removed tool, or ``None``."""
+        removed = self.tools.pop(name, None)
+        self._schemas = None
+        return removed
+
+    def tool_for(self, name: str) -> Tool | None:
+        """The tool a call named ``name`` runs: an offered one, else an MCP server's stand-in that
+        answers why that server offers no such tool now (SPEC §9.7)."""
+        found = self.tools.get(name)
+        if found is None and self._mcp is not None:
+            found = self._mcp.stand_in(name)
+        return found
+
+    @property
+    def mcp(self) -> McpServers:
+        """The session's MCP servers (SPEC §9.7): ``list()``, ``await remove(name)``, ``allow_read_only``."""
+        if self._mcp is None:
+            from nbagent.mcp.servers import McpServers
+
+            self._mcp = McpServers(self)
+        return self._mcp
+
+    def add_mcp_server(
+        self,
+        name: str,
+        *,
+        command: str | None = None,
+        args: Iterable[str] = (),
+        env: dict[str, str] | None = None,
+        url: str | None = None,
+        allow_read_only: bool = False,
+        start_timeout: float | None = None,
+        call_timeout: float | None = None,
+    ) -> ServerInfo:
+        """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url``) and offer its tools
+        as ``NAME__TOOL``. Returns at once: the server starts in the background and the first request
+        after this waits at most 10 s for its tools. A server that cannot start does not raise here;
+        calls to its tools get error results saying why. ``env`` is added to the kernel's environment.
+        Each call asks for approval unless the tool is annotated read-only and ``allow_read_only``.
+        """
+        from nbagent.mcp.config import CALL_TIMEOUT, START_TIMEOUT, server_spec
+
+        spec = server_spec(
+            name,
+            command=command,
+            args=tuple(args),
+            env=env,
+            url=url,
+            allow_read_only=allow_read_only,
+            start_timeout=START_TIMEOUT if start_timeout is None else start_timeout,
+            call_timeout=CALL_TIMEOUT if call_timeout is None else call_timeout,
+        )
+        return self.mcp.add(spec)
 
     @property
     def tool_schemas(self) -> tuple[Any, ...]:

@@ -189,7 +189,7 @@ def _call_data(turn: int, step: int, call: ToolCallChunk) -> dict[str, Any]:
 async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
     call = started.chunk
     tools = driver.agent.tools
-    tool: Tool | None = tools.get(call.name)
+    tool: Tool | None = driver.agent.tool_for(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         return _error(
