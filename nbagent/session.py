@@ -6,37 +6,41 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nbagent import _json
 from nbagent._json import gc_paused
 from nbagent.core.agent import Agent
-from nbagent.core.driver import Resumed
+from nbagent.core.driver_state import Resumed
 from nbagent.core.events import (
-    APPROVAL_ASKED,
-    APPROVAL_DECIDED,
-    ASSISTANT_MESSAGE,
     INBOX_SPLICED,
     MESSAGE_EVENTS,
     NEXT_STEP,
     NEXT_TURN,
     REQUEST_HEADER,
-    STEP_END,
-    STEP_START,
-    TOOL_CALL,
-    TOOL_RESULT,
     TURN_END,
     TURN_START,
-    USER_MESSAGE,
+    ApprovalAsked,
+    ApprovalDecided,
+    AssistantMessageEvent,
     Event,
+    Record,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnd,
+    parse_event,
+    record_type,
 )
 from nbagent.core.inbox import InboxState, replay_raw, replay_splice
-from nbagent.core.journal import Draft
 from nbagent.core.messages import tool_result_message
 from nbagent.core.projections import history_message
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.tools import Tool
+from nbagent.core.vocabulary import ToolError
 from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
@@ -219,12 +223,12 @@ def _load_state(file: SessionStore, session_id: str, checked: tuple[int, int]) -
     inbox = InboxState()
     for ev in file.events(session_id, start=quiet + 1, types=[INBOX_SPLICED]):
         inbox = replay_splice(inbox, ev.data, ev.seq)
-    repair: list[Draft] = []
+    repair: list[Record] = []
     if last_start is not None and (last_end is None or last_end.seq < last_start.seq):
         repair = _corrupt_if_bad(lambda: repair_drafts(file.events(session_id, start=last_start.seq)))
     header = None
     if header_event is not None:
-        header = {k: v for k, v in header_event.data.items() if k != "reason"}
+        header = RequestHeader.from_json(header_event.data, header_event.seq, header_event.time).settings
     return Resumed(
         next_seq=count,
         last_time=last_time,
@@ -247,17 +251,10 @@ def _corrupt_if_bad(fn: Callable[[], Any]) -> Any:
         ) from None
 
 
-_REQUIRED: dict[str, frozenset[str]] = {
-    TURN_START: frozenset({"turn"}),
-    TURN_END: frozenset({"turn", "reason"}),
-    STEP_START: frozenset({"turn", "step"}),
-    STEP_END: frozenset({"turn", "step"}),
-    USER_MESSAGE: frozenset({"id", "role", "content", "source"}),
-    ASSISTANT_MESSAGE: frozenset({"turn", "step", "message"}),
-    TOOL_CALL: frozenset({"turn", "step", "call_id", "name", "arguments"}),
-    TOOL_RESULT: frozenset({"turn", "step", "message"}),
-    INBOX_SPLICED: frozenset({"target", "start", "inserted"}),
-}
+def _required(type_: str) -> frozenset[str] | None:
+    """The stored keys a resumed log's event of ``type_`` must have (its record's ``required``)."""
+    cls = record_type(type_)
+    return cls.required if cls is not None and cls.required else None
 
 
 def read_prefix(
@@ -283,7 +280,7 @@ def read_prefix(
     queues: dict[str, list[Any]] = {NEXT_TURN: [], NEXT_STEP: []}
     history = []
     last_time = 0
-    required = _REQUIRED
+    required = {type_: keys for type_ in {ev.type for ev in events} if (keys := _required(type_))}
     with gc_paused():
         for ev in events:
             try:
@@ -327,7 +324,7 @@ _OUTCOME_UNKNOWN = (
 _NOT_STARTED = "Error: the session stopped before this tool call started; it did not run and may be retried."
 
 
-def repair_drafts(events: list[Event]) -> list[Draft]:
+def repair_drafts(events: list[Event]) -> list[Record]:
     """Closers for a log that ends inside a turn (``events`` starts at its ``turn/start``).
 
     In order: ``approval/decided{unavailable}`` for a pending approval, an error ``tool/result``
@@ -339,33 +336,27 @@ def repair_drafts(events: list[Event]) -> list[Draft]:
     calls: list[tuple[str, int]] = []
     started: set[str] = set()
     answered: set[str] = set()
-    asked: dict[str, dict[str, Any]] = {}
+    asked: dict[str, Mapping[str, Any]] = {}
     for ev in events:
-        t, d = ev.type, ev.data
-        if t == STEP_START:
-            open_step = last_step = d["step"]
-        elif t == STEP_END:
-            open_step = None
-        elif t == ASSISTANT_MESSAGE:
-            calls += [(b["id"], d["step"]) for b in d["message"]["content"] if b.get("type") == "tool-call"]
-        elif t == TOOL_CALL:
-            started.add(d["call_id"])
-        elif t == TOOL_RESULT:
-            answered.add(d["message"]["source"]["call_id"])
-        elif t == APPROVAL_ASKED:
-            asked[d["id"]] = d
-        elif t == APPROVAL_DECIDED:
-            asked.pop(d["id"], None)
+        match parse_event(ev):
+            case StepStart(step=step):
+                open_step = last_step = step
+            case StepEnd():
+                open_step = None
+            case AssistantMessageEvent(step=step, message=message):
+                calls += [(b["id"], step) for b in message.content if b.get("type") == "tool-call"]
+            case ToolCallEvent(call_id=call_id):
+                started.add(call_id)
+            case ToolResultEvent(message=message):
+                answered.add(message.source["call_id"])
+            case ApprovalAsked():
+                asked[ev.data["id"]] = ev.data
+            case ApprovalDecided():
+                asked.pop(ev.data["id"], None)
     next_seq = events[-1].seq + 1
-    drafts: list[Draft] = []
-    for a in asked.values():
-        drafts.append(
-            (
-                APPROVAL_DECIDED,
-                {"id": a["id"], "tool": a.get("tool"), "call_id": a.get("call_id"), "outcome": "unavailable"},
-                None,
-            )
-        )
+    drafts: list[Record] = [
+        ApprovalDecided(a["id"], a.get("tool"), a.get("call_id"), "unavailable") for a in asked.values()
+    ]
     for call_id, step in calls:
         if call_id in answered:
             continue
@@ -377,19 +368,13 @@ def repair_drafts(events: list[Event]) -> list[Draft]:
             is_error=True,
             id=f"interrupted-tool-result-{call_id}-{seq}",
         )
-        error = (
+        error: ToolError = (
             {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
             if was_started
             else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
         )
-        data = {
-            "turn": turn,
-            "step": open_step or step or last_step,
-            "message": message.to_json(),
-            "error": error,
-        }
-        drafts.append((TOOL_RESULT, data, message))
+        drafts.append(ToolResultEvent(turn, open_step or step or last_step, message, error))
     if open_step is not None:
-        drafts.append((STEP_END, {"turn": turn, "step": open_step}, None))
-    drafts.append((TURN_END, {"turn": turn, "reason": {"kind": "interrupted"}}, None))
+        drafts.append(StepEnd(turn, open_step))
+    drafts.append(TurnEnd(turn, "interrupted"))
     return drafts

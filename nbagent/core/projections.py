@@ -8,21 +8,43 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from nbagent._json import gc_paused
-from nbagent.core.events import ASSISTANT_MESSAGE, MESSAGE_EVENTS, Event
+from nbagent.core.events import (
+    ASSISTANT_MESSAGE,
+    MESSAGE_EVENTS,
+    USER_MESSAGE,
+    AssistantMessageEvent,
+    Event,
+    Record,
+    ToolResultEvent,
+    UserMessageEvent,
+)
 from nbagent.core.messages import Message, message_from_json
 
 
 def history_message(event: Event) -> Message | None:
-    """The model-visible message an event contributes, if any (SPEC §4)."""
+    """The model-visible message a stored event contributes, if any (SPEC §4), strictly decoded.
+
+    The full read of a resumed log runs this on every event, so it decodes the one stored message
+    (deep-frozen, and damage raises) without building the event's whole record.
+    """
     if event.type not in MESSAGE_EVENTS:
         return None
-    data = event.data.get("message") if event.type != "user/message" else event.data
+    data = event.data if event.type == USER_MESSAGE else event.data.get("message")
     if event.type == ASSISTANT_MESSAGE and not data.get("content"):
         return None
     return message_from_json(data)
+
+
+def record_message(record: Record) -> Message | None:
+    """The model-visible message a record contributes, if any (SPEC §4)."""
+    match record:
+        case UserMessageEvent(message=message) | ToolResultEvent(message=message):
+            return message
+        case AssistantMessageEvent(message=message) if message.content:
+            return message
+    return None
 
 
 Prefix = tuple[list[Event], list[Message]]
@@ -63,14 +85,14 @@ class Projections:
                 self._prefix = events
                 self._events_cache = self._history_cache = None
 
-    def add(self, events: Sequence[Event], attachments: Sequence[Any]) -> None:
-        """Record committed events (and the messages the history gains from them)."""
+    def add(self, events: Sequence[Event], records: Sequence[Record]) -> None:
+        """Record committed events (and the messages the history gains from their records)."""
         self._items.extend(events)
         self._events_cache = None
-        for event, attached in zip(events, attachments):
+        for event, record in zip(events, records):
             if event.type in MESSAGE_EVENTS:
-                message = attached if isinstance(attached, Message) else history_message(event)
-                if message is not None and (event.type != ASSISTANT_MESSAGE or message.content):
+                message = record_message(record)
+                if message is not None:
                     self._history.append(message)
                     self._history_cache = None
 
