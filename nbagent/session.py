@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from nbagent import _json
@@ -14,6 +14,7 @@ from nbagent._json import gc_paused
 from nbagent.core.agent import Agent
 from nbagent.core.driver_state import Resumed
 from nbagent.core.events import (
+    ASSISTANT_MESSAGE,
     INBOX_SPLICED,
     MESSAGE_EVENTS,
     NEXT_STEP,
@@ -21,6 +22,7 @@ from nbagent.core.events import (
     REQUEST_HEADER,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
     ApprovalAsked,
     ApprovalDecided,
     AssistantMessageEvent,
@@ -32,12 +34,12 @@ from nbagent.core.events import (
     ToolCallEvent,
     ToolResultEvent,
     TurnEnd,
+    TurnStart,
     parse_event,
     record_type,
 )
 from nbagent.core.inbox import InboxState, replay_raw, replay_splice
-from nbagent.core.messages import tool_result_message
-from nbagent.core.projections import history_message
+from nbagent.core.messages import Message, message_from_json, tool_result_message
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.tools import Tool
 from nbagent.core.vocabulary import ToolError
@@ -228,7 +230,7 @@ def _load_state(file: SessionStore, session_id: str, checked: tuple[int, int]) -
         repair = _corrupt_if_bad(lambda: repair_drafts(file.events(session_id, start=last_start.seq)))
     header = None
     if header_event is not None:
-        header = RequestHeader.from_json(header_event.data, header_event.seq, header_event.time).settings
+        header = RequestHeader.from_json(header_event.data).settings
     return Resumed(
         next_seq=count,
         last_time=last_time,
@@ -255,6 +257,18 @@ def _required(type_: str) -> frozenset[str] | None:
     """The stored keys a resumed log's event of ``type_`` must have (its record's ``required``)."""
     cls = record_type(type_)
     return cls.required if cls is not None and cls.required else None
+
+
+def _stored_message(event: Event) -> Message | None:
+    """The model-visible message of a stored event, strictly decoded (deep-frozen; damage raises).
+
+    The full read of a resumed log runs this on every message event, so it decodes the one stored
+    message straight from the row instead of building the event's record first.
+    """
+    data = event.data if event.type == USER_MESSAGE else event.data.get("message")
+    if event.type == ASSISTANT_MESSAGE and not data.get("content"):
+        return None
+    return message_from_json(data)
 
 
 def read_prefix(
@@ -296,7 +310,7 @@ def read_prefix(
                 if type_ == INBOX_SPLICED:
                     replay_raw(queues, data, ev.seq)
                 elif type_ in MESSAGE_EVENTS:
-                    message = history_message(ev)
+                    message = _stored_message(ev)
                     if message is not None:
                         history.append(message)
             except SessionCorruptError:
@@ -330,13 +344,16 @@ def repair_drafts(events: list[Event]) -> list[Record]:
     In order: ``approval/decided{unavailable}`` for a pending approval, an error ``tool/result``
     for each tool call without one, ``step/end`` if a step is open, ``turn/end{interrupted}``.
     """
-    turn = events[0].data["turn"]
+    first = parse_event(events[0])
+    if not isinstance(first, TurnStart):
+        raise ValueError(f"seq {events[0].seq} is no turn/start")
+    turn = first.turn
     open_step: int | None = None
     last_step = 0
     calls: list[tuple[str, int]] = []
     started: set[str] = set()
     answered: set[str] = set()
-    asked: dict[str, Mapping[str, Any]] = {}
+    asked: dict[str, ApprovalAsked] = {}
     for ev in events:
         match parse_event(ev):
             case StepStart(step=step):
@@ -349,14 +366,12 @@ def repair_drafts(events: list[Event]) -> list[Record]:
                 started.add(call_id)
             case ToolResultEvent(message=message):
                 answered.add(message.source["call_id"])
-            case ApprovalAsked():
-                asked[ev.data["id"]] = ev.data
-            case ApprovalDecided():
-                asked.pop(ev.data["id"], None)
+            case ApprovalAsked() as question:
+                asked[question.id] = question
+            case ApprovalDecided(id=approval_id):
+                asked.pop(approval_id, None)
     next_seq = events[-1].seq + 1
-    drafts: list[Record] = [
-        ApprovalDecided(a["id"], a.get("tool"), a.get("call_id"), "unavailable") for a in asked.values()
-    ]
+    drafts: list[Record] = [ApprovalDecided(a.id, a.tool, a.call_id, "unavailable") for a in asked.values()]
     for call_id, step in calls:
         if call_id in answered:
             continue

@@ -16,8 +16,9 @@ different shape). The stored JSON of every type is pinned by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
+from operator import attrgetter
 from typing import Any, ClassVar, Final, NamedTuple
 
 from nbagent._json import FrozenDict, FrozenList
@@ -68,19 +69,20 @@ def _opt_map(value: Any) -> Any:
 _BY_TYPE: dict[str, type[Record]] = {}
 
 
-@dataclass(frozen=True, slots=True)
 class Record:
-    """A core event: its ``type`` tag, its fields, and the envelope's ``seq`` and ``time``.
+    """A core event: its ``type`` tag and its fields; ``seq`` and ``time`` once it is in the log.
 
-    ``seq`` and ``time`` are ``-1``/``0`` on a record being staged; the journal assigns them, and
-    :func:`parse_event` fills them in from the stored envelope.
+    Each event type is a ``@dataclass(frozen=True, slots=True)`` subclass. A record being staged
+    has no ``seq``/``time`` yet (the journal assigns them to the stored envelope); a record from
+    :func:`parse_event` carries the envelope's. They are not fields: records compare by content.
     """
 
+    __slots__ = ("seq", "time")
     type: ClassVar[str]
     required: ClassVar[frozenset[str]] = frozenset()
     """The stored keys a resumed log must have for this type (checked before it is replayed)."""
-    seq: int = field(default=-1, kw_only=True)
-    time: int = field(default=0, kw_only=True)
+    seq: int
+    time: int
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         tag = cls.__dict__.get("type")
@@ -89,30 +91,40 @@ class Record:
 
     def to_json(self) -> Any:
         """The ``data`` the log stores for this event: by default its fields, in order."""
-        return FrozenDict([(name, getattr(self, name)) for name in _names(type(self))])
+        names, values = _shape(type(self))
+        return FrozenDict(zip(names, values(self)))
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> Record:
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
         """The record of stored ``data``, by default field by field (a field without a default is
         required: its absence raises ``KeyError``)."""
-        values = {}
-        for f in fields(cls):
-            if f.kw_only:
-                continue
-            if (f.default is MISSING and f.default_factory is MISSING) or f.name in data:
-                values[f.name] = data[f.name]
-        return cls(**values, seq=seq, time=time)
+        required = _required_fields(cls)
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data or f.name in required})  # type: ignore[arg-type]
 
 
-_NAMES: dict[type[Record], tuple[str, ...]] = {}
+_SHAPES: dict[type[Record], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
+_REQUIRED_FIELDS: dict[type[Record], frozenset[str]] = {}
 
 
-def _names(cls: type[Record]) -> tuple[str, ...]:
-    """A record's stored field names (every field but ``seq`` and ``time``), in order."""
-    names = _NAMES.get(cls)
-    if names is None:
-        names = _NAMES[cls] = tuple(f.name for f in fields(cls) if not f.kw_only)
-    return names
+def _shape(cls: type[Record]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
+    """A record class's field names in order and a getter of their values (worked out once)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+        getter = attrgetter(*names)
+        shape = _SHAPES[cls] = (names, (lambda r: (getter(r),)) if len(names) == 1 else getter)
+    return shape
+
+
+def _required_fields(cls: type[Record]) -> frozenset[str]:
+    required = _REQUIRED_FIELDS.get(cls)
+    if required is None:
+        required = _REQUIRED_FIELDS[cls] = frozenset(
+            f.name
+            for f in fields(cls)  # type: ignore[arg-type]
+            if f.default is MISSING and f.default_factory is MISSING
+        )
+    return required
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +164,7 @@ class Splice(Record):
         return FrozenDict(data)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> Splice:
+    def from_json(cls, data: Mapping[str, Any]) -> Splice:
         inserted = tuple(message_view(m) for m in data.get("inserted") or () if isinstance(m, Mapping))
         return cls(
             data["target"],
@@ -160,8 +172,6 @@ class Splice(Record):
             inserted,  # type: ignore[arg-type]
             data.get("removed_count", 0),
             data.get("outcome"),
-            seq=seq,
-            time=time,
         )
 
 
@@ -202,14 +212,14 @@ class TurnEnd(Record):
         return FrozenDict(turn=self.turn, reason=self.reason)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> TurnEnd:
+    def from_json(cls, data: Mapping[str, Any]) -> TurnEnd:
         reason = _map(data.get("reason"))
         inner = reason.get("reason")
         cause = str(inner.get("kind")) if isinstance(inner, Mapping) and inner.get("kind") else None
         error = reason.get("error")
         kind = str(reason.get("kind", "completed"))
         error = error if isinstance(error, Mapping) else None
-        return cls(data["turn"], kind, cause, error, seq=seq, time=time)  # type: ignore[arg-type]
+        return cls(data["turn"], kind, cause, error)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,8 +267,8 @@ class UserMessageEvent(Record):
         return self.message.to_json()
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> UserMessageEvent:
-        return cls(message_view(data), seq=seq, time=time)  # type: ignore[arg-type]
+    def from_json(cls, data: Mapping[str, Any]) -> UserMessageEvent:
+        return cls(message_view(data))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,15 +296,13 @@ class RequestHeader(Record):
         return FrozenDict(data)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> RequestHeader:
+    def from_json(cls, data: Mapping[str, Any]) -> RequestHeader:
         system = data.get("system")
         return cls(
             str(data.get("model", "")),
             str(data.get("reason", "")),  # type: ignore[arg-type]
             None if system is None else str(system),
             tuple(data.get("tools") or ()),
-            seq=seq,
-            time=time,
         )
 
 
@@ -321,8 +329,8 @@ class AssistantChunk(Record):
         return FrozenDict(turn=self.turn, step=self.step, chunk=self.chunk)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> AssistantChunk:
-        return cls(data["turn"], data["step"], _map(data.get("chunk")), seq=seq, time=time)
+    def from_json(cls, data: Mapping[str, Any]) -> AssistantChunk:
+        return cls(data["turn"], data["step"], _map(data.get("chunk")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +375,7 @@ class AssistantMessageEvent(Record):
         return FrozenDict(data)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> AssistantMessageEvent:
+    def from_json(cls, data: Mapping[str, Any]) -> AssistantMessageEvent:
         message = message_view(_map(data.get("message")), AssistantMessage)
         return cls(
             data["turn"],
@@ -375,8 +383,6 @@ class AssistantMessageEvent(Record):
             message,  # type: ignore[arg-type]
             _opt_map(data.get("usage")),
             bool(data.get("interrupted")),
-            seq=seq,
-            time=time,
         )
 
 
@@ -431,9 +437,9 @@ class ToolResultEvent(Record):
         return FrozenDict(data)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> ToolResultEvent:
+    def from_json(cls, data: Mapping[str, Any]) -> ToolResultEvent:
         message = message_view(_map(data.get("message")))
-        return cls(data["turn"], data["step"], message, _opt_map(data.get("error")), seq=seq, time=time)  # type: ignore[arg-type]
+        return cls(data["turn"], data["step"], message, _opt_map(data.get("error")))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -450,15 +456,13 @@ class LlmRetry(Record):
     """``{"code", "message", ...}`` of the failed attempt."""
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], seq: int, time: int) -> LlmRetry:
+    def from_json(cls, data: Mapping[str, Any]) -> LlmRetry:
         return cls(
             data.get("turn", 0),
             data.get("step", 0),
             data.get("attempt", 0),
             data.get("delay_ms", 0),
             _map(data.get("failure")),  # type: ignore[arg-type]
-            seq=seq,
-            time=time,
         )
 
 
@@ -554,11 +558,18 @@ def parse_event(event: Event) -> TypedEvent:
     """
     cls = _BY_TYPE.get(event.type)
     if cls is None or not isinstance(event.data, Mapping):
-        return UnknownEvent(event.type, event.data, seq=event.seq, time=event.time)
-    try:
-        return cls.from_json(event.data, event.seq, event.time)  # type: ignore[return-value]
-    except KeyError as exc:
-        raise EventParseError(
-            f"event seq {event.seq} ({event.type}) has no {exc.args[0]!r} field; the log was not written "
-            "by a compatible nbagent (open it with the version that wrote it)"
-        ) from None
+        record: Record = UnknownEvent(event.type, event.data)
+    else:
+        try:
+            record = cls.from_json(event.data)
+        except KeyError as exc:
+            raise EventParseError(
+                f"event seq {event.seq} ({event.type}) has no {exc.args[0]!r} field; the log was not "
+                "written by a compatible nbagent (open it with the version that wrote it)"
+            ) from None
+    _set(record, "seq", event.seq)
+    _set(record, "time", event.time)
+    return record  # type: ignore[return-value]
+
+
+_set = object.__setattr__

@@ -234,17 +234,10 @@ class Journal:
             now = self._last_time
         seq = self._next_seq
         events = [Event(seq + i, now, d.type, data) for i, (d, data) in enumerate(zip(drafts, datas))]
-        pending: list[int | None] = []
-        count = self.staged_inbox.pending
-        for d in drafts:
-            if type(d) is Splice:
-                count += len(d.inserted) - d.removed_count
-                pending.append(count)
-            else:
-                pending.append(None)
+        pending = self._pending_after(drafts) if self.file is not None else []
         # Nothing above changed the journal: from here on nothing can fail.
         ticket.events = events
-        ticket.records = list(drafts)
+        ticket.records = drafts
         ticket.pending = pending
         ticket.notices = notices
         ticket.encoded = encoded
@@ -255,6 +248,18 @@ class Journal:
             self.staged_inbox = plan_inbox
         self._staged.append(ticket)
         return True
+
+    def _pending_after(self, drafts: list[Record]) -> list[int | None]:
+        """Per draft, how many messages are pending after it if it is a splice (its row stores it)."""
+        out: list[int | None] = []
+        count = self.staged_inbox.pending
+        for d in drafts:
+            if type(d) is Splice:
+                count += len(d.inserted) - d.removed_count
+                out.append(count)
+            else:
+                out.append(None)
+        return out
 
     # -- writing ----------------------------------------------------------------------------------
 

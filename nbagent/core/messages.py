@@ -338,11 +338,13 @@ def message_view(data: Mapping[str, Any], cls: type[Message] | None = None) -> M
     role = data.get("role")
     content = data.get("content")
     source = data.get("source")
+    if type(content) is not list or not all(type(b) is dict or isinstance(b, Mapping) for b in content):
+        content = [b for b in content if isinstance(b, Mapping)] if isinstance(content, list | tuple) else ()
     return _construct(
         cls or (AssistantMessage if role == "assistant" else UserMessage),
         str(data.get("id") or ""),
         role if isinstance(role, str) else "user",
-        tuple(b for b in content if isinstance(b, Mapping)) if isinstance(content, list | tuple) else (),
+        tuple(content),
         source if isinstance(source, Mapping) else FrozenDict(),
     )
 

@@ -11,39 +11,24 @@ from collections.abc import Callable, Iterable, Sequence
 
 from nbagent._json import gc_paused
 from nbagent.core.events import (
-    ASSISTANT_MESSAGE,
     MESSAGE_EVENTS,
-    USER_MESSAGE,
     AssistantMessageEvent,
     Event,
     Record,
     ToolResultEvent,
     UserMessageEvent,
+    parse_event,
 )
-from nbagent.core.messages import Message, message_from_json
-
-
-def history_message(event: Event) -> Message | None:
-    """The model-visible message a stored event contributes, if any (SPEC §4), strictly decoded.
-
-    The full read of a resumed log runs this on every event, so it decodes the one stored message
-    (deep-frozen, and damage raises) without building the event's whole record.
-    """
-    if event.type not in MESSAGE_EVENTS:
-        return None
-    data = event.data if event.type == USER_MESSAGE else event.data.get("message")
-    if event.type == ASSISTANT_MESSAGE and not data.get("content"):
-        return None
-    return message_from_json(data)
+from nbagent.core.messages import Message
 
 
 def record_message(record: Record) -> Message | None:
     """The model-visible message a record contributes, if any (SPEC §4)."""
-    match record:
-        case UserMessageEvent(message=message) | ToolResultEvent(message=message):
-            return message
-        case AssistantMessageEvent(message=message) if message.content:
-            return message
+    kind = type(record)
+    if kind is UserMessageEvent or kind is ToolResultEvent:
+        return record.message  # type: ignore[attr-defined,no-any-return]
+    if kind is AssistantMessageEvent and record.message.content:  # type: ignore[attr-defined]
+        return record.message  # type: ignore[attr-defined,no-any-return]
     return None
 
 
@@ -125,7 +110,8 @@ def derive_history(events: Iterable[Event]) -> tuple[Message, ...]:
     out = []
     with gc_paused():
         for event in events:
-            message = history_message(event)
-            if message is not None:
-                out.append(message)
+            if event.type in MESSAGE_EVENTS:
+                message = record_message(parse_event(event))
+                if message is not None:
+                    out.append(message)
     return tuple(out)
