@@ -7,6 +7,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent import _json
@@ -338,6 +339,53 @@ _OUTCOME_UNKNOWN = (
 _NOT_STARTED = "Error: the session stopped before this tool call started; it did not run and may be retried."
 
 
+@dataclass(slots=True)
+class _OpenTurn:
+    """Where a log that ends inside a turn stands: what repair must close."""
+
+    turn: int
+    open_step: int | None = None
+    last_step: int = 0
+    calls: list[tuple[str, int]] = field(default_factory=list)
+    """The answers' tool calls, with their step, in order."""
+    started: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    asked: dict[str, ApprovalAsked] = field(default_factory=dict)
+    """Approvals asked and not decided."""
+
+    def fold(self, record: Record) -> None:
+        match record:
+            case StepStart(step=step):
+                self.open_step = self.last_step = step
+            case StepEnd():
+                self.open_step = None
+            case AssistantMessageEvent(step=step, message=message):
+                self.calls += [(b["id"], step) for b in message.content if b.get("type") == "tool-call"]
+            case ToolCallEvent(call_id=call_id):
+                self.started.add(call_id)
+            case ToolResultEvent(message=message):
+                self.answered.add(message.source["call_id"])
+            case ApprovalAsked() as question:
+                self.asked[question.id] = question
+            case ApprovalDecided(id=approval_id):
+                self.asked.pop(approval_id, None)
+
+
+def _interrupted_result(turn: int, step: int, call_id: str, was_started: bool, seq: int) -> ToolResultEvent:
+    message = tool_result_message(
+        call_id,
+        [{"type": "text", "text": _OUTCOME_UNKNOWN if was_started else _NOT_STARTED}],
+        is_error=True,
+        id=f"interrupted-tool-result-{call_id}-{seq}",
+    )
+    error: ToolError = (
+        {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+        if was_started
+        else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+    )
+    return ToolResultEvent(turn, step, message, error)
+
+
 def repair_drafts(events: list[Event]) -> list[Record]:
     """Closers for a log that ends inside a turn (``events`` starts at its ``turn/start``).
 
@@ -347,49 +395,20 @@ def repair_drafts(events: list[Event]) -> list[Record]:
     first = parse_event(events[0])
     if not isinstance(first, TurnStart):
         raise ValueError(f"seq {events[0].seq} is no turn/start")
-    turn = first.turn
-    open_step: int | None = None
-    last_step = 0
-    calls: list[tuple[str, int]] = []
-    started: set[str] = set()
-    answered: set[str] = set()
-    asked: dict[str, ApprovalAsked] = {}
+    state = _OpenTurn(first.turn)
     for ev in events:
-        match parse_event(ev):
-            case StepStart(step=step):
-                open_step = last_step = step
-            case StepEnd():
-                open_step = None
-            case AssistantMessageEvent(step=step, message=message):
-                calls += [(b["id"], step) for b in message.content if b.get("type") == "tool-call"]
-            case ToolCallEvent(call_id=call_id):
-                started.add(call_id)
-            case ToolResultEvent(message=message):
-                answered.add(message.source["call_id"])
-            case ApprovalAsked() as question:
-                asked[question.id] = question
-            case ApprovalDecided(id=approval_id):
-                asked.pop(approval_id, None)
-    next_seq = events[-1].seq + 1
-    drafts: list[Record] = [ApprovalDecided(a.id, a.tool, a.call_id, "unavailable") for a in asked.values()]
-    for call_id, step in calls:
-        if call_id in answered:
-            continue
-        seq = next_seq + len(drafts)
-        was_started = call_id in started
-        message = tool_result_message(
-            call_id,
-            [{"type": "text", "text": _OUTCOME_UNKNOWN if was_started else _NOT_STARTED}],
-            is_error=True,
-            id=f"interrupted-tool-result-{call_id}-{seq}",
-        )
-        error: ToolError = (
-            {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
-            if was_started
-            else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
-        )
-        drafts.append(ToolResultEvent(turn, open_step or step or last_step, message, error))
-    if open_step is not None:
-        drafts.append(StepEnd(turn, open_step))
+        state.fold(parse_event(ev))
+    turn, next_seq = state.turn, events[-1].seq + 1
+    drafts: list[Record] = [
+        ApprovalDecided(a.id, a.tool, a.call_id, "unavailable") for a in state.asked.values()
+    ]
+    for call_id, step in state.calls:
+        if call_id not in state.answered:
+            at = state.open_step or step or state.last_step
+            drafts.append(
+                _interrupted_result(turn, at, call_id, call_id in state.started, next_seq + len(drafts))
+            )
+    if state.open_step is not None:
+        drafts.append(StepEnd(turn, state.open_step))
     drafts.append(TurnEnd(turn, "interrupted"))
     return drafts
