@@ -236,11 +236,18 @@ def _load_state(file: SessionStore, session_id: str, checked: tuple[int, int]) -
         next_seq=count,
         last_time=last_time,
         inbox=inbox,
-        last_turn=_corrupt_if_bad(lambda: int(last_start.data["turn"])) if last_start else 0,
+        last_turn=_corrupt_if_bad(lambda: _turn_of(last_start)) if last_start else 0,
         last_header=header,
         prefix=lambda: read_prefix(file, session_id, count, inbox),
         repair=repair,
     )
+
+
+def _turn_of(event: Event) -> int:
+    record = parse_event(event)
+    if not isinstance(record, TurnStart):
+        raise ValueError(f"seq {event.seq} is no turn/start")
+    return int(record.turn)
 
 
 def _corrupt_if_bad(fn: Callable[[], Any]) -> Any:
@@ -392,10 +399,7 @@ def repair_drafts(events: list[Event]) -> list[Record]:
     In order: ``approval/decided{unavailable}`` for a pending approval, an error ``tool/result``
     for each tool call without one, ``step/end`` if a step is open, ``turn/end{interrupted}``.
     """
-    first = parse_event(events[0])
-    if not isinstance(first, TurnStart):
-        raise ValueError(f"seq {events[0].seq} is no turn/start")
-    state = _OpenTurn(first.turn)
+    state = _OpenTurn(_turn_of(events[0]))
     for ev in events:
         state.fold(parse_event(ev))
     turn, next_seq = state.turn, events[-1].seq + 1

@@ -98,6 +98,7 @@ class Driver:
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._wakes_in_flight = 0
         self._wake_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._chunk_timer: asyncio.TimerHandle | None = None
         self._last_chunk_flush = 0.0
         self._started = False
@@ -128,9 +129,19 @@ class Driver:
     def cancel_grace(self) -> float:
         return self.config.cancel_grace
 
+    def _move(self, new: DriverState, *, only_from: tuple[DriverState, ...] | None = None) -> bool:
+        """Change the state (from any thread: deliveries and cancels come from others), unless it
+        is not one of ``only_from``; ``True`` if it changed."""
+        with self._state_lock:
+            if only_from is not None and self.state not in only_from:
+                return False
+            self.state = new
+            return True
+
     def _drop_latch(self) -> None:
         if self.state is DriverState.LATCHED:
-            self.state = DriverState.RUNNING if self.driving else DriverState.IDLE
+            new = DriverState.RUNNING if self.driving else DriverState.IDLE
+            self._move(new, only_from=(DriverState.LATCHED,))
 
     # -- what the next request offers -------------------------------------------------------------
 
@@ -200,7 +211,7 @@ class Driver:
                     self._wakes_in_flight -= 1
             raise
         if aborting and not self.closing:
-            self.state = DriverState.LATCHED
+            self._move(DriverState.LATCHED, only_from=(DriverState.IDLE, DriverState.RUNNING))
         if on_loop:
             self._wake()
         elif not self._call_soon(self._wake_from_thread):
@@ -269,7 +280,7 @@ class Driver:
                 "close() was called from inside a turn (a tool, hook or model); call agent.cancel() "
                 "there, or close the agent from outside the turn"
             )
-        self.state = DriverState.CLOSING
+        self._move(DriverState.CLOSING)
         if self.driving and self.signal is not None:
             self.signal.cancel("closed")
         if self._start_task is not None and not self._start_task.done():
@@ -283,7 +294,7 @@ class Driver:
             log.warning(
                 "nbagent: the last staged events of %s were not written: %s", self.config.session_id, exc
             )
-        self.state = DriverState.CLOSED
+        self._move(DriverState.CLOSED)
         if self._lease is not None:
             self._lease.release()
         if self.file is not None:
@@ -318,7 +329,7 @@ class Driver:
 
     def start(self) -> None:
         """Reserve the driver and open its first turn (synchronously, SPEC §3.2)."""
-        self.state = DriverState.RUNNING
+        self._move(DriverState.RUNNING)
         self.signal = CancelSignal(self.loop)
         self.set_status("running")
         ctx = contextvars.copy_context()
@@ -401,8 +412,7 @@ class Driver:
         self.task = None
         if self.closing:
             return
-        if self.state is DriverState.RUNNING:
-            self.state = DriverState.IDLE  # a latch stays set: the restart it owes comes below
+        self._move(DriverState.IDLE, only_from=(DriverState.RUNNING,))  # a latch stays: its restart is below
         self.set_status("idle")  # an "idle" callback may start a new driver: it then owns the latch
         if self.driving:
             return
