@@ -167,14 +167,16 @@ def _prog() -> str:
 
 
 def transcript_command(file: str, session: str | None, fmt: str) -> int:
-    """Print a session's transcript (read-only; the file is never changed)."""
+    """Print a session's transcript (read-only; the file is never changed). ``file`` may be a
+    ``postgresql://`` URL; no error shows its password."""
     from nbagent.errors import NbagentError
     from nbagent.labserver.export import transcript
+    from nbagent.redaction import scrub
 
     try:
         sys.stdout.write(transcript(file, session, fmt=fmt))
     except NbagentError as exc:
-        print(f"nbagent transcript: {exc}", file=sys.stderr)
+        print(f"nbagent transcript: {scrub(str(exc))}", file=sys.stderr)
         return 1
     return 0
 
@@ -225,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "transcript",
         help="print a session's transcript: typed prompts and injected context marked apart (read-only)",
     )
-    export.add_argument("file", help="the session file, e.g. analysis.nbagent.sqlite")
+    export.add_argument("file", help="the session file (e.g. analysis.nbagent.sqlite) or a postgresql:// URL")
     export.add_argument(
         "--session", metavar="ID", help="the session id or a prefix (default: the most recent)"
     )

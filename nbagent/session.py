@@ -404,7 +404,7 @@ def repair_drafts(events: list[Event]) -> list[Record]:
         state.fold(parse_event(ev))
     turn, next_seq = state.turn, events[-1].seq + 1
     drafts: list[Record] = [
-        ApprovalDecided(a.id, a.tool, a.call_id, "unavailable") for a in state.asked.values()
+        ApprovalDecided(a.id, a.tool, a.call_id, outcome="unavailable") for a in state.asked.values()
     ]
     for call_id, step in state.calls:
         if call_id not in state.answered:

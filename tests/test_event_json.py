@@ -23,6 +23,7 @@ import pytest
 
 import nbagent
 import nbagent.core.messages as messages_module
+import nbagent.core.tool_batch as tool_batch_module
 from nbagent import Reject, ToolResult, UserMessage
 from nbagent._json import dumps
 from nbagent.core.events import Event
@@ -175,6 +176,8 @@ def _crashed_turn() -> list[Event]:
 async def test_every_event_type_is_stored_as_the_golden_file_says(tmp_path, monkeypatch):
     counter = itertools.count(1)
     monkeypatch.setattr(messages_module, "_new_id", lambda: f"id-{next(counter)}")
+    approvals = itertools.count(1)
+    monkeypatch.setattr(tool_batch_module, "new_approval_id", lambda: f"approval-{next(approvals)}")
     path = tmp_path / "golden.nbagent.sqlite"
     await _session(path)
     lines = _rows(path) + [_draft_line(d) for d in repair_drafts(_crashed_turn())]

@@ -141,6 +141,107 @@ def test_describe_and_list_leave_the_namespace_and_the_frame_unchanged(shell):
     assert shell.user_ns["items"] == [1, 2]
 
 
+# -- secrets and private names ----------------------------------------------------------------------
+
+KEY = "sk-proj-" + "Qx7" * 14
+CONFIGURED = "k3y.9f8e7d6c5b4a39281706"
+"""A key of no known shape, known because it is configured (``OPENAI_API_KEY``)."""
+HIDDEN = "value hidden: looks like a secret"
+
+
+@pytest.fixture
+def secrets_in(shell, monkeypatch) -> InteractiveShell:
+    monkeypatch.setenv("OPENAI_API_KEY", CONFIGURED)
+    shell.user_ns.update(
+        OPENAI_API_KEY=KEY,
+        db_password="hunter2 hunter2",
+        credentials={"user": "alice", "password": ("a", "b"), "nested": {"api_token": "t0k-value"}},
+        config={"endpoint": "https://example.org", "note": f"uses {CONFIGURED} now", "retries": 3},
+        header=f"Authorization: Bearer {'z' * 300}",
+        long_text=f"note: {KEY} " + "tail " * 100,
+        _private_token="never",
+        n_tokens=5,
+        keys=["region", "units"],
+        frame=pd.DataFrame({"who": ["a", "b"], "token": [KEY, "sk-ant-" + "w" * 30]}),
+    )
+    return shell
+
+
+def test_list_variables_hides_secrets_by_name_and_by_shape_and_says_so(secrets_in):
+    text = listing(secrets_in)
+    for secret in (KEY, CONFIGURED, "hunter2", "t0k-value", "'a', 'b'", "z" * 20, "sk-ant-", "never"):
+        assert secret not in text
+    lines = {line.split(" · ")[0]: line for line in text.splitlines()[1:]}
+    assert "_private_token" not in lines
+    assert lines["OPENAI_API_KEY"] == f"OPENAI_API_KEY · str · len 50 · {HIDDEN} (its name, OPENAI_API_KEY)"
+    assert lines["db_password"] == f"db_password · str · len 15 · {HIDDEN} (its name, db_password)"
+    assert lines["credentials"] == f"credentials · dict · len 3 · {HIDDEN} (its name, credentials)"
+    assert lines["config"] == (
+        "config · dict · len 3 · {'endpoint': 'https://example.org', 'note': 'uses <value hidden: looks "
+        "like a secret> now', 'retrie…"
+    )
+    assert lines["header"] == f"header · str · len 322 · 'Authorization: Bearer <{HIDDEN}>'"
+    assert (
+        lines["n_tokens"] == "n_tokens · int · 5"
+        and lines["keys"] == "keys · list · len 2 · ['region', 'units']"
+    )
+
+
+def test_describe_variable_hides_secrets_inside_dicts_and_strings_and_keeps_the_rest(secrets_in):
+    def described(name: str) -> str:
+        return describe_text(secrets_in.user_ns, secrets_in.user_ns_hidden, name)
+
+    assert (
+        described("OPENAI_API_KEY") == f"OPENAI_API_KEY · str · len 50 · {HIDDEN} (its name, OPENAI_API_KEY)"
+    )
+    secrets_in.user_ns["settings"] = {"user": "alice", "password": "pw pw", "db": {"api_token": "t0k-value"}}
+    assert described("settings") == (
+        '<variable name="settings" type="builtins.dict" len="3">\n'
+        f"{{'user': 'alice', 'password': <{HIDDEN}>, 'db': {{'api_token': <{HIDDEN}>}}}}\n"
+        "</variable>"
+    )
+    assert f"'uses <{HIDDEN}> now'" in described("config")
+    long_text = described("long_text")
+    assert long_text.startswith('<variable name="long_text" type="builtins.str" len="557">')
+    assert f"'note: <{HIDDEN}> tail tail" in long_text and KEY[:12] not in long_text
+    frame = described("frame")
+    assert frame.startswith('<dataframe name="frame"') and KEY not in frame and "sk-ant-" not in frame
+    for name in ("config", "header", "credentials", "db_password", "frame"):
+        assert all(s not in described(name) for s in (KEY, CONFIGURED, "hunter2", "z" * 20, "t0k-value"))
+
+
+def test_a_key_inside_an_objects_long_repr_is_hidden_before_the_preview_shortens_it(shell):
+    cell(
+        shell,
+        "from dataclasses import dataclass\n@dataclass\nclass Settings:\n    a: str\n    api: str\n    b: str",
+    )
+    # 2,010 characters of repr: a preview keeps its first and last 1,000, cut inside the key
+    cell(shell, f"settings = Settings('x' * 960, {KEY!r}, 'y' * 977)")
+    text = listing(shell) + describe_text(shell.user_ns, shell.user_ns_hidden, "settings")
+    assert not any(KEY[i : i + 6] in text for i in range(len(KEY) - 6))
+    assert f"api='<{HIDDEN}>'" in text
+
+
+def test_private_names_are_not_described(secrets_in):
+    with pytest.raises(LookupError) as err:
+        describe_text(secrets_in.user_ns, secrets_in.user_ns_hidden, "_private_token")
+    assert str(err.value) == (
+        "'_private_token' is a private name (it starts with '_'); nbagent does not show private names "
+        "(see list_variables)"
+    )
+
+
+def test_recent_cells_hides_a_key_typed_in_a_cell(shell):
+    tools = KernelTools(shell, on_main=inline)
+    tools.history.listen()
+    try:
+        cell(shell, f"OPENAI_API_KEY = {KEY!r}\nlen(OPENAI_API_KEY)")
+        result = asyncio.run(tools.tools[2].invoke({"count": 1}, None))
+    finally:
+        tools.history.unlisten()
+    assert result.content == f"In [1]:\nOPENAI_API_KEY = '<{HIDDEN}>'\nlen(OPENAI_API_KEY)\nOut [1]: 50"
+
+
 # -- recent_cells -----------------------------------------------------------------------------------
 
 

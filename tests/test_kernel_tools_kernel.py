@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,49 @@ def test_a_scripted_model_calls_each_tool_and_run_code_defines_a_variable_the_ne
     assert outcomes(events) == ["allowed-once"]
 
 
+def test_the_tools_never_send_a_secret_or_a_private_name_to_the_model(kernel):
+    key = "sk-proj-" + "Qx7" * 14
+    kernel.run(
+        f"OPENAI_API_KEY = {key!r}\n"
+        "db_password = 'hunter2 hunter2'\n"
+        "creds = {'user': 'alice', 'token': 'tok-123456789'}\n"
+        f"note = 'the key is {key}'\n"
+        "_secret = 'private value'"
+    )
+    kernel.run(
+        scripted(
+            "Response(tool_calls=[ToolCall('list_variables', {}, id='l'), "
+            "ToolCall('describe_variable', {'name': 'OPENAI_API_KEY'}, id='k'), "
+            "ToolCall('describe_variable', {'name': 'creds'}, id='c'), "
+            "ToolCall('describe_variable', {'name': 'note'}, id='n'), "
+            "ToolCall('describe_variable', {'name': '_secret'}, id='p'), "
+            "ToolCall('recent_cells', {'count': 3}, id='r')])",
+            "'done'",
+        )
+    )
+    assert "turn 1: completed" in kernel.run("%followup --wait look around")
+    out = results(read_events(db(kernel)))
+    hidden = "value hidden: looks like a secret"
+    assert out["l"][0].splitlines()[1:] == [
+        f"OPENAI_API_KEY · str · len 50 · {hidden} (its name, OPENAI_API_KEY)",
+        f"db_password · str · len 15 · {hidden} (its name, db_password)",
+        f"creds · dict · len 2 · {{'token': <{hidden}>, 'user': 'alice'}}",
+        f"note · str · len 61 · 'the key is <{hidden}>'",
+    ]
+    assert out["k"] == (f"OPENAI_API_KEY · str · len 50 · {hidden} (its name, OPENAI_API_KEY)", None)
+    assert f"{{'user': 'alice', 'token': <{hidden}>}}" in out["c"][0]
+    assert f"'the key is <{hidden}>'" in out["n"][0]
+    assert out["p"] == (
+        "Error: '_secret' is a private name (it starts with '_'); nbagent does not show private names "
+        "(see list_variables)",
+        "UNKNOWN_VARIABLE",
+    )
+    assert f"OPENAI_API_KEY = '<{hidden}>'" in out["r"][0]
+    stored = b"".join(p.read_bytes() for p in kernel.cwd.glob("work.nbagent.sqlite*"))
+    for secret in (key, "hunter2", "tok-123456789", "private value"):
+        assert secret.encode() not in stored
+
+
 def test_the_approver_hook_allows_once_then_rejects_and_the_log_says_so(kernel):
     kernel.run(
         scripted(run_code("a = 1", "c0"), run_code("b = 2", "c1"), "'done'")
@@ -175,10 +219,15 @@ def test_the_approver_hook_allows_once_then_rejects_and_the_log_says_so(kernel):
     ]
     assert outcomes(events) == ["allowed-once", "rejected"]
     asked = [e.data for e in events if e.type == "approval/asked"]
-    assert asked == [
-        {"id": "approval-c0", "tool": "run_code", "call_id": "c0", "turn": 1, "step": 1},
-        {"id": "approval-c1", "tool": "run_code", "call_id": "c1", "turn": 1, "step": 2},
+    calls = {e.data["call_id"]: e.data["arguments"] for e in events if e.type == "tool/call"}
+    assert [{k: v for k, v in a.items() if k not in ("id", "arguments_sha256")} for a in asked] == [
+        {"tool": "run_code", "call_id": "c0", "turn": 1, "step": 1},
+        {"tool": "run_code", "call_id": "c1", "turn": 1, "step": 2},
     ]
+    assert [a["arguments_sha256"] for a in asked] == [
+        sha256(calls[c].encode()).hexdigest() for c in ("c0", "c1")
+    ]
+    assert all(re.fullmatch(r"approval-[0-9a-f]{16}", a["id"]) for a in asked)
     assert results(events)["c1"] == ("Error: the user did not approve this call (rejected)", "DENIED")
 
 
@@ -330,6 +379,35 @@ def test_a_click_works_while_a_wait_cell_blocks_and_a_click_after_the_turn_is_ig
         "ignored: that approval in turn 1 is over (run_code approved (clicked in the notebook)); nothing changed"
     )
     assert outcomes(read_events(db(kernel))) == ["allowed-once"]
+
+
+def test_a_reused_call_id_is_a_new_question_that_an_old_prompt_or_an_old_id_cannot_approve(kernel):
+    kernel.run(scripted(run_code("first = 1", "c1"), "'one'", run_code("second = 2", "c1"), "'two'"))
+    msg_id = kernel.send("%followup --wait go")
+    old_prompt = approval_comm(kernel)
+    click(kernel, old_prompt, "allowed-once")
+    assert notice(kernel, old_prompt) == "approved run_code (clicked in the notebook)"
+    reply = kernel.kc.get_shell_msg(timeout=30)
+    assert (reply["parent_header"]["msg_id"], reply["content"]["status"]) == (msg_id, "ok")
+    kernel.send("%followup again")  # the model calls run_code with call id c1 again
+    approval_comm(kernel)  # turn 2's question is open and shown
+    old_id, new_id = [
+        e.data["id"] for e in wait_for(kernel, "approval/asked", 2) if e.type == "approval/asked"
+    ]
+    assert old_id != new_id and "c1" not in old_id + new_id
+
+    click(kernel, old_prompt, "allowed-once")  # a decide message replayed to the settled prompt
+    over = "ignored: that approval in turn 1 is over (run_code approved (clicked in the notebook)); nothing changed"
+    assert notice(kernel, old_prompt) == over
+    assert kernel.run(f"%agent approve {old_id}") == f"nbagent: {over}\n"
+    assert kernel.run("print('second' in dir())") == "False\n"
+    assert kernel.run(f"%agent deny {new_id}").startswith("nbagent: denied run_code (%agent deny)\n")
+    assert "nbagent: idle" in kernel.run("%agent wait")
+    assert kernel.run("print('first' in dir(), 'second' in dir())") == "True False\n"
+    events = read_events(db(kernel))
+    check_invariants(events)
+    assert outcomes(events) == ["allowed-once", "rejected"]
+    assert [e.data["id"] for e in events if e.type == "approval/decided"] == [old_id, new_id]
 
 
 def test_a_plain_open_session_agent_gets_the_tools_only_when_asked(kernel):

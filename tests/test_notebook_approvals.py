@@ -4,6 +4,7 @@ model reads after a denial, and what a late click or a keyboard user is told."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from typing import Any
 
@@ -15,7 +16,7 @@ from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.notebook import approvals as approvals_module
 from nbagent.notebook.approvals import Approvals, Question, Settled, default_timeout
 from nbagent.testing import check_invariants
-from nbagent.widgets.approval import ApprovalWidget, prompt_text, settled_bundle
+from nbagent.widgets.approval import ApprovalWidget, prompt_text, question_data, settled_bundle
 
 ran: list[str] = []
 
@@ -145,6 +146,93 @@ def test_a_click_after_the_turn_ended_is_ignored_with_a_message(db):
     assert (
         run(main()) == "ignored: that approval in turn 1 is over (run_code approved (click)); nothing changed"
     )
+
+
+def test_a_reused_call_id_asks_a_new_question_that_the_old_id_and_prompt_cannot_decide(db):
+    async def main() -> tuple[nbagent.Agent, list[str], Question, Question]:
+        ran.clear()
+        model = ScriptedModel(
+            [
+                Response(tool_calls=[ToolCall("run_code", {"code": "first = 1"}, id="c1")]),
+                "one",
+                Response(tool_calls=[ToolCall("run_code", {"code": "second = 2"}, id="c1")]),
+                "two",
+            ]
+        )
+        agent, desk, seen = opened(db, model)
+        agent.followup("go")
+        await seen.asked.wait()
+        (old,) = desk.pending
+        old_prompt = ApprovalWidget(
+            question_data(old),
+            decide=lambda outcome, qid, remember: desk.decide(outcome, qid, by="click"),  # type: ignore[arg-type]
+            seen=desk.seen,
+        )
+        old_prompt.click("allowed-once")
+        old_prompt.settle("allowed-once", "run_code approved (click)")
+        await agent.when_idle()
+        seen.asked.clear()
+        agent.followup("again")
+        await seen.asked.wait()
+        (new,) = desk.pending
+        said = []
+        try:
+            old_prompt._handle_custom_msg({"type": "decide", "id": old.id, "outcome": "allowed-once"}, [])
+            said.append(old_prompt.notice)
+        finally:
+            old_prompt.close()
+        said.append(desk.decide("allowed-once", old.id, by="%agent approve"))
+        said.append(desk.decide("allowed-once", new.id, by="click", arguments_sha256=old.arguments_sha256))
+        assert desk.pending == (new,)
+        said.append(desk.decide("rejected", new.id, by="%agent deny"))
+        await agent.when_idle()
+        await agent.close()
+        return agent, said, old, new
+
+    agent, said, old, new = run(main())
+    assert ran == ["first = 1"]
+    assert (old.call_id, new.call_id) == ("c1", "c1") and old.id != new.id
+    asked = [e.data for e in agent.events if e.type == "approval/asked"]
+    assert [(a["id"], a["arguments_sha256"]) for a in asked] == [
+        (q.id, hashlib.sha256(q.arguments.encode()).hexdigest()) for q in (old, new)
+    ]
+    over = "ignored: that approval in turn 1 is over (run_code approved (click)); nothing changed"
+    assert said == [
+        over,
+        over,
+        f"ignored: approval {new.id} asks about other code than the decision names; nothing changed",
+        "denied run_code (%agent deny)",
+    ]
+    assert decisions(agent) == [
+        ("approval/asked", None),
+        ("approval/decided", "allowed-once"),
+        ("approval/asked", None),
+        ("approval/decided", "rejected"),
+    ]
+    check_invariants(agent.events)
+
+
+def test_a_prompt_ignores_a_decision_naming_another_question():
+    said: list[str] = []
+    question = {
+        "id": "approval-0123456789abcdef",
+        "tool": "run_code",
+        "turn": 1,
+        "code": "x",
+        "arguments": "{}",
+    }
+    widget = ApprovalWidget(
+        question, decide=lambda *a: said.append("decided") or "decided", seen=lambda _: None
+    )
+    try:
+        widget._handle_custom_msg({"type": "decide", "id": "approval-other", "outcome": "allowed-once"}, [])
+        assert said == []
+        assert widget.notice == (
+            "ignored: the decision names approval approval-other, but this prompt asks "
+            "approval-0123456789abcdef; nothing changed"
+        )
+    finally:
+        widget.close()
 
 
 def test_allow_for_this_session_approves_this_call_and_stops_asking_for_that_tool(db):
@@ -328,7 +416,7 @@ def test_the_prompt_and_its_record_read_as_text_without_a_front_end():
     question = {"id": "approval-c0", "tool": "run_code", "turn": 2, "code": "x = 1", "arguments": "{}"}
     assert (
         prompt_text(question)
-        == "approval needed (turn 2): run_code wants to run\nx = 1\n→ %agent approve or %agent deny"
+        == "approval needed (turn 2): run_code wants to run\nx = 1\n→ %agent approve or %agent deny (id approval-c0)"
     )
     bundle = settled_bundle([(question, "rejected", "run_code denied (click)")])
     assert bundle["text/plain"] == "approval (turn 2): run_code denied (click)\nx = 1"

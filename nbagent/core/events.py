@@ -472,10 +472,16 @@ class ApprovalAsked(Record):
 
     type: ClassVar[str] = "approval/asked"
     id: str = ""
+    """nbagent's own id for this question (never the model's call id)."""
     tool: str = ""
     call_id: str = ""
+    arguments_sha256: str | None = None
+    """The SHA-256 of the call's raw arguments: what the approval approves (absent in older logs)."""
     turn: int | None = None
     step: int | None = None
+
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(_approval(self), turn=self.turn, step=self.step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,7 +492,19 @@ class ApprovalDecided(Record):
     id: str = ""
     tool: str | None = ""
     call_id: str | None = ""
+    arguments_sha256: str | None = None
     outcome: ApprovalOutcome = "unavailable"
+
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(_approval(self), outcome=self.outcome)
+
+
+def _approval(record: ApprovalAsked | ApprovalDecided) -> dict[str, Any]:
+    """The fields both approval events start with (``arguments_sha256`` only when known)."""
+    data = {"id": record.id, "tool": record.tool, "call_id": record.call_id}
+    if record.arguments_sha256 is not None:
+        data["arguments_sha256"] = record.arguments_sha256
+    return data
 
 
 @dataclass(frozen=True, slots=True)

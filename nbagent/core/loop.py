@@ -34,6 +34,7 @@ from nbagent.models.base import (
     chunk_to_json,
     model_provider,
 )
+from nbagent.redaction import scrub
 
 if TYPE_CHECKING:
     from nbagent.core.driver import Driver
@@ -66,7 +67,7 @@ def check(signal: CancelSignal) -> None:
 
 
 def describe(exc: BaseException) -> str:
-    """The exception and its causes, one after another."""
+    """The exception and its causes, one after another (secrets such as API keys scrubbed)."""
     parts = []
     seen: set[int] = set()
     cur: BaseException | None = exc
@@ -74,7 +75,7 @@ def describe(exc: BaseException) -> str:
         seen.add(id(cur))
         parts.append(f"{type(cur).__name__}: {cur}" if str(cur) else type(cur).__name__)
         cur = cur.__cause__ or cur.__context__
-    return fix_text(" <- ".join(parts))
+    return fix_text(scrub(" <- ".join(parts)))
 
 
 async def drive(driver: Driver, turn: OpenTurn | None) -> None:

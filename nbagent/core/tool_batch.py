@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -179,7 +181,7 @@ def _call_event(turn: int, step: int, call: ToolCallChunk) -> ToolCallEvent:
 
 
 def _decided(asked: ApprovalAsked, outcome: ApprovalOutcome) -> ApprovalDecided:
-    return ApprovalDecided(asked.id, asked.tool, asked.call_id, outcome)
+    return ApprovalDecided(asked.id, asked.tool, asked.call_id, asked.arguments_sha256, outcome)
 
 
 async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
@@ -242,7 +244,9 @@ async def _approve(
 ) -> str:
     """Ask the agent's approver; exactly one ``approval/decided`` follows each ``approval/asked``."""
     call = started.chunk
-    asked = ApprovalAsked(f"approval-{call.id}", tool.name, call.id, turn, step)
+    asked = ApprovalAsked(
+        new_approval_id(), tool.name, call.id, arguments_digest(call.arguments), turn=turn, step=step
+    )
     driver.commit([asked])
     started.asked = asked
     approver = driver.approver
@@ -265,6 +269,17 @@ async def _approve(
     driver.commit([_decided(asked, fix_text(outcome))])  # type: ignore[arg-type]
     started.decided = True
     return outcome
+
+
+def new_approval_id() -> str:
+    """A fresh id for one approval question: nbagent's own, never the model's call id (a model may
+    reuse a call id, and a decision must not carry over to a later question)."""
+    return f"approval-{secrets.token_hex(8)}"
+
+
+def arguments_digest(arguments: Any) -> str:
+    """The SHA-256 of a call's raw arguments as ``tool/call`` records them: what an approval approves."""
+    return hashlib.sha256(str(arguments).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _record(

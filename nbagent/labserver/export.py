@@ -10,25 +10,31 @@ from pathlib import Path
 from nbagent.errors import SessionNotFoundError
 from nbagent.labserver.sessions import first_prompt
 from nbagent.store.base import SessionRow
+from nbagent.store.pg_location import is_postgres_url, redact
 from nbagent.store.reading import list_sessions, read_events
 
 FORMATS = ("md", "html")
 
 
 def pick_session(path: str | os.PathLike[str], session_id: str | None) -> SessionRow:
-    """The session ``session_id`` of the file, or its most recently active one."""
-    if not os.path.lexists(path):
+    """The session ``session_id`` of the file (or ``postgresql://`` URL), or its most recently active one."""
+    if not is_postgres_url(path) and not os.path.lexists(path):
         raise SessionNotFoundError(f"no session file at {path}; give the path of a <notebook>.nbagent.sqlite")
     rows = list_sessions(path)
     if not rows:
-        raise SessionNotFoundError(f"{path} holds no session yet (the file is empty)")
+        raise SessionNotFoundError(f"{source_name(path)} holds no session yet")
     if session_id is None:
         return rows[0]
     for row in rows:
         if row.id == session_id or (len(session_id) >= 4 and row.id.startswith(session_id)):
             return row
     known = ", ".join(r.id[:8] for r in rows[:5])
-    raise SessionNotFoundError(f"no session {session_id} in {path}; it holds {known}")
+    raise SessionNotFoundError(f"no session {session_id} in {source_name(path)}; it holds {known}")
+
+
+def source_name(path: str | os.PathLike[str]) -> str:
+    """How a transcript names where it came from: the file's name, or the URL without its password."""
+    return redact(str(path)) if is_postgres_url(path) else Path(path).name
 
 
 def _title(row: SessionRow, prompt: str) -> str:
@@ -52,7 +58,7 @@ def transcript(path: str | os.PathLike[str], session_id: str | None = None, *, f
     bundle = timeline_json(events, max_text=None)
     if fmt == "md":
         facts = " · ".join(
-            p for p in (Path(path).name, f"session {row.id}", row.model and f"model {row.model}") if p
+            p for p in (source_name(path), f"session {row.id}", row.model and f"model {row.model}") if p
         )
         heading = " ".join(title.split())
         return f"# {heading}\n\n*{facts}*\n\n" + transcript_markdown(bundle)
@@ -61,6 +67,6 @@ def transcript(path: str | os.PathLike[str], session_id: str | None = None, *, f
         f"<title>{escape(title)}</title><style>{stylesheet()}\n"
         "body{margin:2em auto;max-width:60em;padding:0 1em}</style></head>"
         f'<body><h1 class="nbagent-title">{escape(title)}</h1>'
-        f"<p>{escape(Path(path).name)} · session {escape(row.id)}</p>"
+        f"<p>{escape(source_name(path))} · session {escape(row.id)}</p>"
         f"{timeline_html(bundle)}</body></html>\n"
     )

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from nbagent.models.base import Failure
+from nbagent.redaction import scrub
 
 _OVERFLOW_HINTS = (
     "context_length_exceeded",
@@ -91,8 +93,17 @@ def is_context_overflow(text: str) -> bool:
     return any(hint in low for hint in _OVERFLOW_HINTS)
 
 
-def failure_from_exception(exc: BaseException, *, provider: str) -> Failure:
-    """The ``Failure`` for an exception raised by an SDK call or while reading its stream."""
+def failure_from_exception(
+    exc: BaseException, *, provider: str, secrets: Iterable[str | None] = ()
+) -> Failure:
+    """The ``Failure`` for an exception raised by an SDK call or while reading its stream, its text
+    scrubbed of ``secrets`` (the request's API key, which error bodies may echo) and of every other
+    secret :func:`nbagent.redaction.scrub` knows."""
+    failure = _failure(exc, provider=provider)
+    return replace(failure, message=scrub(failure.message, secrets))
+
+
+def _failure(exc: BaseException, *, provider: str) -> Failure:
     names = {cls.__name__ for cls in type(exc).__mro__}
     detail = _detail(exc)
     if "APITimeoutError" in names or "TimeoutException" in names or isinstance(exc, TimeoutError):

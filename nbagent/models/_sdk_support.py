@@ -11,7 +11,7 @@ import importlib
 import mimetypes
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from pathlib import Path
 from types import ModuleType
@@ -205,12 +205,14 @@ async def sdk_chunks(
     state: StreamState,
     provider: str,
     on_done: Callable[[], None] | None = None,
+    secrets: Sequence[str | None] = (),
 ) -> AsyncIterator[Chunk]:
     """Open an SDK stream and translate its events; a failure becomes ``Finish("error")``.
 
     Every network wait races the turn's signal, and the response is always closed (``async
     with``), also when the signal cancels mid-stream. After a complete stream, ``on_done`` runs and
-    the state's end-of-stream chunks (usage, finish) follow.
+    the state's end-of-stream chunks (usage, finish) follow. ``secrets`` (the request's API key)
+    never appear in a failure's text.
     """
     watch = SignalWatch(signal)
     try:
@@ -219,7 +221,7 @@ async def sdk_chunks(
         except SignalCancelled:
             return
         except Exception as exc:
-            yield Finish("error", failure_from_exception(exc, provider=provider))
+            yield Finish("error", failure_from_exception(exc, provider=provider, secrets=secrets))
             return
         async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
             try:
@@ -227,7 +229,7 @@ async def sdk_chunks(
                     for chunk in state.feed(event):
                         yield chunk
             except Exception as exc:
-                yield Finish("error", failure_from_exception(exc, provider=provider))
+                yield Finish("error", failure_from_exception(exc, provider=provider, secrets=secrets))
                 return
         if watch.cancelled:
             return

@@ -88,7 +88,8 @@ class AnthropicModel:
             if state.thinking and state.tool_ids and state.stopped:
                 self._remember_thinking(state.tool_ids[0], state.thinking)
 
-        async with aclosing(sdk_chunks(signal, open_stream, state, self.name, remember)) as chunks:
+        stream = sdk_chunks(signal, open_stream, state, self.name, remember, secrets=(key,))
+        async with aclosing(stream) as chunks:
             async for chunk in chunks:
                 yield chunk
 

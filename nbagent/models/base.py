@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from nbagent._json import FrozenDict
 from nbagent.core.messages import Message
+from nbagent.redaction import scrub
 
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "error"]
 
@@ -29,9 +30,14 @@ class Failure:
     """Why a model request failed."""
 
     message: str
+    """What went wrong; secrets in it (configured API keys, ``sk-…``/``Bearer …`` tokens) are scrubbed
+    when the failure is made, so no log, event, transcript or run error ever holds them."""
     code: str = "UNKNOWN"
     status: int | None = None
     retry_after_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", scrub(self.message))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"message": self.message, "code": self.code}

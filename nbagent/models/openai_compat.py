@@ -125,7 +125,8 @@ class OpenAICompatModel:
             client = self._client(key or "not-needed", await import_sdk("openai"))
             return await client.chat.completions.create(**self.request_body(request))
 
-        async with aclosing(sdk_chunks(signal, open_stream, OpenAIStreamState(), self.name)) as chunks:
+        stream = sdk_chunks(signal, open_stream, OpenAIStreamState(), self.name, secrets=(key,))
+        async with aclosing(stream) as chunks:
             async for chunk in chunks:
                 yield chunk
 

@@ -165,6 +165,7 @@ class ApprovalPrompts:
                 approval_id,
                 by="clicked in the notebook",
                 remember=remember,
+                arguments_sha256=question.arguments_sha256,
             ),
             seen=desk.seen,
             history=slot.records,

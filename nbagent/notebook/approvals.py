@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from nbagent.core.tool_batch import arguments_digest, new_approval_id
+
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
 
@@ -62,13 +64,16 @@ class Question:
     """One approval question, as the prompt shows it."""
 
     id: str
-    """The id of its ``approval/asked`` event (``approval-<call id>``)."""
+    """The id of its ``approval/asked`` event: made by nbagent for this question alone, never the
+    model's call id, so a decision for it cannot carry over to a later call."""
     tool: str
     call_id: str
     arguments: str
     """The model's raw JSON arguments."""
     turn: int | None
     """The turn that asked (``None`` if it could not be read from the log)."""
+    arguments_sha256: str = ""
+    """The digest of ``arguments`` that its ``approval/asked`` records: what a decision approves."""
 
     @property
     def code(self) -> str | None:
@@ -132,8 +137,10 @@ class Approvals:
     def __init__(self, agent: Agent | None = None, *, timeout: float | None = None) -> None:
         """``agent``: the agent whose ``approver`` this is, to tell which turn asked (optional)."""
         self.agent = agent
-        self._asked_in: dict[str, int] = {}
-        """call id → the turn of its ``approval/asked``, from the agent's event notices."""
+        self._asked_now: dict[str, Any] | None = None
+        """The latest ``approval/asked`` from the agent's event notices, until a question takes it."""
+        self._asked_taken: dict[str, None] = {}
+        """Ids of ``approval/asked`` events a question took already (a late notice is not reused)."""
         if agent is not None:
             agent.on("event", self._on_event)
         self.policy: Policy = "ask"
@@ -149,12 +156,15 @@ class Approvals:
 
     async def __call__(self, tool: Any, call: Any) -> Outcome:
         """Decide one call of ``tool`` (``agent.approver``): allowed by policy, or asked."""
+        asked = self._asked_for(str(call.id))
+        turn = asked.get("turn")
         question = Question(
-            id=f"approval-{call.id}",
+            id=str(asked.get("id") or new_approval_id()),
             tool=tool.name,
             call_id=call.id,
             arguments=str(call.arguments),
-            turn=self._turn_of(call.id),
+            turn=turn if isinstance(turn, int) else None,
+            arguments_sha256=str(asked.get("arguments_sha256") or arguments_digest(call.arguments)),
         )
         if self.policy == "session" or tool.name in self.allowed_tools:
             self._settle(question, "allowed-once", "allowed for this session")
@@ -210,13 +220,21 @@ class Approvals:
             return self._settled.get(approval_id)
 
     def decide(
-        self, outcome: Outcome, approval_id: str | None = None, *, by: str = "code", remember: bool = False
+        self,
+        outcome: Outcome,
+        approval_id: str | None = None,
+        *,
+        by: str = "code",
+        remember: bool = False,
+        arguments_sha256: str | None = None,
     ) -> str:
         """Decide the pending question ``approval_id`` (the only one when ``None``); thread-safe.
 
         ``outcome`` is ``"allowed-once"`` or ``"rejected"``; ``remember`` also allows that tool for the
-        rest of the session. Returns a sentence saying what happened — a question that is no longer
-        pending (its turn ended, or someone decided first) is left as it was, and the sentence says so.
+        rest of the session; ``arguments_sha256``, when given, must be the digest of the code the
+        question asks about (a prompt passes what it showed). Returns a sentence saying what happened —
+        a question that is no longer pending (its turn ended, or someone decided first), or one that
+        asks about other code, is left as it was, and the sentence says so.
         """
         if outcome not in ("allowed-once", "rejected"):
             raise ValueError(f"a person decides 'allowed-once' or 'rejected', not {outcome!r}")
@@ -224,6 +242,11 @@ class Approvals:
             entry = self._find(approval_id)
             if entry is None:
                 return self._not_pending(approval_id)
+            if arguments_sha256 is not None and arguments_sha256 != entry.question.arguments_sha256:
+                return (
+                    f"ignored: approval {entry.question.id} asks about other code than the decision "
+                    "names; nothing changed"
+                )
             if entry.decision is not None:
                 return f"{entry.question.tool} was already decided ({entry.decision[1]}); nothing changed"
             remember = remember and outcome == "allowed-once"
@@ -261,25 +284,31 @@ class Approvals:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _turn_of(self, call_id: str) -> int | None:
-        """The turn that asked: from the event notices, else (they may come later when another
-        thread committed the question) from the end of the log."""
-        turn = self._asked_in.pop(call_id, None)
-        if turn is not None or self.agent is None:
-            return turn
-        for event in reversed(self.agent.events):
-            if event.type == "approval/asked" and event.data.get("call_id") == call_id:
-                found = event.data.get("turn")
-                return found if isinstance(found, int) else None
-        return None
+    def _asked_for(self, call_id: str) -> dict[str, Any]:
+        """The ``approval/asked`` this question answers (its id, turn and digest): from the event
+        notices, else (they may come later when another thread committed it) from the end of the log.
+        Empty without an agent (a desk used on its own makes its own id)."""
+        with self._lock:
+            asked, self._asked_now = self._asked_now, None
+        if asked is None or asked.get("call_id") != call_id or asked.get("id") in self._asked_taken:
+            asked = None
+            for event in reversed(self.agent.events if self.agent is not None else ()):
+                if event.type == "approval/asked" and event.data.get("call_id") == call_id:
+                    asked = dict(event.data)
+                    break
+        if asked is None:
+            return {}
+        self._asked_taken[str(asked.get("id"))] = None
+        while len(self._asked_taken) > _KEPT_SETTLED:
+            del self._asked_taken[next(iter(self._asked_taken))]
+        return asked
 
     def _on_event(self, notice: Any) -> None:
-        """Note the turn of each ``approval/asked`` (delivered on the agent loop before the ask)."""
+        """Note each ``approval/asked`` (delivered on the agent loop before the ask)."""
         event = notice.event
-        if event is not None and event.type == "approval/asked" and isinstance(event.data.get("turn"), int):
-            self._asked_in[str(event.data.get("call_id"))] = event.data["turn"]
-            while len(self._asked_in) > _KEPT_SETTLED:
-                del self._asked_in[next(iter(self._asked_in))]
+        if event is not None and event.type == "approval/asked":
+            with self._lock:
+                self._asked_now = dict(event.data)
 
     def _find(self, approval_id: str | None) -> _Open | None:
         if approval_id is not None:

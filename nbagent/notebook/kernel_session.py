@@ -314,8 +314,14 @@ class KernelSession:
         ]
 
 
-def file_failure(path: Path, exc: BaseException) -> str:
-    """One line for a session file that cannot be used: the path, why, and the way out."""
+def file_failure(path: Path | str, exc: BaseException) -> str:
+    """One line for a session file (or PostgreSQL URL) that cannot be used: where, why, the way out."""
+    if isinstance(path, str):  # a postgresql:// URL: shown and explained without its password
+        from nbagent.redaction import scrub
+
+        why = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        where = "" if redact(path) in why else f"nbagent cannot use the session store {redact(path)}: "
+        return f"{where}{why}; or choose another store with `%agent --db PATH_OR_URL`"
     if path.is_dir():
         why = "it is a folder, not a file"
     elif path.parent.exists() and not path.parent.is_dir():

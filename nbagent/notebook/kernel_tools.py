@@ -30,7 +30,12 @@ from nbagent.notebook.approval_prompts import ApprovalPrompts
 from nbagent.notebook.approvals import Approvals
 from nbagent.notebook.cell_history import CellHistory
 from nbagent.notebook.code_runner import run_code as run_in_namespace
-from nbagent.notebook.namespace_view import UnknownVariable, describe_text, list_variables_text
+from nbagent.notebook.namespace_view import (
+    UnknownVariable,
+    describe_text,
+    list_variables_text,
+    shown_safely,
+)
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
@@ -101,12 +106,12 @@ class KernelTools:
 
         async def recent_cells(count: int = 5) -> ToolResult:
             """Show the last cells the user ran in the notebook: each cell's In[n] source and the
-            text of its result or error.
+            text of its result or error (secret-shaped strings hidden).
 
             Args:
                 count: how many of the most recent cells (1 to 20)
             """
-            return await on_main(_guarded(lambda: self.history.recent(count)))
+            return await on_main(_guarded(lambda: shown_safely(self.history.recent(count))))
 
         async def run_code(code: str, signal: Any) -> ToolResult:
             """Run Python code in the user's notebook kernel, in the user's namespace (the user

@@ -30,7 +30,7 @@ Records = Sequence[tuple[Mapping[str, Any], str, str]]
 class ApprovalWidget(anywidget.AnyWidget):
     """One question: its code and buttons while pending, its outcome afterwards.
 
-    ``question`` is ``{id, tool, turn, code, arguments}``; ``outcome`` is a sentence once decided
+    ``question`` is ``{id, tool, turn, code, arguments, arguments_sha256}``; ``outcome`` is a sentence once decided
     (``""`` while pending) and ``state`` the outcome's name; ``notice`` answers the last click (for
     example "ignored: that approval is over"); ``history`` shows the questions decided before it in
     the same cell, ``{question, state, outcome}`` each.
@@ -67,7 +67,14 @@ class ApprovalWidget(anywidget.AnyWidget):
         self.outcome = sentence
 
     def click(self, outcome: str, *, remember: bool = False) -> str:
-        """What a click on a button does (also for tests): decide, and show the answer as the notice."""
+        """What a click on a button does (also for tests): decide this prompt's own question, and show
+        the answer as the notice. A prompt whose question is over decides nothing and says so."""
+        if self.outcome:
+            said = (
+                f"ignored: that approval{_in_turn(self.question)} is over ({self.outcome}); nothing changed"
+            )
+            self.notice = said
+            return said
         try:
             said = self._decide(outcome, str(self.question.get("id")), remember)
         except Exception as exc:  # a decision problem is shown, never raised into a cell
@@ -82,6 +89,13 @@ class ApprovalWidget(anywidget.AnyWidget):
         if content.get("type") == "seen":
             self._seen(str(self.question.get("id")))
         elif content.get("type") == "decide" and content.get("outcome") in ("allowed-once", "rejected"):
+            named = content.get("id")
+            if named is not None and named != self.question.get("id"):
+                self.notice = (
+                    f"ignored: the decision names approval {named}, but this prompt asks "
+                    f"{self.question.get('id')}; nothing changed"
+                )
+                return
             self.click(str(content["outcome"]), remember=bool(content.get("remember")))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -104,7 +118,13 @@ def question_data(question: Any) -> dict[str, Any]:
         "turn": question.turn,
         "code": question.code,
         "arguments": question.arguments,
+        "arguments_sha256": getattr(question, "arguments_sha256", ""),
     }
+
+
+def _in_turn(question: Mapping[str, Any]) -> str:
+    turn = question.get("turn")
+    return f" in turn {turn}" if turn is not None else ""
 
 
 @cache
@@ -123,8 +143,14 @@ def prompt_text(question: Mapping[str, Any]) -> str:
     where = f" (turn {turn})" if turn is not None else ""
     return (
         f"approval needed{where}: {question.get('tool')} wants to run\n{_shown(question)}\n"
-        "→ %agent approve or %agent deny"
+        f"→ %agent approve or %agent deny{_id_hint(question)}"
     )
+
+
+def _id_hint(question: Mapping[str, Any]) -> str:
+    """Names the question, for ``%agent approve ID`` (an id that no later question reuses)."""
+    approval_id = question.get("id")
+    return f" (id {approval_id})" if approval_id else ""
 
 
 def prompt_html(question: Mapping[str, Any], *, outcome: str | None = None, state: str = "pending") -> str:
@@ -135,7 +161,7 @@ def prompt_html(question: Mapping[str, Any], *, outcome: str | None = None, stat
     tail = (
         f'<div class="nba-approval-outcome">{escape(outcome)}</div>'
         if outcome
-        else '<div class="nba-approval-hint">%agent approve or %agent deny</div>'
+        else f'<div class="nba-approval-hint">%agent approve or %agent deny{escape(_id_hint(question))}</div>'
     )
     return (
         f"<div><style>{_stylesheet()}</style>"
