@@ -214,7 +214,7 @@ class Driver:
             self._move(DriverState.LATCHED, only_from=(DriverState.IDLE, DriverState.RUNNING))
         if on_loop:
             self._wake()
-        elif not self._call_soon(self._wake_from_thread):
+        elif not self._call_soon(self._wake_from_thread, msg.id):
             with self._wake_lock:
                 self._wakes_in_flight -= 1
         return msg
@@ -258,7 +258,10 @@ class Driver:
             if on_loop and self.notices.in_event:
                 self._deferred_clear = True
             elif self.fault is None:
-                self.clear()
+                try:
+                    self.clear()
+                except SessionClosedError:
+                    return  # a close() finished meanwhile: nothing is left to cancel
         signal = self.signal
         if self.driving and signal is not None:
             if on_loop:
@@ -288,11 +291,13 @@ class Driver:
             await asyncio.wait({self._start_task})
         while self.task is not None and not self.task.done():
             await asyncio.wait({self.task})
-        try:
-            self.flush()
-        except SessionWriteError as exc:
+        self._cancel_chunk_timer()
+        # From here on deliveries raise SessionClosedError, and no write can touch the store.
+        error = self.journal.close()
+        self.notices.kick()
+        if error is not None:
             log.warning(
-                "nbagent: the last staged events of %s were not written: %s", self.config.session_id, exc
+                "nbagent: the last staged events of %s were not written: %s", self.config.session_id, error
             )
         self._move(DriverState.CLOSED)
         if self._lease is not None:
@@ -314,10 +319,13 @@ class Driver:
             )
             return False
 
-    def _wake_from_thread(self) -> None:
+    def _wake_from_thread(self, message_id: str) -> None:
+        """A worker's waking call reaches the loop: it wakes only if its message is still pending
+        (a ``cancel()`` from that worker may have cleared it meanwhile: then no turn opens)."""
         with self._wake_lock:
             self._wakes_in_flight -= 1
-        self._wake()
+        if self.journal.staged_inbox.find(message_id) is not None:
+            self._wake()
         self._maybe_idle()
 
     def _wake(self) -> None:
@@ -357,7 +365,11 @@ class Driver:
         return self.open_turn()
 
     def open_turn(self) -> OpenTurn | None:
-        """Write ``turn/start`` and the first claim (one commit); ``None`` if no turn opened."""
+        """Write ``turn/start`` and the first claim (one commit); ``None`` if no turn opened.
+
+        A turn opens only with something to claim: a wake that finds no pending work (a racing
+        ``cancel()`` cleared it) opens no turn (SPEC §1, §3.2).
+        """
         signal = self.signal
         assert signal is not None
         if signal.cancelled or self.stopping:
@@ -367,12 +379,14 @@ class Driver:
         def build(state: InboxState) -> Plan:
             plan = Plan(drafts=[TurnStart(number)])
             plan.result = self._plan_claim(state, plan, number, first=True)
-            return plan
+            return plan if plan.result else Plan()
 
         try:
             claimed = self.submit(build)
         except SessionWriteError as exc:
             self.report_error(exc, None)
+            return None
+        if not claimed:
             return None
         self.last_turn = number
         return OpenTurn(number, tuple(claimed), signal)

@@ -26,7 +26,7 @@ from nbagent import _json
 from nbagent.core.events import Event, Record, Splice
 from nbagent.core.inbox import InboxState
 from nbagent.core.notices import Notice
-from nbagent.errors import SessionWriteError
+from nbagent.errors import SessionClosedError, SessionWriteError
 from nbagent.store.base import SessionStore
 
 
@@ -125,6 +125,8 @@ class Journal:
         self._writing = False
         self._lost: BaseException | None = None
         """A driver change that could not be planned again after a failed write (raised by its next commit)."""
+        self._closed = False
+        """Set by :meth:`close`: every later change is refused, and nothing touches the store."""
         self._on_commit = on_commit
         self._publish = publish
         self.publish_events = False
@@ -153,6 +155,7 @@ class Journal:
         recorded, nothing consumed), or :class:`SessionWriteError` when the write fails.
         """
         with self._lock:
+            self._check_open()
             ticket = Ticket(build, waiting=True)
             if not self._stage(ticket):
                 return ticket.result
@@ -162,6 +165,7 @@ class Journal:
     def stage(self, build: Build | list[Record]) -> None:
         """The driver's change, committed by the driver's next :meth:`commit` (or anyone's write)."""
         with self._lock:
+            self._check_open()
             self._stage(_ticket(build, False))
 
     def commit(self, build: Build | list[Record] | None = None) -> Any:
@@ -171,6 +175,7 @@ class Journal:
         commit), ``build``'s own change is dropped, and :class:`SessionWriteError` is raised.
         """
         with self._lock:
+            self._check_open()
             if self._lost is not None:
                 lost, self._lost = self._lost, None
                 raise lost
@@ -188,6 +193,45 @@ class Journal:
                 self._staged.append(ticket)
             self._flush_locked(ticket)
             return ticket.result
+
+    def close(self) -> BaseException | None:
+        """Refuse every later change, then write what is staged; return that write's error, if any.
+
+        On return no write is in progress and none can start, so the store can be closed: a
+        delivery racing the close was either recorded or raises :class:`SessionClosedError`. When
+        the last write fails, the callers waiting for it get its error and the driver's staged
+        events are dropped (the log on disk ends before them, which resume repairs).
+        """
+        error: BaseException | None = None
+        with self._lock:
+            self._closed = True
+            while self._staged or self._writing:
+                marker = Ticket(None, True, drafts=[], marker=True)
+                self._staged.append(marker)
+                try:
+                    self._flush_locked(marker)
+                except BaseException as exc:
+                    error = exc
+                    self._fail_staged(exc)
+            self._lost = None
+        return error
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(
+                f"session {self.session_id} is closed; resume it with nbagent.resume_session()"
+            )
+
+    def _fail_staged(self, error: BaseException) -> None:
+        """Finish everything staged with ``error`` (nothing of it is written); back to the durable state."""
+        for ticket in self._staged:
+            ticket.done = True
+            ticket.error = ticket.error or error
+            if ticket.waiter is not None:
+                ticket.waiter.notify()
+        self._staged = []
+        self.staged_inbox = self.inbox
+        self._next_seq = self._committed_seq
 
     def discard_staged(self) -> None:
         """Forget the driver's staged changes (the session stopped after a failed write)."""

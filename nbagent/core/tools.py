@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import functools
 import inspect
 import json
 import re
+import threading
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from nbagent._json import FrozenDict, freeze, storable
 from nbagent.core.messages import UserMessage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -94,13 +101,49 @@ class Tool:
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
     async def invoke(self, arguments: dict[str, Any], signal: Any) -> Any:
-        """Run the body (sync bodies run inline on the loop) and return its raw value."""
+        """Run the body and return its raw value: an async body on the agent's loop, a sync body
+        in a worker thread of its own, so a blocking tool never stalls the loop (SPEC §9.7)."""
         if self._signal_param is not None:
             arguments = {**arguments, self._signal_param: signal}
-        result = self.fn(**arguments)
-        if inspect.isawaitable(result):
+        if _is_async(self.fn):
+            return await self.fn(**arguments)
+        result = await _in_worker_thread(functools.partial(self.fn, **arguments), f"nbagent tool {self.name}")
+        if inspect.isawaitable(result):  # a sync function that hands back a coroutine
             result = await result
         return result
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+async def _in_worker_thread(fn: Callable[[], T], name: str) -> T:
+    """Run ``fn`` in a new daemon thread (with the caller's context variables) and await its result.
+
+    One thread per call, never a pool: a body that never returns holds no pool slot and does not
+    keep the interpreter from exiting. Cancelling the wait abandons the thread (its late result is
+    dropped); the cancel grace decides when that happens (SPEC §5.6).
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.done():
+            outcome()
+
+    def body() -> None:
+        try:
+            value = context.run(fn)
+        except BaseException as exc:
+            report = functools.partial(settle, functools.partial(done.set_exception, exc))
+        else:
+            report = functools.partial(settle, functools.partial(done.set_result, value))
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(report)
+
+    threading.Thread(target=body, name=name, daemon=True).start()
+    return await done
 
 
 def tool(

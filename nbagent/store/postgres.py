@@ -7,16 +7,16 @@ else is refused before anything is written. ``events.data`` is ``json``: the ser
 record on insert and keeps its text byte for byte.
 
 Each open store is one connection. A writer's lease is a session-level advisory lock on it, so a
-writer that dies (or loses its connection) releases it at once. Every staged batch is one
+writer that dies (or loses its connection) releases it at once (``pg_lease.py``). Every call on it
+is bounded: statement and lock timeouts, keepalives, and a watchdog (``pg_watchdog.py``), so a
+locked table or a silent server fails the call with an error naming the server. Every staged batch is one
 transaction that also signals followers (``NOTIFY``). Credentials come from the URL, the ``PG*``
 variables or ``~/.pgpass`` (libpq reads them); the store shows and stores only the redacted address.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import socket
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,12 +29,20 @@ from nbagent.errors import (
     NbagentError,
     SessionCorruptError,
     SessionFileError,
-    SessionLockedError,
     SessionNotFoundError,
     SessionWriteError,
 )
 from nbagent.store.base import Mode, Row, SessionRow
+from nbagent.store.pg_lease import AdvisoryLease, holder_name, lock_key
 from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, redact
+from nbagent.store.pg_watchdog import (
+    SERVER_KEEPALIVES,
+    STATEMENT_TIMEOUT_MS,
+    WATCHDOG,
+    answer_seconds,
+    connect_options,
+    session_settings,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -45,8 +53,6 @@ APPLICATION = "nbagent"
 SCHEMA_VERSION = 1
 TABLES = frozenset({"meta", "sessions", "events"})
 CONNECT_TIMEOUT_S = 10
-LEASE_WAIT_MS = 300
-"""How long taking a lease waits for a holder whose connection is closing (a killed writer)."""
 STATEMENT_ROWS = 1000
 """Rows per ``INSERT`` statement (6 parameters each, far below the protocol's 65535)."""
 
@@ -84,61 +90,9 @@ def _psycopg() -> Any:
     return psycopg
 
 
-def lock_key(schema: str, session_id: str) -> int:
-    """The advisory-lock key of one session: 64 bits of a hash of the schema and the session id."""
-    digest = hashlib.blake2b(f"{schema}\0{session_id}".encode("utf-8", "surrogatepass"), digest_size=8)
-    return int.from_bytes(digest.digest(), "big", signed=True)
-
-
 def channel(schema: str) -> str:
     """The ``LISTEN``/``NOTIFY`` channel of a schema; the payload of a notice is a session id."""
     return f"nbagent:{schema}"[:63]
-
-
-def _holder_name() -> str:
-    return f"nbagent process {os.getpid()} on {socket.gethostname()}"[:63]
-
-
-class AdvisoryLease:
-    """A session's one-writer lease: a session-level advisory lock on the writer's connection."""
-
-    def __init__(self, store: PostgresStore, session_id: str) -> None:
-        self.session_id = session_id
-        self._store: PostgresStore | None = store
-        self._key = lock_key(store.schema, session_id)
-        if not store.run(self._take):
-            self._store = None
-            raise SessionLockedError(
-                f"session {session_id} in {store.location} is open for writing by "
-                f"{store.lock_holder(self._key)}; close it there (agent.close() or %agent close) or stop "
-                "that kernel, then try again"
-            )
-
-    def _take(self, conn: psycopg.Connection[Any]) -> bool:
-        """Lock, waiting up to ``LEASE_WAIT_MS`` for a holder that is going away (a killed writer's
-        backend notices its client is gone within moments); a live holder keeps it: False."""
-        from psycopg import errors
-
-        try:
-            with conn.transaction():
-                conn.execute(f"SET LOCAL lock_timeout = {LEASE_WAIT_MS}")
-                conn.execute("SELECT pg_advisory_lock(%s)", (self._key,))
-        except errors.LockNotAvailable:
-            return False
-        return True
-
-    @property
-    def held(self) -> bool:
-        return self._store is not None and not self._store.broken
-
-    def release(self) -> None:
-        store, self._store = self._store, None
-        if store is None or store.broken:
-            return  # a lost connection took the lock with it
-        try:
-            store.run(lambda c: c.execute("SELECT pg_advisory_unlock(%s)", (self._key,)))
-        except NbagentError:
-            pass  # the connection is gone, and the lock with it
 
 
 class PostgresStore:
@@ -151,11 +105,20 @@ class PostgresStore:
         self.location = self.path = redact(url)
         self.lock = threading.RLock()
         self.broken: SessionWriteError | None = None
+        self.closed = False
+        """Set by :meth:`close` (a closed store is not a lost connection)."""
+        self.stalled = False
+        """Set by the watchdog when it cut the connection of a call left unanswered."""
+        self.backend_pid: int | None = None
+        self.answer_s = answer_seconds(STATEMENT_TIMEOUT_MS)
+        """How long a call may go unanswered before the watchdog cuts the connection."""
+        self._depth = 0
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in url and not os.environ.get("PGCONNECT_TIMEOUT"):
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         if mode != "read":
-            kwargs["application_name"] = _holder_name()
+            kwargs["application_name"] = holder_name()
+        kwargs.update(connect_options(url, psycopg.pq.version()))
         try:
             self.conn: psycopg.Connection[Any] = psycopg.connect(url, **kwargs)
         except psycopg.Error as exc:
@@ -179,6 +142,7 @@ class PostgresStore:
         # events.data arrives as the stored text; nbagent decodes it (and copies it verbatim).
         conn.adapters.register_loader("json", TextLoader)
         conn.adapters.register_loader("json", TextBinaryLoader)
+        self._bound_calls()
         setting, encoding = self.run(
             lambda c: c.execute(
                 "SELECT current_setting(%s, true), current_setting('server_encoding')", (SCHEMA_SETTING,)
@@ -282,7 +246,33 @@ class PostgresStore:
 
         self.run(init, doing="creating the nbagent schema in")
 
+    def _bound_calls(self) -> None:
+        """Give this connection the statement, lock and keepalive bounds it lacks (``pg_watchdog``)."""
+        pid, current = self.run(
+            lambda c: c.execute(
+                "SELECT pg_backend_pid(), (SELECT json_object_agg(name, CASE WHEN source = 'default' "
+                "THEN '0' ELSE setting END) FROM pg_settings WHERE name = ANY(%s))",
+                (["statement_timeout", "lock_timeout", *SERVER_KEEPALIVES],),
+            ).fetchone()
+        )
+        self.backend_pid = pid
+        current = {k: int(v) for k, v in _json.loads(current or "{}").items()}
+        wanted = session_settings(current)
+        if wanted:
+            calls = ", ".join("set_config(%s, %s, false)" for _ in wanted)
+            args = [x for k, v in wanted.items() for x in (k, str(v))]
+            self.run(lambda c: c.execute(f"SELECT {calls}", args))
+        statement_ms = wanted.get("statement_timeout") or current.get("statement_timeout", 0)
+        self.answer_s = answer_seconds(statement_ms)
+
     # -- the connection -------------------------------------------------------------------------
+
+    def socket_fd(self) -> int | None:
+        """The connection's socket (for the watchdog), or ``None`` once closed."""
+        try:
+            return None if self.conn.closed else self.conn.pgconn.socket
+        except Exception:
+            return None
 
     def run(self, fn: Callable[[psycopg.Connection[Any]], T], *, doing: str = "reading") -> T:
         """Run ``fn`` on the connection under the store's lock; database errors become nbagent's."""
@@ -290,10 +280,19 @@ class PostgresStore:
         with self.lock:
             if self.broken is not None:
                 raise self.broken
+            if self.conn.closed and self.closed:
+                raise SessionFileError(f"the connection to {self.location} is closed")
+            self._depth += 1
+            if self._depth == 1:
+                WATCHDOG.arm(self, self.answer_s)
             try:
                 return fn(self.conn)
             except psycopg.Error as exc:
                 raise self._error(exc, doing) from exc
+            finally:
+                self._depth -= 1
+                if not self._depth:
+                    WATCHDOG.disarm(self)
 
     def _error(self, exc: BaseException, doing: str) -> SessionFileError:
         if self.conn.broken or self.conn.closed:
@@ -304,8 +303,14 @@ class PostgresStore:
 
     def _lost(self, exc: BaseException) -> SessionWriteError:
         if self.broken is None:
+            cause = (
+                f"no answer for {self.answer_s:g} s, so nbagent cut it: the server or the network "
+                "stopped responding"
+                if self.stalled
+                else self._say(exc)
+            )
             self.broken = SessionWriteError(
-                f"lost the connection to {self.location} ({self._say(exc)}); the session's write lease "
+                f"lost the connection to {self.location} ({cause}); the session's write lease "
                 "went with it, so this agent records nothing more — events it had not confirmed may or "
                 "may not be stored. Resume the session (resume_session() or %agent resume) once the "
                 "server is reachable"
@@ -320,27 +325,6 @@ class PostgresStore:
             line = line.replace(secret, "***")
         return line
 
-    def lock_holder(self, key: int) -> str:
-        """Who holds the advisory lock ``key``, as far as this role may see."""
-        unsigned = key & 0xFFFFFFFFFFFFFFFF
-        row = self.run(
-            lambda c: c.execute(
-                "SELECT l.pid, a.application_name, a.client_addr::text, a.backend_start "
-                "FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
-                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-                "AND l.classid::bigint = %s AND l.objid::bigint = %s LIMIT 1",
-                (unsigned >> 32, unsigned & 0xFFFFFFFF),
-            ).fetchone()
-        )
-        if row is None:
-            return "another connection"
-        pid, app, addr, since = row
-        who = app.removeprefix("nbagent ") if app and app.startswith("nbagent process") else None
-        where = f" from {addr}" if addr and not who else ""
-        stamp = f" (since {since:%Y-%m-%d %H:%M:%S})" if since else ""
-        return f"{who or f'server backend {pid}'}{where}{stamp}"
-
     def lease(self, session_id: str) -> AdvisoryLease:
         return AdvisoryLease(self, session_id)
 
@@ -351,6 +335,7 @@ class PostgresStore:
     def close(self, *, checkpoint: bool = True) -> None:
         """Close the connection (releasing any lease it holds); never raises."""
         with self.lock:
+            self.closed = True
             try:
                 self.conn.close()
             except Exception:

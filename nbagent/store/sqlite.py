@@ -394,7 +394,15 @@ class SessionFile:
         return _guard(self.path, "locking", lambda: Lease(self.path, session_id))
 
     def close(self, *, checkpoint: bool = True) -> None:
-        """Close; a writer's clean close checkpoints the WAL into the main file first (SPEC §6.2)."""
+        """Close; a writer's clean close checkpoints the WAL into the main file first (SPEC §6.2).
+
+        Under the store's lock: a write or update running on another thread finishes first, and
+        one starting later finds the store closed (it never uses a closed connection).
+        """
+        with self.lock:
+            self._close(checkpoint)
+
+    def _close(self, checkpoint: bool) -> None:
         conn, self.conn = self.conn, None
         try:
             if conn is not None:
@@ -448,9 +456,9 @@ class SessionFile:
         if "metadata" in fields:
             fields["metadata"] = _json.dumps(fields["metadata"])
         cols = ", ".join(f"{k} = ?" for k in fields)
-        conn = self.connection
 
         def update() -> None:
+            conn = self.connection
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*fields.values(), session_id))
