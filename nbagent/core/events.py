@@ -91,7 +91,7 @@ class Record:
 
     def to_json(self) -> Any:
         """The ``data`` the log stores for this event: by default its fields, in order."""
-        names, values = _shape(type(self))
+        names, values = _SHAPES.get(type(self)) or _shape(type(self))
         return FrozenDict(zip(names, values(self)))
 
     @classmethod
