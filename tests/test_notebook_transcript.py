@@ -143,9 +143,8 @@ def test_agent_transcript_magic_displays_markdown_titled_with_the_session(
             agent = magics(sh).session.agent
             monkeypatch.setattr("IPython.display.display", lambda data, **kw: shown.append(data))
             sh.run_cell("%agent transcript")
-            assert shown[-1]["text/markdown"] == shown[-1]["text/plain"]
-            assert shown[-1]["text/markdown"] == transcript(
-                agent.events, title=f"Session {agent.session_id[:8]}"
-            )
+            title = f"Session {agent.session_id[:8]}"
+            assert shown[-1]["text/markdown"] == transcript(agent.events, title=title)
+            assert shown[-1]["text/plain"] == transcript(agent.events, title=title, escape=False)
 
     asyncio.run(body())

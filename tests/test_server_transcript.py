@@ -36,9 +36,9 @@ def test_markdown_marks_typed_prompts_and_injected_context_apart(tmp_path: Path)
         "**You** · followup\n\n"
         "> Which city is warmest?\n\n"
         "**Assistant** · echo\n\n"
-        "echo: I received 2 messages.\n"
-        "1. user · cell · Prices are in EUR.\n"
-        "2. user · user · Which city is warmest?\n\n"
+        "echo: I received 2 messages.\\\n"  # the model's lines stay lines (hard breaks)
+        "1\\. user · cell · Prices are in EUR.\\\n"  # and its text makes no list
+        "2\\. user · user · Which city is warmest?\n\n"
         "*Turn 1: completed*\n"
     )
     assert files(tmp_path) == before  # read-only: same bytes, no -wal or -shm

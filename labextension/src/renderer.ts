@@ -7,6 +7,10 @@
  * also asks the notebook's widget renderer for the live view of the same output. Only when that view
  * really appears (the kernel, or saved widget state, has the model) does it take the painted
  * timeline's place, so "model not found" is never what the user sees.
+ *
+ * This renderer is `safe` (it paints text only); the widget renderer is not (a widget may hold
+ * HTML). So the live view is tried only for a trusted output: an untrusted notebook's saved widget
+ * state never reaches the page through this renderer, whatever its outputs claim.
  */
 
 import { MimeModel, IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -16,6 +20,8 @@ import { Panel, Widget } from '@lumino/widgets';
 import { IBundle, SUPPORTED_VERSION, TIMELINE_MIME, TimelineView, unsupported } from './paint';
 
 export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
+/** The class jupyterlab-manager's widget renderer puts on its node when it shows an error instead. */
+const GAVE_UP_CLASS = 'jupyter-widgets';
 /** Above the widget view's renderer (rank -10, jupyterlab-manager), below nothing else of ours. */
 export const RANK = -20;
 
@@ -31,7 +37,12 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._render(model);
     const view = model.data[WIDGET_VIEW_MIME] as { model_id?: string } | undefined;
-    if (view?.model_id && view.model_id !== this._modelId && this._registry?.getFactory(WIDGET_VIEW_MIME)) {
+    if (
+      model.trusted &&
+      view?.model_id &&
+      view.model_id !== this._modelId &&
+      this._registry?.getFactory(WIDGET_VIEW_MIME)
+    ) {
       this._modelId = view.model_id;
       this._tryLive(model);
     }
@@ -60,8 +71,10 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
     live.hide();
     this.addWidget(live);
     this._live = live;
-    // The live view appeared: show it. The widget renderer gave up (no such model): drop it, so
-    // its error text is nowhere in the page; the painted timeline stays.
+    // The live view appeared (the widget renderer added the view's element): show it. The widget
+    // renderer gave up (it marks its own node `jupyter-widgets` and adds no element): drop it, so
+    // its error text is nowhere in the page; the painted timeline stays. Whatever text a view
+    // holds decides nothing.
     const settle = (): void => {
       if (live.isDisposed) {
         return;
@@ -71,7 +84,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
         live.show();
         this._painted.dispose(); // one timeline in the page: the live one
         this.node.dataset.view = 'live';
-      } else if (/error/i.test(live.node.textContent ?? '')) {
+      } else if (live.node.classList.contains(GAVE_UP_CLASS)) {
         this._observer?.disconnect();
         live.dispose();
         this._live = null;

@@ -1,10 +1,10 @@
 """A session's transcript as Markdown or a standalone HTML page (``nbagent transcript``, the panel's
-export): one fold of the log (:mod:`nbagent.views`), read strictly read-only."""
+export): one fold of the log (:mod:`nbagent.views`), read strictly read-only. Everything from the
+file (title, prompts, answers, names) is escaped as data in both formats (:mod:`nbagent.views.escape`)."""
 
 from __future__ import annotations
 
 import os
-from html import escape
 from pathlib import Path
 
 from nbagent.errors import SessionNotFoundError
@@ -12,6 +12,7 @@ from nbagent.labserver.sessions import first_prompt
 from nbagent.store.base import SessionRow
 from nbagent.store.pg_location import is_postgres_url, redact
 from nbagent.store.reading import list_sessions, read_events
+from nbagent.views.escape import escape_html, escape_markdown
 
 FORMATS = ("md", "html")
 
@@ -60,13 +61,13 @@ def transcript(path: str | os.PathLike[str], session_id: str | None = None, *, f
         facts = " · ".join(
             p for p in (source_name(path), f"session {row.id}", row.model and f"model {row.model}") if p
         )
-        heading = " ".join(title.split())
-        return f"# {heading}\n\n*{facts}*\n\n" + transcript_markdown(bundle)
+        heading = escape_markdown(" ".join(title.split()))
+        return f"# {heading}\n\n*{escape_markdown(facts)}*\n\n" + transcript_markdown(bundle)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{stylesheet()}\n"
+        f"<title>{escape_html(title)}</title><style>{stylesheet()}\n"
         "body{margin:2em auto;max-width:60em;padding:0 1em}</style></head>"
-        f'<body><h1 class="nbagent-title">{escape(title)}</h1>'
-        f"<p>{escape(source_name(path))} · session {escape(row.id)}</p>"
+        f'<body><h1 class="nbagent-title">{escape_html(title)}</h1>'
+        f"<p>{escape_html(source_name(path))} · session {escape_html(row.id)}</p>"
         f"{timeline_html(bundle)}</body></html>\n"
     )

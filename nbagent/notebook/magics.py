@@ -357,14 +357,13 @@ class AgentMagics(Magics):
     def _agent_transcript(self, *, keep_inbox: bool) -> None:
         from IPython.display import display
 
-        from nbagent.notebook.transcript import transcript
+        from nbagent.notebook.transcript import transcript_output
 
         agent = self.session.ensure(create=False)
         if agent is None:
             print(f"no session in {self.session.shown_path} yet")
             return
-        text = transcript(agent.events, title=f"Session {agent.session_id[:8]}")
-        display({"text/markdown": text, "text/plain": text}, raw=True)
+        display(transcript_output(agent.events, title=f"Session {agent.session_id[:8]}"), raw=True)
 
     def _agent_approve(self, *value: str, keep_inbox: bool) -> None:
         tool_commands.decide(self.session, "allowed-once", list(value))

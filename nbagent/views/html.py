@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from html import escape
 from importlib import resources
 from typing import Any
 
+from nbagent.views.escape import escape_html
 from nbagent.views.text import clip, plural
 
 Node = Mapping[str, Any]
@@ -23,6 +23,9 @@ KEEP_OPEN = 3
 DETAIL_MAX = 1500
 """Characters of an item's text kept in the snapshot (cut at a word, ``…``)."""
 ROW_MAX = 300
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+"""Classes MathJax 2 and 3 skip: a ``$`` in data is not typeset as math where a page runs MathJax
+(JupyterLab's HTML outputs, nbconvert's pages)."""
 
 
 @cache
@@ -32,8 +35,8 @@ def stylesheet() -> str:
 
 
 def _span(cls: str, text: str, **data: str) -> str:
-    attrs = "".join(f' data-{k.replace("_", "-")}="{escape(v)}"' for k, v in data.items())
-    return f'<span class="{cls}"{attrs}>{escape(text)}</span>'
+    attrs = "".join(f' data-{k.replace("_", "-")}="{escape_html(v)}"' for k, v in data.items())
+    return f'<span class="{cls}"{attrs}>{escape_html(text)}</span>'
 
 
 def badge(kind: str, text: str, role: str = "") -> str:
@@ -46,19 +49,19 @@ def pill(status: str, text: str) -> str:
 
 
 def _pre(text: str, limit: int = DETAIL_MAX) -> str:
-    return f"<pre>{escape(clip(text, limit))}</pre>"
+    return f"<pre>{escape_html(clip(text, limit))}</pre>"
 
 
 def _wrap(kind: str, body: str, **data: str) -> str:
-    attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in data.items())
+    attrs = "".join(f' data-{k}="{escape_html(v)}"' for k, v in data.items())
     return (
-        f'<div class="nbagent-static"><style>{stylesheet()}</style>'
+        f'<div class="nbagent-static {NO_MATH}"><style>{stylesheet()}</style>'
         f'<div class="nbagent {kind}"{attrs}>{body}</div></div>'
     )
 
 
 def _details(cls: str, row: str, detail: str, **data: str) -> str:
-    attrs = "".join(f' data-{k}="{escape(v)}"' for k, v in data.items())
+    attrs = "".join(f' data-{k}="{escape_html(v)}"' for k, v in data.items())
     if not detail:
         return f'<div class="nba-item {cls}"{attrs}><div class="nba-row">{row}</div></div>'
     return (
@@ -99,7 +102,7 @@ def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
     if t == "tool":
         row = (
             badge("tool", "tool")
-            + f"<b>{escape(n['name'])}</b>"
+            + f"<b>{escape_html(n['name'])}</b>"
             + _span("nba-tool-args", n["arguments_text"])
         )
         status = n["outcome"] if n["is_error"] or n["result"] is None else "→"
@@ -113,24 +116,26 @@ def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
         return _details(cls, row, detail, id=n["id"], outcome=n["outcome"])
     if t == "step":
         inner = "".join(_node(k, kids) for k in kids.get(n["id"], ()))
-        return f'<div class="nba-step" data-id="{escape(n["id"])}"><div class="nba-step-head">{escape(n["label"])}</div>{inner}</div>'
+        return f'<div class="nba-step" data-id="{escape_html(n["id"])}"><div class="nba-step-head">{escape_html(n["label"])}</div>{inner}</div>'
     if t == "turn":
         return turn_html(n, kids, opened=True)
     if t == "retry":
         text = n["text"] + (f" — {clip(n['why'], ROW_MAX)}" if n.get("why") else "")
-        return f'<div class="nba-mark" data-mark="retry">{escape(text)}</div>'
+        return f'<div class="nba-mark" data-mark="retry">{escape_html(text)}</div>'
     if t == "approval":
-        return f'<div class="nba-mark" data-mark="approval" data-outcome="{escape(n.get("outcome") or "asked")}">{escape(n["text"])}</div>'
+        return f'<div class="nba-mark" data-mark="approval" data-outcome="{escape_html(n.get("outcome") or "asked")}">{escape_html(n["text"])}</div>'
     if t == "mark":
-        return f'<div class="nba-mark" data-mark="{escape(n["mark"])}">{escape(n["text"])}</div>'
+        return f'<div class="nba-mark" data-mark="{escape_html(n["mark"])}">{escape_html(n["text"])}</div>'
     if isinstance(n.get("text"), str):  # a node type this renderer has no case for: its words
-        return f'<div class="nba-mark" data-mark="{escape(t)}">{escape(n["text"])}</div>'
+        return f'<div class="nba-mark" data-mark="{escape_html(t)}">{escape_html(n["text"])}</div>'
     return ""
 
 
 def turn_head(n: Node) -> str:
     """The head of a turn: number, prompt, outcome (failed turns say why), steps, time, status pill."""
-    head = _span("nba-caret", "") + f"<b>Turn {n['turn']}</b>" + _span("nba-line", n["title"])
+    head = (
+        _span("nba-caret", "") + f"<b>Turn {escape_html(str(n['turn']))}</b>" + _span("nba-line", n["title"])
+    )
     if n["why"] is not None:
         head += _span("nba-outcome", n["outcome"])
     head += _span("nba-muted", n["steps_text"])
@@ -143,20 +148,22 @@ def turn_html(n: Node, kids: Mapping[str | None, list[Node]], *, opened: bool, b
     inner = ""
     if body:
         why = (
-            f'<div class="nba-why"><b>Why:</b> {escape(clip(n["why"], DETAIL_MAX))}</div>' if n["why"] else ""
+            f'<div class="nba-why"><b>Why:</b> {escape_html(clip(n["why"], DETAIL_MAX))}</div>'
+            if n["why"]
+            else ""
         )
         inner = (
             f'<div class="nba-turn-body">{why}{"".join(_node(k, kids) for k in kids.get(n["id"], ()))}</div>'
         )
     return (
-        f'<details class="nba-turn" data-id="{escape(n["id"])}" data-status="{escape(n["status"])}"'
+        f'<details class="nba-turn" data-id="{escape_html(n["id"])}" data-status="{escape_html(n["status"])}"'
         f'{" open" if opened else ""}><summary class="nba-turn-head">{turn_head(n)}</summary>{inner}</details>'
     )
 
 
 def _head(title: str, muted: str, status: str, status_text: str) -> str:
     return (
-        f'<div class="nba-head"><span class="nba-title">{escape(title)}</span>{_span("nba-muted", muted)}'
+        f'<div class="nba-head"><span class="nba-title">{escape_html(title)}</span>{_span("nba-muted", muted)}'
         f'<span class="nba-grow"></span>{pill(status, status_text)}</div>'
     )
 
@@ -178,7 +185,7 @@ def timeline_html(bundle: Mapping[str, Any]) -> str:
     omitted = bundle.get("omitted_turns", 0)
     if omitted:
         body.append(
-            f'<div class="nba-note">{escape(plural(omitted, "earlier turn"))} show only their heads here: '
+            f'<div class="nba-note">{escape_html(plural(omitted, "earlier turn"))} show only their heads here: '
             "the live widget and <code>%agent transcript</code> have them in full</div>"
         )
     for n in top:
@@ -198,7 +205,7 @@ def live_turn_html(bundle: Mapping[str, Any]) -> str:
     """A one-turn bundle (a live cell): its headline, then the turn opened."""
     kids = _children(bundle["nodes"])
     top = kids.get(None, [])
-    head = f'<div class="nba-head"><span class="nba-line">{escape(bundle["headline"] or "")}</span>'
+    head = f'<div class="nba-head"><span class="nba-line">{escape_html(bundle["headline"] or "")}</span>'
     if not top:
         head += pill("queued", bundle["status_text"])
     head += "</div>"
@@ -214,12 +221,14 @@ def inbox_html(inbox: Mapping[str, Any]) -> str:
             _details("nba-inbox-item", message_row(m), _pre(m["text"]), id=m["id"], kind=m["kind"])
             for m in queue["items"]
         )
-        name = f'<div class="nba-queue-name" title="{escape(queue["hint"])}">{escape(queue["name"])}</div>'
+        name = f'<div class="nba-queue-name" title="{escape_html(queue["hint"])}">{escape_html(queue["name"])}</div>'
         if not items:
             parts.append(
-                f'<div class="nba-queue nba-queue-empty" data-queue="{escape(queue["name"])}">{name}{_span("nba-muted", "empty")}</div>'
+                f'<div class="nba-queue nba-queue-empty" data-queue="{escape_html(queue["name"])}">{name}{_span("nba-muted", "empty")}</div>'
             )
         else:
-            parts.append(f'<div class="nba-queue" data-queue="{escape(queue["name"])}">{name}{items}</div>')
+            parts.append(
+                f'<div class="nba-queue" data-queue="{escape_html(queue["name"])}">{name}{items}</div>'
+            )
     head = _head("Inbox", f"{inbox['pending_text']} · saved view", inbox["status"], inbox["status_text"])
     return _wrap("nba-inbox", head + "".join(parts), pending=str(inbox["pending"]))

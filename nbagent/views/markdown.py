@@ -3,16 +3,32 @@
 Typed prompts are block quotes under **You** (with their role: followup or steer); injected
 context of any other kind is a fenced block under a 📎 line with its badge and label, so the two
 never look alike. Ids and times are left out, so the same conversation reads the same.
+
+Everything from the session is data: outside the fenced blocks (whose content Markdown shows as
+typed) it goes through :func:`~nbagent.views.escape.escape_markdown`, so the model's text, a
+prompt, a tool or model name shows as the text it is (its own Markdown too), and no HTML, link or
+image in it takes effect. ``escape=False`` gives the same layout unescaped, for ``text/plain``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nbagent.core.events import Event
+from nbagent.views.escape import escape_markdown
 
 Node = Mapping[str, Any]
+Escape = Callable[[str], str]
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def _one_line(text: object, esc: Escape) -> str:
+    """A value shown inside a line (a heading, a label): whitespace runs become one space."""
+    return esc(" ".join(str(text).split()))
 
 
 def fence(text: str, info: str = "") -> str:
@@ -25,69 +41,81 @@ def fence(text: str, info: str = "") -> str:
     return f"{ticks}{info}\n{text}\n{ticks}"
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line else ">" for line in (text or "").splitlines() or [""])
+def _quote(text: str, esc: Escape) -> str:
+    body = esc(text or "")
+    return "\n".join("> " + line if line else ">" for line in body.split("\n"))
 
 
-def message_markdown(n: Node) -> str:
+def message_markdown(n: Node, esc: Escape = escape_markdown) -> str:
     """A message node or inbox item: a quoted prompt, or a fenced context under its label."""
+    badge = _one_line(n["badge"], esc)
     if n["kind"] == "user":
-        return f"**You** · {n['badge']}\n\n{_quote(n['text'])}"
-    via = f" · via {n['via']}" if n.get("via") else ""
-    label = f" {n['label']}" if n["label"] else ""
-    return f"📎 **{n['badge']}**{label}{via} · {n['size_text']}\n\n{fence(n['text'])}"
+        return f"**You** · {badge}\n\n{_quote(n['text'], esc)}"
+    via = f" · via {_one_line(n['via'], esc)}" if n.get("via") else ""
+    label = f" {_one_line(n['label'], esc)}" if n["label"] else ""
+    size = _one_line(n["size_text"], esc)
+    return f"📎 **{badge}**{label}{via} · {size}\n\n{fence(n['text'])}"
 
 
-def _node(n: Node) -> str | None:
+def _node(n: Node, esc: Escape) -> str | None:
     match n["type"]:
         case "turn":
-            return f"## Turn {n['turn']}"
+            return f"## Turn {_one_line(n['turn'], esc)}"
         case "step":
-            return f"### Step {n['step']}"
+            return f"### Step {_one_line(n['step'], esc)}"
         case "message":
-            return message_markdown(n)
+            return message_markdown(n, esc)
         case "assistant" if n["text"].strip():
-            mark = f" ({n['outcome']})" if n["outcome"] else ""
-            model = f" · {n['model']}" if n["model"] else ""
-            return f"**Assistant**{model}{mark}\n\n{n['text']}"
+            mark = f" ({_one_line(n['outcome'], esc)})" if n["outcome"] else ""
+            model = f" · {_one_line(n['model'], esc)}" if n["model"] else ""
+            return f"**Assistant**{model}{mark}\n\n{esc(n['text'])}"
         case "tool":
-            head = f"🔧 **{n['name']}**\n\n{fence(n['arguments'], 'json')}"
+            head = f"🔧 **{_one_line(n['name'], esc)}**\n\n{fence(n['arguments'], 'json')}"
             if n["result"] is None:
                 return head + "\n\n↳ *still running*"
-            label = n["outcome"] if n["is_error"] else "result"
+            label = _one_line(n["outcome"], esc) if n["is_error"] else "result"
             return f"{head}\n\n↳ {label}\n\n{fence(n['result'])}"
         case "mark" if n["mark"] != "claim":
-            return f"*{n['text'][:1].upper()}{n['text'][1:]}*"
+            return _emphasis(f"{n['text'][:1].upper()}{n['text'][1:]}", esc)
         case "approval" | "retry":
-            return f"*{n['text']}*"
+            return _emphasis(n["text"], esc)
         case _ if isinstance(n.get("text"), str) and n["type"] not in ("mark", "assistant"):
-            return f"*{n['text']}*"  # a node type this renderer has no case for: its words
+            return _emphasis(n["text"], esc)  # a node type this renderer has no case for: its words
     return None
 
 
-def transcript_markdown(bundle: Mapping[str, Any], *, title: str | None = None) -> str:
-    """Markdown for a whole-session bundle (take it with ``max_text=None`` to keep every text whole)."""
-    out: list[str] = [f"# {title}"] if title else []
+def _emphasis(text: str, esc: Escape) -> str:
+    return f"*{esc(text.strip())}*" if text.strip() else ""
+
+
+def transcript_markdown(bundle: Mapping[str, Any], *, title: str | None = None, escape: bool = True) -> str:
+    """Markdown for a whole-session bundle (take it with ``max_text=None`` to keep every text whole).
+
+    Data is escaped (see the module's docstring); ``escape=False`` leaves it as it is, for a
+    ``text/plain`` rendering of the same transcript.
+    """
+    esc: Escape = escape_markdown if escape else _as_is
+    out: list[str] = [f"# {_one_line(title, esc)}"] if title else []
     closing: dict[str, str] = {}
     for n in bundle["nodes"]:
         if n["type"] == "turn" and n["outcome"]:
-            why = f"\n\n> {n['why']}" if n["why"] and n["why"] != n["outcome"] else ""
-            closing[n["id"]] = f"*Turn {n['turn']}: {n['outcome']}*{why}"
+            why = f"\n\n{_quote(n['why'], esc)}" if n["why"] and n["why"] != n["outcome"] else ""
+            closing[n["id"]] = f"*Turn {_one_line(n['turn'], esc)}: {_one_line(n['outcome'], esc)}*{why}"
     open_turn: str | None = None
     for n in bundle["nodes"]:
         if n["type"] == "turn" or n["parent"] is None:
             if open_turn in closing:
                 out.append(closing.pop(open_turn))
             open_turn = n["id"] if n["type"] == "turn" else None
-        text = _node(n)
-        if text is not None:
+        text = _node(n, esc)
+        if text:
             out.append(text)
     if open_turn in closing:
         out.append(closing.pop(open_turn))
     waiting = [(q["name"], m) for q in _queues(bundle) for m in q["items"]]
     if waiting:
         out.append("## Pending (the model has not seen these yet)")
-        out.extend(f"*{queue}*\n\n{message_markdown(m)}" for queue, m in waiting)
+        out.extend(f"*{queue}*\n\n{message_markdown(m, esc)}" for queue, m in waiting)
     return "\n\n".join(out) + "\n"
 
 
@@ -99,9 +127,9 @@ def _queues(bundle: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def transcript(events: Iterable[Event], *, title: str | None = None) -> str:
+def transcript(events: Iterable[Event], *, title: str | None = None, escape: bool = True) -> str:
     """Markdown for a session log: turns, steps, prompts vs. context, answers, tools, outcomes,
     and the messages still pending in the inbox (not yet seen by the model)."""
     from nbagent.views.bundle import timeline_json
 
-    return transcript_markdown(timeline_json(events, max_text=None), title=title)
+    return transcript_markdown(timeline_json(events, max_text=None), title=title, escape=escape)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
+
+from nbagent.views.escape import escape_html as escape
 
 log = logging.getLogger("nbagent.widgets")
 _HERE = Path(__file__).parent

@@ -13,6 +13,8 @@ import pytest
 from conftest import ARTIFACTS, Lab, shot
 from notebook_page import open_notebook, run_cell, save, set_theme
 
+from nbagent.views.escape import escape_markdown
+
 pytestmark = pytest.mark.browser
 
 SETUP = '''\
@@ -213,11 +215,14 @@ def test_one_session_reads_the_same_in_the_live_cell_the_widget_the_saved_html_a
     ]
 
     markdown = (lab.root / "transcript.md").read_text()
+    md = escape_markdown  # the transcript shows the same words, escaped as Markdown text
     for turn in widget:
         for badge, label, line in turn["messages"]:
-            assert (f"**{badge}** {label}" if label else f"**You** · {badge}\n\n> {line}") in markdown
+            assert (
+                f"**{md(badge)}** {md(label)}" if label else f"**You** · {md(badge)}\n\n> {md(line)}"
+            ) in markdown
         if turn["outcome"]:
-            assert f"*Turn {turn['turn'][5:]}: {turn['outcome']}*" in markdown
+            assert f"*Turn {turn['turn'][5:]}: {md(turn['outcome'])}*" in markdown
     assert "*Turn 1: completed*" in markdown
 
     # nbconvert's CSS for `code` and `pre` must not grey the badges out: colours survive export.

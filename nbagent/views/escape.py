@@ -1,0 +1,68 @@
+"""The two escapes every painter uses for data (model text, prompts, tool names and results, file
+and model names, titles): one for HTML, one for Markdown.
+
+Data is shown as the text it is, never as markup: no tag, entity, link, image or emphasis in it
+takes effect. The browser-side painters (the widgets' JS, the lab extension) put data into the DOM
+as text (``textContent``) and build no HTML from strings.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+_INLINE = {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {c: "\\" + c for c in "`*_[]~|"}
+"""How each character that means something inline is written: ``& < >`` as entities (no HTML tag,
+autolink or entity survives); code, emphasis, link and image brackets, strikethrough and table bars
+backslash-escaped (CommonMark allows it for any ASCII punctuation)."""
+_MATH = re.compile(r"[\\$]+")
+"""Runs of the characters that make math (``$…$``, ``\\(…\\)``, ``\\begin``): each run is shown as
+a code span, which Markdown shows as typed and no math renderer looks into (JupyterLab and
+MathJax typeset ``$`` found anywhere else in the page's text, escaped or not)."""
+_INLINE_CHARS = re.compile(_MATH.pattern + "|[" + re.escape("".join(_INLINE)) + "]")
+_LINE_START = re.compile(r"(?P<lead>[ \t]*)(?:(?P<mark>[#+=-])|(?P<digits>\d{1,9})(?P<dot>[.)]))?")
+"""A line's indentation and a block marker after it (heading, list item, setext underline)."""
+
+
+def escape_html(text: str) -> str:
+    """``text`` as HTML text or an attribute value: ``& < > " '`` become entities."""
+    return html.escape(text, quote=True)
+
+
+def escape_markdown(text: str) -> str:
+    """Markdown that renders as exactly ``text``, line by line, with no markup of its own.
+
+    Inline syntax is escaped (``_INLINE``; an escaped ``>`` starts no quote), so is a line's block
+    marker (``#``, ``-``, ``+``, ``=``, ``1.``); leading indentation becomes non-breaking spaces
+    (no code block), and each line break inside a paragraph is a hard break, so lines stay lines.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    shown = [_line(line) if line.strip() else "" for line in lines]
+    out = []
+    for i, line in enumerate(shown):
+        follows = i + 1 < len(shown) and shown[i + 1] != ""
+        out.append(line + "\\" if line and follows else line)
+    return "\n".join(out)
+
+
+def _line(line: str) -> str:
+    start = _LINE_START.match(line)
+    if start is None:  # never: every part of the pattern is optional
+        return _inline(line)
+    lead = start["lead"].replace("\t", "    ").replace(" ", "&nbsp;")
+    if start["mark"]:
+        head = "\\" + start["mark"]
+    elif start["digits"]:
+        head = start["digits"] + "\\" + start["dot"]
+    else:
+        head = ""
+    return lead + head + _inline(line[start.end() :])
+
+
+def _inline(text: str) -> str:
+    return _INLINE_CHARS.sub(_inline_one, text)
+
+
+def _inline_one(match: re.Match[str]) -> str:
+    found = match[0]
+    return f"`{found}`" if found[0] in "\\$" else _INLINE[found]

@@ -1,0 +1,154 @@
+"""The escapes every painter uses (:mod:`nbagent.views.escape`), over the one hostile corpus
+(``tests/hostile.json``): HTML and Markdown built from data have no markup of their own and show
+the data as written; the transcripts and static HTML of a session full of it stay inert."""
+
+from __future__ import annotations
+
+import ast
+import html
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from hostile import ITEMS, same_text
+from hostile_session import ALL, MODEL_NAME, TOOL_NAME, write_hostile_session
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+import nbagent
+from nbagent.labserver.export import transcript as export_transcript
+from nbagent.views import inbox_html, inbox_model, live_turn_html, timeline_html, timeline_json, transcript
+from nbagent.views.escape import escape_html, escape_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE_TAGS = {"script", "img", "svg", "iframe", "a", "u", "object", "embed", "math", "link", "meta"}
+
+
+class Tags(HTMLParser):
+    """The start tags of an HTML text, with their attributes, and its text."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(source)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def names(self) -> set[str]:
+        return {tag for tag, _ in self.tags}
+
+    def foreign(self) -> list[tuple[str, dict[str, str | None]]]:
+        """Tags that data could have brought: none of nbagent's own (nbconvert's heading anchors and
+        the export page's charset are not data)."""
+        return [
+            (tag, attrs)
+            for tag, attrs in self.tags
+            if tag in HOSTILE_TAGS
+            and not (tag == "a" and (attrs.get("href") or "").startswith("#"))
+            and not (tag == "meta" and set(attrs) == {"charset"})
+        ]
+
+    def handlers(self) -> list[str]:
+        return [k for _, attrs in self.tags for k in attrs if k.startswith("on")]
+
+
+@pytest.mark.parametrize("name", ITEMS)
+def test_escaped_html_is_text_that_reads_as_written(name: str) -> None:
+    text = ITEMS[name]
+    escaped = escape_html(text)
+    assert not set("<>\"'") & set(escaped)
+    assert html.unescape(escaped) == text
+    page = Tags(f'<p title="{escaped}">{escaped}</p>')
+    assert page.tags == [("p", {"title": text})]
+    assert "".join(page.text) == text
+
+
+@pytest.mark.parametrize("name", ITEMS)
+def test_escaped_markdown_renders_as_the_text_and_nothing_else(name: str) -> None:
+    """Rendered as nbconvert renders Markdown: paragraphs, line breaks and (around math
+    characters) code spans only, the text as written."""
+    text = ITEMS[name]
+    rendered = Tags(markdown2html_mistune(escape_markdown(text)))
+    assert rendered.names() <= {"p", "br", "code"}, rendered.tags
+    assert same_text("".join(rendered.text)) == same_text(text)
+
+
+def test_escaped_markdown_keeps_lines_and_marks_no_block() -> None:
+    assert escape_markdown("# a\n- b\n1. c\n    d\n\n> e") == (
+        "\\# a\\\n\\- b\\\n1\\. c\\\n&nbsp;&nbsp;&nbsp;&nbsp;d\n\n&gt; e"
+    )
+    assert escape_markdown("a \\(x\\) $y$ `z` *w*") == "a `\\`(x`\\`) `$`y`$` \\`z\\` \\*w\\*"
+    assert escape_markdown("plain words, it's 3.5 e.g.") == "plain words, it's 3.5 e.g."
+
+
+@pytest.fixture(scope="module")
+def hostile_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    path = tmp_path_factory.mktemp("hostile") / "h.nbagent.sqlite"
+    return path, write_hostile_session(path)
+
+
+def test_a_hostile_sessions_markdown_transcripts_are_inert_and_show_every_payload(
+    hostile_file: tuple[Path, str],
+) -> None:
+    path, sid = hostile_file
+    events = nbagent.read_events(path, sid)
+    for md in (transcript(events, title=ITEMS["script"]), export_transcript(path, sid, fmt="md")):
+        rendered = Tags(markdown2html_mistune(md))
+        assert rendered.foreign() == []
+        assert rendered.handlers() == []
+        shown = same_text("".join(rendered.text))
+        assert same_text(ALL) in shown  # the model's answer, line by line
+        for name in (TOOL_NAME, MODEL_NAME, ITEMS["md-image"]):  # a tool's and the model's name, a prompt
+            assert same_text(name) in shown
+
+
+def test_a_hostile_sessions_static_html_is_inert_and_shows_every_payload(
+    hostile_file: tuple[Path, str],
+) -> None:
+    path, sid = hostile_file
+    events = nbagent.read_events(path, sid)
+    bundle = timeline_json(events)
+    pages = [
+        timeline_html(bundle),
+        live_turn_html(timeline_json(events, turn=1, headline=ITEMS["style"])),
+        inbox_html(inbox_model(bundle["pending"]["next_step"], bundle["pending"]["next_turn"], "idle")),
+        export_transcript(path, sid, fmt="html"),
+    ]
+    for page in pages:
+        parsed = Tags(page)
+        assert parsed.foreign() == []
+        assert parsed.handlers() == []
+        assert not [name for name, text in ITEMS.items() if "<" in text and text in page]  # no raw markup
+    shown = same_text("".join(Tags(pages[0]).text))
+    assert same_text(ALL) in shown and same_text(TOOL_NAME) in shown
+
+
+def test_views_build_html_and_markdown_from_data_only_through_the_one_escape() -> None:
+    """No other module escapes HTML by itself, and no browser-side painter parses strings as HTML
+    except the approval prompt's context, which is nbagent's own escaped HTML of the turn."""
+    for source in (ROOT / "nbagent").rglob("*.py"):
+        if source.name == "escape.py" and source.parent.name == "views":
+            continue
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "html":
+                pytest.fail(f"{source.relative_to(ROOT)} imports from html: use nbagent.views.escape")
+    painters = [*(ROOT / "nbagent" / "widgets").glob("*.js"), *(ROOT / "labextension" / "src").glob("*.ts")]
+    raw = re.compile(
+        r"innerHTML|outerHTML|insertAdjacentHTML|createContextualFragment|DOMParser|document\.write"
+    )
+    uses = [
+        (p.name, line.strip()) for p in painters for line in p.read_text().splitlines() if raw.search(line)
+    ]
+    assert uses == [
+        (
+            "approval.js",
+            'context.innerHTML = model.get("context_html") || ""; // nbagent\'s own escaped rendering of the turn',
+        )
+    ]
