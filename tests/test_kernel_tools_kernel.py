@@ -401,7 +401,8 @@ def test_a_reused_call_id_is_a_new_question_that_an_old_prompt_or_an_old_id_cann
     assert notice(kernel, old_prompt) == over
     assert kernel.run(f"%agent approve {old_id}") == f"nbagent: {over}\n"
     assert kernel.run("print('second' in dir())") == "False\n"
-    assert kernel.run(f"%agent deny {new_id}").startswith("nbagent: denied run_code (%agent deny)\n")
+    # the turn goes on in the background and may print its end into this cell too
+    assert "nbagent: denied run_code (%agent deny)\n" in kernel.run(f"%agent deny {new_id}")
     assert "nbagent: idle" in kernel.run("%agent wait")
     assert kernel.run("print('first' in dir(), 'second' in dir())") == "True False\n"
     events = read_events(db(kernel))
