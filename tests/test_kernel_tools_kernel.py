@@ -96,6 +96,7 @@ def test_a_scripted_model_calls_each_tool_and_run_code_defines_a_variable_the_ne
     )
     shown = kernel.run("%followup which region sells most?")
     assert "followup «which region sells most?»" in shown
+    wait_for(kernel, "approval/asked")  # step 1's tools run on the main thread between cells first
     assert "nbagent: approved run_code (%agent approve)\n" in kernel.run("%agent approve")
     assert "nbagent: idle" in kernel.run("%agent wait")
     assert kernel.run("print(top.upper())").endswith("NORTH\n")
