@@ -4,6 +4,7 @@ the turn loop in ``loop.py``."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +21,7 @@ from nbagent.core.notices import LiveNotice, NoticeName, Status
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
 from nbagent.core.tools import Tool, as_tools
+from nbagent.errors import NbagentError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import SessionStore
@@ -156,6 +158,34 @@ class Agent:
     def inject(self, message: UserMessage | str) -> UserMessage:
         """Queue context for the nearest later boundary without starting the model."""
         return self.driver.deliver(message, NEXT_STEP, wake=False)
+
+    def wake(self) -> bool:
+        """Start a turn when idle and either queue holds something; return whether one started.
+
+        No message is added: a resumed session's parked followup runs (``%agent run``). Call it on
+        the agent's loop thread.
+        """
+        return self.driver.wake()
+
+    def fork(
+        self,
+        *,
+        before_turn: int | None = None,
+        at: int | None = None,
+        session_id: str | None = None,
+        model: Model | str | None = None,
+        to: str | os.PathLike[str] | None = None,
+    ) -> Agent:
+        """A new session beginning with this one's log up to a quiet point (SPEC §11.1); see
+        :func:`nbagent.fork.fork_session`. The child gets this agent's tools and system prompt."""
+        from nbagent.fork import fork_session
+
+        if self.path is None:
+            raise NbagentError("an in-memory session (path=None) has no log to fork from")
+        where = getattr(self._file, "_url", self.path)  # PostgreSQL: the URL with its credentials
+        return fork_session(where, self.session_id, before_turn=before_turn, at=at,
+                            new_session_id=session_id, model=model, to=to,
+                            tools=tuple(self.tools.values()), system=self.system)  # fmt: skip
 
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.

@@ -508,6 +508,21 @@ def _approval(record: ApprovalAsked | ApprovalDecided) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionForked(Record):
+    """``session/forked``: a fork's first own event; ``at`` = last copied seq (§11.1)."""
+
+    type: ClassVar[str] = "session/forked"
+    required: ClassVar[frozenset[str]] = frozenset({"parent", "at"})
+    parent: str
+    at: int
+    turn: int | None = None
+
+    def to_json(self) -> FrozenDict:
+        extra = {} if self.turn is None else {"turn": self.turn}
+        return FrozenDict({"parent": self.parent, "at": self.at, **extra})
+
+
+@dataclass(frozen=True, slots=True)
 class UnknownEvent(Record):
     """An event type this version does not know (kept, never an error)."""
 
@@ -533,6 +548,7 @@ TypedEvent = (
     | LlmRetry
     | ApprovalAsked
     | ApprovalDecided
+    | SessionForked
     | UnknownEvent
 )
 """What :func:`parse_event` returns (every record registered by defining it)."""
@@ -551,6 +567,7 @@ TOOL_RESULT: Final = ToolResultEvent.type
 LLM_RETRY: Final = LlmRetry.type
 APPROVAL_ASKED: Final = ApprovalAsked.type
 APPROVAL_DECIDED: Final = ApprovalDecided.type
+SESSION_FORKED: Final = SessionForked.type
 
 MESSAGE_EVENTS: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 """The event types whose ``message`` is model-visible (SPEC §4, "model-visible means logged")."""

@@ -31,6 +31,7 @@ from nbagent.core.events import (
     AssistantMessageEvent,
     Event,
     LlmRetry,
+    SessionForked,
     Splice,
     StepEnd,
     StepStart,
@@ -183,6 +184,11 @@ class Timeline:
                 self._add({"id": node_id, "type": "approval", "parent": self._step or self._turn,
                            "seq": ev.seq, "tool": ev.tool, "call_id": ev.call_id, "outcome": None,
                            "text": approval_text(ev.tool, None)})  # fmt: skip
+            case SessionForked():
+                where = f"before turn {ev.turn}" if ev.turn is not None else f"at seq {ev.at}"
+                self._add({"id": f"forked-{ev.seq}", "type": "forked", "parent": None, "seq": ev.seq,
+                           "parent_session": ev.parent, "at": ev.at, "turn": ev.turn,
+                           "text": f"forked from {ev.parent} {where}"})  # fmt: skip
             case ApprovalDecided():
                 node_id = self._approvals.pop(ev.id, None)
                 if node_id in self.nodes:
@@ -313,6 +319,8 @@ class Timeline:
             what = "replaced in" if inserted else "canceled from"
             self._mark(ev, "replace" if inserted else "cancel", gone, ev.removed_count,
                        f"{what} {ev.target} before the model saw it")  # fmt: skip
+        elif ev.outcome == "moved":
+            self._mark(ev, "move", removed, ev.removed_count, f"moved out of {ev.target}")
 
     def _mark(self, ev: Splice, mark: str, items: list[Node], count: int, words: str) -> None:
         names = [m["summary"] for m in items] or [plural(count, "message")]
