@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +29,7 @@ from nbagent.store.lease import Lease
 
 if TYPE_CHECKING:
     from nbagent.mcp.servers import McpServers, ServerInfo
+    from nbagent.replay import Arrival
 
 T = TypeVar("T")
 
@@ -186,6 +187,26 @@ class Agent:
         return fork_session(where, self.session_id, before_turn=before_turn, at=at,
                             new_session_id=session_id, model=model, to=to,
                             tools=tuple(self.tools.values()), system=self.system)  # fmt: skip
+
+    def replay_plan(self, turn: int) -> tuple[Arrival, ...]:
+        """The parent's arrivals during its turn ``turn`` (SPEC §11.2), for a fork made before it."""
+        from nbagent.replay import replay_plan
+
+        return replay_plan(self, turn)
+
+    async def replay(
+        self,
+        turn: int,
+        *,
+        drop: Iterable[str] = (),
+        move: Mapping[str, int] | None = None,
+        add: Iterable[tuple[UserMessage | str, int]] = (),
+        model: Model | str | None = None,
+    ) -> Run:
+        """Re-enact the parent's turn ``turn`` here with its arrivals (edited); SPEC §11.2."""
+        from nbagent.replay import replay
+
+        return await self._on_own_loop(replay(self, turn, drop=drop, move=move, add=add, model=model))
 
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.
