@@ -23,6 +23,7 @@ from nbagent.store.prefix import copy_prefix
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
+    from nbagent.views.diff import TurnDiff
 
 PathLike = str | os.PathLike[str]
 
@@ -120,3 +121,25 @@ def _turn_spans(store: SessionStore, session_id: str, count: int) -> list[tuple[
 def _last_header(store: SessionStore, session_id: str, stop: int) -> RequestHeader | None:
     headers = store.events(session_id, stop=stop + 1, types=[REQUEST_HEADER])
     return RequestHeader.from_json(headers[-1].data) if headers else None
+
+
+def diff(a: Agent, b: Agent | str, *, turn_a: int, turn_b: int | None = None) -> TurnDiff:
+    """Turn ``turn_a`` of ``a`` beside turn ``turn_b`` (default: the same number) of ``b`` — an
+    agent, or a session id in ``a``'s store (SPEC §11.3)."""
+    from nbagent.views.diff import turn_diff
+
+    turn_b = turn_a if turn_b is None else turn_b
+    if isinstance(b, str):
+        store = a.driver.file
+        if store is None:
+            raise NbagentError("an in-memory session has no store to find session " + b)
+        reader = store.reader()
+        try:
+            if reader.session_row(b) is None:
+                raise SessionNotFoundError(f"no session {b} in {reader.location}; see list_sessions()")
+            events_b, name_b = reader.events(b), b
+        finally:
+            reader.close(checkpoint=False)
+    else:
+        events_b, name_b = list(b.events), b.session_id
+    return turn_diff(a.events, events_b, turn_a=turn_a, turn_b=turn_b, names=(a.session_id, name_b))

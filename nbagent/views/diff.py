@@ -1,0 +1,238 @@
+"""What the model saw, side by side (SPEC §11.3): two turns aligned step by step.
+
+:func:`turn_diff` builds the view model from two logs; :func:`diff_markdown` and :func:`diff_text`
+paint it (data escaped). Each step holds the full request on each side: user-role messages are
+matched by id, answers and tool results (new ids in a replay) by step, role and content. A message
+is ``moved`` when the other side has its id in another step, or when it is out of the relative
+order of the messages both sides share in that step (an insertion before it is not a move).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Literal
+
+from nbagent.core.events import (
+    ASSISTANT_MESSAGE,
+    MESSAGE_EVENTS,
+    STEP_START,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+)
+from nbagent.core.messages import Message, message_from_json
+from nbagent.views.escape import escape_markdown
+from nbagent.views.labels import describe_message, full_text
+from nbagent.views.text import clip
+
+Mark = Literal["same", "added", "removed", "moved"]
+SYMBOL = {"same": "=", "added": "+", "removed": "-", "moved": "~"}
+
+
+@dataclass(frozen=True)
+class DiffMessage:
+    """One message of a request: what it is, and how it compares with the other side."""
+
+    id: str
+    role: str
+    source: str
+    label: str
+    first_line: str
+    tokens: int
+    """A rough count: characters / 4, rounded up (no tokenizer is assumed)."""
+    mark: Mark
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A step's answer: its text and its tool calls (``name(arguments)``)."""
+
+    text: str
+    tool_calls: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StepDiff:
+    step: int
+    a: tuple[DiffMessage, ...]
+    """Side a's request (empty when a has no such step)."""
+    b: tuple[DiffMessage, ...]
+    answer_a: Answer | None
+    answer_b: Answer | None
+    answer_changed: bool
+
+
+@dataclass(frozen=True)
+class TurnDiff:
+    session_a: str
+    turn_a: int
+    session_b: str
+    turn_b: int
+    steps: tuple[StepDiff, ...]
+
+
+@dataclass
+class _Step:
+    request: list[Message]
+    answer: Answer | None = None
+
+
+def turn_steps(events: Iterable[Event], turn: int) -> list[_Step]:
+    """The requests (the history at dispatch) and answers of each step of ``turn``."""
+    history: list[Message] = []
+    steps: list[_Step] = []
+    inside = waiting = False
+    for ev in events:
+        if ev.type == TURN_START:
+            inside = ev.data.get("turn") == turn
+        if inside and ev.type == STEP_START:
+            steps.append(_Step([]))
+            waiting = True
+            continue
+        if waiting and ev.type != USER_MESSAGE and ev.type != "request/estimate":
+            steps[-1].request = list(history)
+            waiting = False
+        if ev.type in MESSAGE_EVENTS:
+            message = ev.data if ev.type == USER_MESSAGE else ev.data.get("message")
+            if message is not None and (ev.type != ASSISTANT_MESSAGE or message.get("content")):
+                history.append(message_from_json(message))
+            if inside and ev.type == ASSISTANT_MESSAGE and steps:
+                steps[-1].answer = _answer(history[-1] if message and message.get("content") else None)
+        if inside and ev.type == TURN_END:
+            break
+    return steps
+
+
+def _answer(message: Message | None) -> Answer:
+    if message is None:
+        return Answer("", ())
+    calls = tuple(
+        f"{b.get('name')}({b.get('arguments', '')})" for b in message.content if b.get("type") == "tool-call"
+    )
+    return Answer(full_text(message.content), calls)
+
+
+def turn_diff(
+    events_a: Sequence[Event], events_b: Sequence[Event], *, turn_a: int, turn_b: int, names: tuple[str, str]
+) -> TurnDiff:
+    """Align turn ``turn_a`` of one log with turn ``turn_b`` of another, step by step."""
+    a, b = turn_steps(events_a, turn_a), turn_steps(events_b, turn_b)
+    first_a, first_b = _first_steps(a), _first_steps(b)
+    out = []
+    for i in range(max(len(a), len(b))):
+        sa = a[i].request if i < len(a) else []
+        sb = b[i].request if i < len(b) else []
+        # A step on one side only: all its messages added or removed (SPEC §11.3).
+        marks_a = _marks(sa, sb, first_a, first_b, "removed") if i < len(b) else ["removed"] * len(sa)
+        marks_b = _marks(sb, sa, first_b, first_a, "added") if i < len(a) else ["added"] * len(sb)
+        ans_a = a[i].answer if i < len(a) else None
+        ans_b = b[i].answer if i < len(b) else None
+        out.append(
+            StepDiff(
+                i + 1,
+                tuple(_row(m, k) for m, k in zip(sa, marks_a)),
+                tuple(_row(m, k) for m, k in zip(sb, marks_b)),
+                ans_a,
+                ans_b,
+                ans_a != ans_b,
+            )
+        )
+    return TurnDiff(names[0], turn_a, names[1], turn_b, tuple(out))
+
+
+def _by_id(m: Message) -> bool:
+    return m.role == "user" and getattr(m, "kind", "") != "tool"
+
+
+def _content_key(m: Message) -> tuple[str, str]:
+    return m.role, repr(m.content)
+
+
+def _first_steps(steps: list[_Step]) -> dict[str, int]:
+    """For each id-matched message, the step whose request first held it."""
+    first: dict[str, int] = {}
+    for i, s in enumerate(steps):
+        for m in s.request:
+            if _by_id(m):
+                first.setdefault(m.id, i)
+    return first
+
+
+def _marks(
+    mine: list[Message],
+    theirs: list[Message],
+    first_mine: dict[str, int],
+    first_theirs: dict[str, int],
+    alone: Mark,
+) -> list[Mark]:
+    their_ids = {m.id for m in theirs if _by_id(m)}
+    their_content = Counter(_content_key(m) for m in theirs if not _by_id(m))
+    shared = [m.id for m in mine if _by_id(m) and m.id in their_ids]
+    their_order = [m.id for m in theirs if _by_id(m) and m.id in set(shared)]
+    matcher = SequenceMatcher(a=shared, b=their_order, autojunk=False)
+    in_order = {shared[blk.a + k] for blk in matcher.get_matching_blocks() for k in range(blk.size)}
+    out: list[Mark] = []
+    for m in mine:
+        if not _by_id(m):
+            key = _content_key(m)
+            out.append("same" if their_content[key] > 0 else alone)
+            their_content[key] -= 1
+        elif m.id in their_ids:
+            moved = first_mine.get(m.id) != first_theirs.get(m.id) or m.id not in in_order
+            out.append("moved" if moved else "same")
+        else:
+            out.append("moved" if m.id in first_theirs else alone)
+    return out
+
+
+def _row(m: Message, mark: Mark) -> DiffMessage:
+    label = describe_message(m)
+    return DiffMessage(
+        m.id, m.role, label.kind, label.label, label.first_line, -(-len(label.text) // 4), mark
+    )
+
+
+# -- painting ---------------------------------------------------------------------------------------
+
+
+def _line(m: DiffMessage, width: int = 72) -> str:
+    what = f"{m.source}" + (f" {m.label}" if m.label else "")
+    return f"{SYMBOL[m.mark]} {m.role:<9} [{what}] {clip(m.first_line, width)} ({m.tokens} tok)"
+
+
+def _answer_line(answer: Answer | None) -> str:
+    if answer is None:
+        return "(no such step)"
+    calls = f" → {', '.join(answer.tool_calls)}" if answer.tool_calls else ""
+    return clip(answer.text.splitlines()[0] if answer.text.strip() else "(no text)", 100) + calls
+
+
+def diff_text(d: TurnDiff) -> str:
+    """Plain text for ``%agent diff``: each step's two requests, then the two answers."""
+    out = [f"a = {d.session_a} turn {d.turn_a}   b = {d.session_b} turn {d.turn_b}",
+           "marks: = same  + added  - removed  ~ moved"]  # fmt: skip
+    for s in d.steps:
+        out.append(f"step {s.step}" + ("  (answer changed)" if s.answer_changed else ""))
+        for side, rows, answer in (("a", s.a, s.answer_a), ("b", s.b, s.answer_b)):
+            out.append(f"  {side}:" + ("" if rows else " (no such step)"))
+            out += [f"    {_line(m)}" for m in rows]
+            out.append(f"  {side} answered: {_answer_line(answer)}")
+    return "\n".join(out)
+
+
+def diff_markdown(d: TurnDiff) -> str:
+    """Markdown of the same model; every data string escaped."""
+    e = escape_markdown
+    out = [f"## Turn {d.turn_a} of {e(d.session_a)} (a) and turn {d.turn_b} of {e(d.session_b)} (b)", ""]
+    for s in d.steps:
+        out += [f"### Step {s.step}" + (" — the answer changed" if s.answer_changed else ""), ""]
+        for side, rows, answer in (("a", s.a, s.answer_a), ("b", s.b, s.answer_b)):
+            out += [f"**{side}**" + ("" if rows else ": no such step"), ""]
+            out += [f"- `{SYMBOL[m.mark]}` {m.mark} · {e(m.role)} · {e(m.source)} · {e(m.first_line)}"
+                    f" ({m.tokens} tokens)" for m in rows]  # fmt: skip
+            out += ["", f"{side} answered: {e(_answer_line(answer))}", ""]
+    return "\n".join(out)
