@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from nbagent.notebook import mcp_commands, tool_commands
+from nbagent.notebook import fork_commands, mcp_commands, tool_commands
 from nbagent.notebook.arguments import pick_options, split_options
 from nbagent.notebook.help import (
     RunFailedError,
@@ -40,6 +40,7 @@ from nbagent.views.text import plural
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
 _COMMANDS += ("mcp",)  # nbagent.notebook.mcp_commands
+_COMMANDS += fork_commands.COMMANDS  # fork, replay, diff
 
 
 def running_cell_number(shell: Any, stored: bool) -> int:
@@ -292,7 +293,8 @@ class AgentMagics(Magics):
 
         status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
         transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
-        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME.
+        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME ·
+        fork --before-turn N|--at SEQ · replay N [--drop ID…] [--move ID=STEP…] [--wait] · diff [S:]TURN [S:]TURN.
         `%%agent` runs one command per line of its body.
         """
         if cell is not None:
@@ -312,6 +314,9 @@ class AgentMagics(Magics):
         head, _, rest = line.strip().partition(" ")
         if head == "mcp":  # its own words (`-- COMMAND ARGS…`) are not %agent options
             mcp_commands.command(self.session, self.mcp, rest)
+            return
+        if head in fork_commands.COMMANDS:  # fork, replay, diff (SPEC §11.4)
+            fork_commands.command(self.session, head, rest)
             return
         args = _parse(self.agent, line)
         if args.db:
