@@ -16,15 +16,16 @@ from difflib import SequenceMatcher
 from typing import Literal
 
 from nbagent.core.events import (
-    ASSISTANT_MESSAGE,
-    MESSAGE_EVENTS,
-    STEP_START,
-    TURN_END,
-    TURN_START,
-    USER_MESSAGE,
+    AssistantMessageEvent,
     Event,
+    StepStart,
+    ToolResultEvent,
+    TurnEnd,
+    TurnStart,
+    UserMessageEvent,
+    parse_event,
 )
-from nbagent.core.messages import Message, message_from_json
+from nbagent.core.messages import Message
 from nbagent.views.escape import escape_markdown
 from nbagent.views.labels import describe_message, full_text
 from nbagent.views.text import clip
@@ -87,22 +88,24 @@ def turn_steps(events: Iterable[Event], turn: int) -> list[_Step]:
     steps: list[_Step] = []
     inside = waiting = False
     for ev in events:
-        if ev.type == TURN_START:
-            inside = ev.data.get("turn") == turn
-        if inside and ev.type == STEP_START:
+        record = parse_event(ev)
+        if isinstance(record, TurnStart):
+            inside = record.turn == turn
+        if inside and isinstance(record, StepStart):
             steps.append(_Step([]))
             waiting = True
             continue
-        if waiting and ev.type != USER_MESSAGE and ev.type != "request/estimate":
-            steps[-1].request = list(history)
+        if waiting and not isinstance(record, UserMessageEvent) and record.type != "request/estimate":
+            steps[-1].request = list(history)  # the request: what was derived when the step began
             waiting = False
-        if ev.type in MESSAGE_EVENTS:
-            message = ev.data if ev.type == USER_MESSAGE else ev.data.get("message")
-            if message is not None and (ev.type != ASSISTANT_MESSAGE or message.get("content")):
-                history.append(message_from_json(message))
-            if inside and ev.type == ASSISTANT_MESSAGE and steps:
-                steps[-1].answer = _answer(history[-1] if message and message.get("content") else None)
-        if inside and ev.type == TURN_END:
+        if isinstance(record, UserMessageEvent | ToolResultEvent):
+            history.append(record.message)
+        elif isinstance(record, AssistantMessageEvent):
+            if record.message.content:
+                history.append(record.message)
+            if inside and steps:
+                steps[-1].answer = _answer(record.message if record.message.content else None)
+        elif inside and isinstance(record, TurnEnd):
             break
     return steps
 
