@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
@@ -124,21 +124,25 @@ def turn_diff(
 ) -> TurnDiff:
     """Align turn ``turn_a`` of one log with turn ``turn_b`` of another, step by step."""
     a, b = turn_steps(events_a, turn_a), turn_steps(events_b, turn_b)
-    first_a, first_b = _first_steps(a), _first_steps(b)
+    keys: dict[int, Key] = {}
+    ka = [[_key(m, keys) for m in s.request] for s in a]
+    kb = [[_key(m, keys) for m in s.request] for s in b]
+    first_a, first_b = _first_steps(ka), _first_steps(kb)
+    described: dict[int, DiffMessage] = {}
     out = []
     for i in range(max(len(a), len(b))):
-        sa = a[i].request if i < len(a) else []
-        sb = b[i].request if i < len(b) else []
+        sa, sb = (a[i].request if i < len(a) else []), (b[i].request if i < len(b) else [])
+        kai, kbi = (ka[i] if i < len(a) else []), (kb[i] if i < len(b) else [])
         # A step on one side only: all its messages added or removed (SPEC §11.3).
-        marks_a = _marks(sa, sb, first_a, first_b, "removed") if i < len(b) else ["removed"] * len(sa)
-        marks_b = _marks(sb, sa, first_b, first_a, "added") if i < len(a) else ["added"] * len(sb)
+        marks_a = _marks(kai, kbi, first_a, first_b, "removed") if i < len(b) else ["removed"] * len(sa)
+        marks_b = _marks(kbi, kai, first_b, first_a, "added") if i < len(a) else ["added"] * len(sb)
         ans_a = a[i].answer if i < len(a) else None
         ans_b = b[i].answer if i < len(b) else None
         out.append(
             StepDiff(
                 i + 1,
-                tuple(_row(m, k) for m, k in zip(sa, marks_a)),
-                tuple(_row(m, k) for m, k in zip(sb, marks_b)),
+                tuple(_row(m, k, described) for m, k in zip(sa, marks_a)),
+                tuple(_row(m, k, described) for m, k in zip(sb, marks_b)),
                 ans_a,
                 ans_b,
                 ans_a != ans_b,
@@ -147,56 +151,62 @@ def turn_diff(
     return TurnDiff(names[0], turn_a, names[1], turn_b, tuple(out))
 
 
-def _by_id(m: Message) -> bool:
-    return m.role == "user" and getattr(m, "kind", "") != "tool"
+Key = tuple[bool, str]
+"""``(True, id)`` for a message matched by id (user-role, not a tool result), else ``(False, role
+and content)``."""
 
 
-def _content_key(m: Message) -> tuple[str, str]:
-    return m.role, repr(m.content)
+def _key(m: Message, keys: dict[int, Key]) -> Key:
+    key = keys.get(id(m))
+    if key is None:
+        by_id = m.role == "user" and m.source.get("kind") != "tool"
+        key = keys[id(m)] = (True, m.id) if by_id else (False, m.role + repr(m.content))
+    return key
 
 
-def _first_steps(steps: list[_Step]) -> dict[str, int]:
+def _first_steps(steps: list[list[Key]]) -> dict[Key, int]:
     """For each id-matched message, the step whose request first held it."""
-    first: dict[str, int] = {}
-    for i, s in enumerate(steps):
-        for m in s.request:
-            if _by_id(m):
-                first.setdefault(m.id, i)
+    first: dict[Key, int] = {}
+    for i, request in enumerate(steps):
+        for key in request:
+            if key[0]:
+                first.setdefault(key, i)
     return first
 
 
 def _marks(
-    mine: list[Message],
-    theirs: list[Message],
-    first_mine: dict[str, int],
-    first_theirs: dict[str, int],
-    alone: Mark,
+    mine: list[Key], theirs: list[Key], first_mine: dict[Key, int], first_theirs: dict[Key, int], alone: Mark
 ) -> list[Mark]:
-    their_ids = {m.id for m in theirs if _by_id(m)}
-    their_content = Counter(_content_key(m) for m in theirs if not _by_id(m))
-    shared = [m.id for m in mine if _by_id(m) and m.id in their_ids]
-    their_order = [m.id for m in theirs if _by_id(m) and m.id in set(shared)]
+    their_ids = {k for k in theirs if k[0]}
+    their_content = Counter(k for k in theirs if not k[0])
+    shared = [k for k in mine if k in their_ids]
+    shared_set = set(shared)
+    their_order = [k for k in theirs if k in shared_set]
     matcher = SequenceMatcher(a=shared, b=their_order, autojunk=False)
-    in_order = {shared[blk.a + k] for blk in matcher.get_matching_blocks() for k in range(blk.size)}
+    in_order = {shared[blk.a + j] for blk in matcher.get_matching_blocks() for j in range(blk.size)}
     out: list[Mark] = []
-    for m in mine:
-        if not _by_id(m):
-            key = _content_key(m)
+    for key in mine:
+        if not key[0]:
             out.append("same" if their_content[key] > 0 else alone)
             their_content[key] -= 1
-        elif m.id in their_ids:
-            moved = first_mine.get(m.id) != first_theirs.get(m.id) or m.id not in in_order
+        elif key in their_ids:
+            moved = first_mine.get(key) != first_theirs.get(key) or key not in in_order
             out.append("moved" if moved else "same")
         else:
-            out.append("moved" if m.id in first_theirs else alone)
+            out.append("moved" if key in first_theirs else alone)
     return out
 
 
-def _row(m: Message, mark: Mark) -> DiffMessage:
-    label = describe_message(m)
-    return DiffMessage(
-        m.id, m.role, label.kind, label.label, label.first_line, -(-len(label.text) // 4), mark
-    )
+def _row(m: Message, mark: Mark, described: dict[int, DiffMessage]) -> DiffMessage:
+    """The message's row; each message object (shared by every later request) is described once."""
+    row = described.get(id(m))
+    if row is None:
+        label = describe_message(m)
+        row = DiffMessage(
+            m.id, m.role, label.kind, label.label, label.first_line, -(-len(label.text) // 4), "same"
+        )
+        described[id(m)] = row
+    return row if mark == "same" else replace(row, mark=mark)
 
 
 # -- painting ---------------------------------------------------------------------------------------
