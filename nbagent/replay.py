@@ -185,8 +185,12 @@ async def replay(
     for d in by_step.pop(0, []):
         _deliver(agent, d, running=False)
 
+    opened: list[int] = []  # the turn the wake opens (its number is the parent's when forked before it)
+
     async def deliver_during_step(step: PreStep, next: Any) -> Any:
-        if step.turn == turn:
+        if not opened:
+            opened.append(step.turn)
+        if step.turn == opened[0]:
             for d in by_step.pop(step.step, []):
                 _deliver(agent, d, running=True)
         return await next()

@@ -25,7 +25,10 @@ def test_fork_replay_and_diff_in_a_kernel(tmp_path: Path) -> None:
         assert f"switch back: %agent resume {parent[:8]}" in out
         rows = {r.id: r for r in nbagent.list_sessions(tmp_path / "work.nbagent.sqlite")}
         (child,) = [sid for sid, r in rows.items() if r.parent == parent]
-        assert "replayed turn 2: completed" in k.run("%agent replay 2 --wait")
+        assert "'nope' names no arrival of this turn" in k.run("%agent replay 2 --move nope=1")
+        out = k.run("%agent replay 2 --wait")
+        assert "turn 2 · done" in out  # the live view of the replayed turn, as %followup shows one
+        assert "replayed turn 2: completed; compare: %agent diff 2 2" in out
         diff = k.run("%agent diff 2 2")
         assert f"a = {parent} turn 2   b = {child} turn 2" in diff
         assert "step 1" in diff and "= user" in diff and "(answer changed)" not in diff

@@ -10,6 +10,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from nbagent.errors import NbagentError
+
 COMMANDS = ("fork", "replay", "diff")
 
 
@@ -18,13 +20,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"%agent {self.prog}: {message}")
 
 
-def command(session: Any, head: str, rest: str) -> None:
-    """Run ``%agent fork|replay|diff REST`` against the kernel's session holder."""
+def command(magics: Any, head: str, rest: str) -> None:
+    """Run ``%agent fork|replay|diff REST`` for the kernel's ``AgentMagics``."""
     try:
         argv = shlex.split(rest)
     except ValueError as exc:
         raise UsageError(f"%agent {head}: {exc}") from None
-    {"fork": _fork, "replay": _replay, "diff": _diff}[head](session, argv)
+    if head == "replay":
+        _replay(magics, argv)
+    else:
+        {"fork": _fork, "diff": _diff}[head](magics.session, argv)
 
 
 def _current(session: Any) -> Any:
@@ -55,7 +60,8 @@ def _fork(session: Any, argv: list[str]) -> None:
     )
 
 
-def _replay(session: Any, argv: list[str]) -> None:
+def _replay(magics: Any, argv: list[str]) -> None:
+    session = magics.session
     parser = _Parser(prog="replay", add_help=False)
     parser.add_argument("turn", type=int)
     parser.add_argument("--drop", nargs="+", default=[])
@@ -65,7 +71,7 @@ def _replay(session: Any, argv: list[str]) -> None:
     agent = _current(session)
     try:
         plan = session.on_agent_loop(lambda: agent.replay_plan(turn=args.turn))
-    except (ValueError, Exception) as exc:
+    except (ValueError, NbagentError) as exc:
         raise UsageError(f"%agent replay: {exc}") from None
     ids = [a.message_id for a in plan]
     drop = [_one_id(ids, given) for given in args.drop]
@@ -75,17 +81,33 @@ def _replay(session: Any, argv: list[str]) -> None:
         if not sep or not step.isdigit():
             raise UsageError(f"%agent replay --move takes ID=STEP, not {item!r}")
         move[_one_id(ids, given)] = int(step)
+    view = _live_view(magics, agent, args.wait)
     future = session.agent_loop.submit(agent.replay(turn=args.turn, drop=drop, move=move))
     if not args.wait:
-        print(
-            f"nbagent: replaying turn {args.turn} with {len(plan) - len(drop)} arrival(s); %agent wait "
-            f"blocks until it ends, then %agent diff {args.turn} {args.turn} compares it"
-        )
+        if view is None:
+            print(f"nbagent: replaying turn {args.turn}; %agent wait blocks until it ends")
         return
     run, interrupted = session.wait(future, on_interrupt=lambda: agent.cancel("interrupt"))
+    if view is not None:
+        view.refresh()
     if interrupted:
         raise UsageError("the replay was cancelled")
-    print(f"nbagent: replayed turn {args.turn}: {run.outcome}" + (f" — {run.text}" if run.text else ""))
+    print(f"nbagent: replayed turn {args.turn}: {run.outcome}; compare: %agent diff {args.turn} {args.turn}")
+
+
+def _live_view(magics: Any, agent: Any, waited: bool) -> Any:
+    """The replayed turn shown live in this cell, as ``%followup`` shows its turn: it follows the
+    first message the turn will claim (``None`` when nothing is pending yet)."""
+    from nbagent.notebook.live import DisplaySurface, LiveTurn
+
+    pending = agent.inbox.next_step[:1] or agent.inbox.next_turn[:1]
+    if not pending:
+        return None
+    view = LiveTurn(agent, pending[0], "followup", DisplaySurface(), on_final=magics._forget, waited=waited)
+    view.start()
+    magics.tools.prompts.reserve(view)
+    magics.session.views.append(view)
+    return view
 
 
 def _one_id(ids: list[str], given: str) -> str:

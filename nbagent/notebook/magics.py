@@ -316,7 +316,7 @@ class AgentMagics(Magics):
             mcp_commands.command(self.session, self.mcp, rest)
             return
         if head in fork_commands.COMMANDS:  # fork, replay, diff (SPEC §11.4)
-            fork_commands.command(self.session, head, rest)
+            fork_commands.command(self, head, rest)
             return
         args = _parse(self.agent, line)
         if args.db:
