@@ -115,3 +115,30 @@ async def test_inbox_move_is_one_commit_of_two_splices_and_does_not_wake(db) -> 
         assert agent.wake() is False  # nothing pending
     finally:
         await agent.close()
+
+
+@pytest.mark.sqlite_only
+async def test_a_fork_into_postgres_from_a_file(tmp_path: Path, pg_url: str) -> None:
+    src = tmp_path / "parent.nbagent.sqlite"
+    parent = await _two_turns(src)
+    sid, events = parent.session_id, parent.events
+    await parent.close()
+    before = snapshot(src)
+    child = nbagent.fork_session(src, sid, before_turn=2, to=pg_url, new_session_id="into-pg")
+    try:
+        start2 = next(e.seq for e in events if e.type == "turn/start" and e.data["turn"] == 2)
+        assert child.events[:-1] == events[:start2]
+        assert child.events[-1].data == {"parent": sid, "at": start2 - 1, "turn": 2}
+    finally:
+        await child.close()
+    assert snapshot(src) == before
+    assert [r.parent for r in nbagent.list_sessions(pg_url)] == [sid]
+
+
+async def test_an_in_memory_session_cannot_be_forked() -> None:
+    agent = nbagent.open_session(None)
+    try:
+        with pytest.raises(nbagent.NbagentError, match="in-memory session"):
+            agent.fork(before_turn=1)
+    finally:
+        await agent.close()

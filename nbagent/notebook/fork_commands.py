@@ -119,7 +119,7 @@ def _one_id(ids: list[str], given: str) -> str:
 
 
 def _diff(session: Any, argv: list[str]) -> None:
-    from nbagent.views.diff import diff_text, turn_diff
+    from nbagent.views.diff import diff_markdown, diff_text, turn_diff
 
     if len(argv) != 2:
         raise UsageError("%agent diff takes two turns: [SESSION:]TURN [SESSION:]TURN")
@@ -141,4 +141,7 @@ def _diff(session: Any, argv: list[str]) -> None:
         parent = next((r.parent for r in rows if r.id == agent.session_id), None)
         a = parent or a
     events = {sid: session.read_events(sid) for sid in {a, b}}
-    print(diff_text(turn_diff(events[a], events[b], turn_a=turn_a, turn_b=turn_b, names=(a, b))))
+    diff = turn_diff(events[a], events[b], turn_a=turn_a, turn_b=turn_b, names=(a, b))
+    from IPython.display import display
+
+    display({"text/plain": diff_text(diff), "text/markdown": diff_markdown(diff)}, raw=True)
