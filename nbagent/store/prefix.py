@@ -26,12 +26,13 @@ def copy_prefix(
     """Create ``session`` in ``dst`` holding ``parent``'s rows with ``seq <= stop``, then ``own``.
 
     ``src`` and ``dst`` may be the same store (then the copy runs inside it)."""
+    from nbagent.store.postgres import PostgresStore
     from nbagent.store.sqlite import SessionFile
 
     if src is dst and isinstance(dst, SessionFile):
         _sqlite_copy(dst, parent, stop, session, own)
         return
-    if src is dst and type(dst).__name__ == "PostgresStore":
+    if src is dst and isinstance(dst, PostgresStore):
         _postgres_copy(dst, parent, stop, session, own)
         return
     child = session[0]
