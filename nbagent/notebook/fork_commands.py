@@ -52,7 +52,10 @@ def _fork(session: Any, argv: list[str]) -> None:
         raise UsageError(str(exc)) from None
     session.run(child.close())
     with contextlib.redirect_stdout(io.StringIO()):  # one line of our own below
-        session.resume(child.session_id)
+        resumed = session.resume(child.session_id)
+    for tool in parent.tools.values():  # the forking agent's tools (SPEC §11.1), the kernel's are there
+        if tool.name not in resumed.tools:
+            session.on_agent_loop(lambda tool=tool: resumed.add_tool(tool))
     point = f"before turn {args.before_turn}" if args.before_turn is not None else f"at seq {args.at}"
     print(
         f"nbagent: forked session {parent.session_id[:8]} {point} into {child.session_id[:8]}, now the "

@@ -25,9 +25,9 @@ from nbagent.core.events import (
     UserMessageEvent,
     parse_event,
 )
-from nbagent.core.messages import Message
+from nbagent.core.messages import Message, message_text
 from nbagent.views.escape import escape_markdown
-from nbagent.views.labels import describe_message, full_text
+from nbagent.views.labels import describe_message
 from nbagent.views.text import clip
 
 Mark = Literal["same", "added", "removed", "moved"]
@@ -116,7 +116,7 @@ def _answer(message: Message | None) -> Answer:
     calls = tuple(
         f"{b.get('name')}({b.get('arguments', '')})" for b in message.content if b.get("type") == "tool-call"
     )
-    return Answer(full_text(message.content), calls)
+    return Answer(message_text(message), calls)
 
 
 def turn_diff(
@@ -202,9 +202,10 @@ def _row(m: Message, mark: Mark, described: dict[int, DiffMessage]) -> DiffMessa
     row = described.get(id(m))
     if row is None:
         label = describe_message(m)
-        row = DiffMessage(
-            m.id, m.role, label.kind, label.label, label.first_line, -(-len(label.text) // 4), "same"
-        )
+        line = label.first_line
+        if m.role == "assistant" and not message_text(m).strip():  # an answer that only calls tools
+            line = "→ " + ", ".join(_answer(m).tool_calls)
+        row = DiffMessage(m.id, m.role, label.kind, label.label, line, -(-len(label.text) // 4), "same")
         described[id(m)] = row
     return row if mark == "same" else replace(row, mark=mark)
 
