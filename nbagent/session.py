@@ -47,8 +47,9 @@ from nbagent.core.vocabulary import ToolError
 from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.store.base import SessionRow, SessionStore, open_store
+from nbagent.store.base import SessionRow, SessionStore
 from nbagent.store.lease import Lease
+from nbagent.store.opening import open_store
 
 PathLike = str | os.PathLike[str]
 

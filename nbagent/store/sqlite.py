@@ -33,7 +33,7 @@ from nbagent.errors import (
     SessionWriteError,
 )
 from nbagent.store import budget as read_budget
-from nbagent.store import netfs, osfile, sqlite_checks
+from nbagent.store import file_errors, netfs, osfile, sqlite_checks
 from nbagent.store.base import Mode, Row, SessionRow
 from nbagent.store.file_errors import file_error as _file_error
 from nbagent.store.file_errors import guard as _guard
@@ -56,7 +56,6 @@ T = TypeVar("T")
 
 SYNCHRONOUS = os.environ.get("NBAGENT_SYNCHRONOUS", "FULL").upper()
 """``FULL`` (default) makes every commit survive power loss; ``NORMAL`` survives process crashes."""
-BUSY_TIMEOUT_MS = 10_000
 CLOSE_CHECKPOINT_WAIT_MS = 2_000
 """How long a closing writer waits for readers to finish before it checkpoints the WAL."""
 
@@ -67,7 +66,7 @@ def _connect(path: Path, query: str) -> sqlite3.Connection:
     conn = sqlite3.connect(
         f"file:{quote(str(path))}?{query}", uri=True, isolation_level=None, check_same_thread=False
     )
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {file_errors.BUSY_TIMEOUT_MS}")
     return conn
 
 
