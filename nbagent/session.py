@@ -131,9 +131,11 @@ def resume_session(
     """Reopen a session (the most recent when no id is given), repairing it if it ended mid-turn.
 
     Appends only the repair events of SPEC §6.3; never starts a turn. Before returning it checks
-    in SQL that the log is continuous and every record is valid JSON; the rest of the log is read
-    (and checked) by the first waking call, before that call records anything, so the agent is
-    ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
+    in SQL that the log is continuous and every record is valid JSON. On SQLite, the inbox replay
+    of every splice and (files up to 16 MB) ``PRAGMA quick_check`` run before the first write of
+    any kind (the repair, an ``inject()``, a title), which they refuse on damage; the rest of the
+    log is read (and checked) by the first waking call, before that call records anything, so the
+    agent is ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
     """
     loop = _running_loop()
     # Found and checked read-only first: a non-session or a damaged log changes nothing at all.
@@ -142,6 +144,9 @@ def resume_session(
     lease = None
     try:
         lease = file.lease(session_id)
+        owe_checks = getattr(file, "check_before_first_write", None)  # SQLite: splices and pages
+        if owe_checks is not None:
+            owe_checks(session_id)
         resumed = _load_state(file, session_id, checked)
     except BaseException:
         _let_go(file, lease)
@@ -197,9 +202,6 @@ def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionR
                 )
             row = found
         checked = reader.check_log(row.id)
-        check_resumable = getattr(reader, "check_resumable", None)  # SQLite: splices and pages
-        if check_resumable is not None:
-            check_resumable(row.id)
         return row.id, row, checked
     finally:
         reader.close()

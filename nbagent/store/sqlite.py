@@ -96,6 +96,7 @@ class SessionFile:
         self._snapshot: Snapshot | None = None
         """For a log a stopped writer left: the private copy the reader reads."""
         self.header = Header(0)
+        self._owed = sqlite_checks.OwedChecks(self.path)
         try:
             self._open()
         except BaseException:
@@ -275,7 +276,7 @@ class SessionFile:
     def _close(self, checkpoint: bool) -> None:
         conn, self.conn = self.conn, None
         try:
-            if conn is not None:
+            if conn is not None and not self._owed.close_refused(conn):
                 if checkpoint and self.mode != "read":
                     try:
                         conn.execute(f"PRAGMA busy_timeout = {CLOSE_CHECKPOINT_WAIT_MS}")
@@ -298,6 +299,7 @@ class SessionFile:
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
         """Insert ``rows`` (and optionally a new ``sessions`` row) in one transaction: all or nothing."""
         with self.lock:
+            self._owed.settle(self.connection)
             self._write(rows, session)
 
     def _write(self, rows: Sequence[Row], session: tuple[Any, ...] | None) -> None:
@@ -341,6 +343,7 @@ class SessionFile:
                 raise
 
         with self.lock:
+            self._owed.settle(self.connection)
             _guard(self.path, "writing to", update)
 
     # -- reads --------------------------------------------------------------------------------
@@ -446,12 +449,11 @@ class SessionFile:
             )
         return count, last_time
 
-    def check_resumable(self, session_id: str) -> None:
-        """What resume checks beyond :meth:`check_log` (:mod:`nbagent.store.sqlite_checks`): the
-        inbox replays, and on files up to ``QUICK_CHECK_BYTES`` every page is sound."""
-        self._read(lambda c: sqlite_checks.check_splices(c, self.path, session_id))
-        if sqlite_checks.file_bytes(self.path) <= sqlite_checks.QUICK_CHECK_BYTES:
-            self._read(lambda c: sqlite_checks.check_pages(c, self.path))
+    def check_before_first_write(self, session_id: str) -> None:
+        """Owe a resumed session the checks beyond :meth:`check_log` (:mod:`~nbagent.store.sqlite_checks`:
+        the inbox replays; on files up to ``QUICK_CHECK_BYTES`` every page is sound), run before
+        this store's first write of any kind; damage refuses that write and every later one."""
+        self._owed.owe(session_id)
 
     @staticmethod
     def _first_gap(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
