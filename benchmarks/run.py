@@ -548,8 +548,9 @@ class Bench:
                 agent = nb.resume_session(path, sid, model=self.scripted(), tools=tools)
                 ready.append(perf() - t0)
                 await agent.close()
+            written, _, _ = self.copy(n, "first-write")  # (the injects lengthen this copy's log)
             for _ in range(cfg.ready_reps):  # the first write settles the checks resume owes
-                agent = nb.resume_session(path, sid, model=self.scripted(), tools=tools)
+                agent = nb.resume_session(written, sid, model=self.scripted(), tools=tools)
                 gc.collect()
                 for into in (first, later):
                     t0 = perf()
