@@ -139,14 +139,13 @@ def resume_session(
     """
     loop = _running_loop()
     # Found and checked read-only first: a non-session or a damaged log changes nothing at all.
-    session_id, row, checked = _find_session(path, session_id)
+    session_id, row, checked, owed = _find_session(path, session_id)
     file = open_store(path, "write")
     lease = None
     try:
         lease = file.lease(session_id)
-        owe_checks = getattr(file, "check_before_first_write", None)  # SQLite: splices and pages
-        if owe_checks is not None:
-            owe_checks(session_id)
+        if owed:  # SQLite: the splices' replay and the pages, before the first write
+            file.check_before_first_write(session_id)  # type: ignore[attr-defined]  (SQLite only)
         resumed = _load_state(file, session_id, checked)
     except BaseException:
         _let_go(file, lease)
@@ -183,8 +182,9 @@ def _let_go(file: SessionStore | None, lease: Lease | None) -> None:
         file.close(checkpoint=False)
 
 
-def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int]]:
-    """The session to resume, its row, and its checked ``(count, last time)``, all read-only."""
+def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int], bool]:
+    """The session to resume, its row, its checked ``(count, last time)``, all read-only, and
+    whether the store owes the rest of its checks to the first write (SQLite)."""
     reader = open_store(path, "read")
     try:
         if session_id is None:
@@ -202,7 +202,8 @@ def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionR
                 )
             row = found
         checked = reader.check_log(row.id)
-        return row.id, row, checked
+        may_wait = getattr(reader, "checks_may_wait", None)
+        return row.id, row, checked, may_wait is not None and may_wait(row.id)
     finally:
         reader.close()
 

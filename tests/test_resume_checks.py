@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from filestate import snapshot
+from filestate import crashed_copy, snapshot
 
 import nbagent
 from nbagent.models import ScriptedModel
@@ -85,3 +85,26 @@ def test_a_sound_log_takes_writes_after_resume(tmp_path: Path) -> None:
         if e.type == "agent/inbox/spliced" and e.data.get("inserted")
     ]
     assert texts == ["first", "context", "second"]
+
+
+def test_a_damaged_log_a_crashed_writer_left_with_its_wal_is_refused_at_resume_untouched(
+    tmp_path: Path,
+) -> None:
+    """A writer opening a log left in a -wal rebuilds its -shm, so on such a log the checks run at
+    resume, before a writer opens it (deferred to the first write, the -shm used to change)."""
+    path = tmp_path / "s.nbagent.sqlite"
+    damage = (
+        "UPDATE events SET data = json_set(data, '$.removed_count', 9) WHERE seq = (SELECT seq "
+        "FROM events WHERE type = 'agent/inbox/spliced' AND data ->> 'removed_count' = 1 ORDER BY seq LIMIT 1)"
+    )
+    crashed_copy(path, tmp_path / "scratch", statements=(damage,))
+    before = snapshot(path)
+    assert before["-wal"] is not None and before["-shm"] is not None
+
+    async def main() -> None:
+        with pytest.raises(nbagent.SessionCorruptError, match="is impossible") as caught:
+            nbagent.resume_session(path)
+        assert str(path) in str(caught.value)
+
+    asyncio.run(main())
+    assert snapshot(path) == before

@@ -88,6 +88,23 @@ def check_pages(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+def check_all(conn: sqlite3.Connection, path: Path, session_id: str) -> None:
+    """The splices' replay, then (files up to :data:`QUICK_CHECK_BYTES`) every page."""
+    check_splices(conn, path, session_id)
+    if file_bytes(path) <= QUICK_CHECK_BYTES:
+        check_pages(conn, path)
+
+
+def first_gap(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+    """``(the first missing seq, the seq found in its place)`` of a log whose count is off."""
+    expected = 0
+    for (seq,) in conn.execute("SELECT seq FROM events WHERE session_id = ? ORDER BY seq", (session_id,)):
+        if seq != expected:
+            return expected, seq
+        expected += 1
+    return expected, expected
+
+
 class CorruptLogError(SessionCorruptError, SessionWriteError):
     """A write refused because the log it would extend is damaged: nothing was written."""
 
@@ -111,9 +128,7 @@ class OwedChecks:
         if self.refusal is None and self.sessions:
             try:
                 for session_id in sorted(self.sessions):
-                    check_splices(conn, self.path, session_id)
-                if file_bytes(self.path) <= QUICK_CHECK_BYTES:
-                    check_pages(conn, self.path)
+                    check_all(conn, self.path, session_id)
             except SessionCorruptError as exc:
                 self.refusal = f"{exc}; nothing was recorded"
             except sqlite3.Error as exc:  # damage too deep to read past, or a passing failure
