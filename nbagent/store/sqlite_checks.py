@@ -1,9 +1,12 @@
 """The checks a resumed session owes before its first write of any kind (SPEC §6.3), beside the
 continuity and JSON checks of :meth:`~nbagent.store.sqlite.SessionFile.check_log` that
 ``resume_session`` runs before it returns. They read every splice and (on small files) every page,
-so they run when the store is first asked to write for the session (an ``inject()``, a title, the
-repair of an interrupted turn, the first waking call's records), not at resume: a resume that only
-reads pays nothing for them, and nothing is ever appended to a log they refuse.
+so they run when the store is first asked to write for the session (an ``inject()``, a model
+change, the repair of an interrupted turn, the first waking call's records), not at resume: a
+resume that only reads pays nothing for them, and nothing is ever appended to a log they refuse (a
+refused writer closes without a checkpoint, leaving a -wal and -shm it found). On a log a crashed
+writer left in its -wal they run at resume instead, on the reader's copy: a writer opening that log
+rebuilds its -shm.
 
 - Every inbox splice of the session is replayed from the start on queue lengths alone (the
   numbers SQLite extracts from each splice; no message is decoded): an impossible splice (a
