@@ -140,7 +140,7 @@ class KernelSession:
 
     def rows(self) -> list[SessionRow]:
         """The sessions in the file, newest first (nothing is created: an absent file has none)."""
-        from nbagent import list_sessions
+        from nbagent.store.reading import list_sessions
 
         path = self.path
         if isinstance(path, Path) and not path.exists():
@@ -180,7 +180,7 @@ class KernelSession:
         known = self.knows_notebook()
         rows = self.rows() if known else []
         if rows:
-            from nbagent import SessionLockedError
+            from nbagent.errors import SessionLockedError
 
             try:
                 self.in_use_elsewhere = None
@@ -209,7 +209,7 @@ class KernelSession:
 
     def new(self, *, announce: bool = True) -> Agent:
         """Close the current agent (if any) and open a fresh session in the file."""
-        from nbagent import open_session
+        from nbagent.session import open_session
 
         self.close()
         path = self.path
@@ -235,7 +235,7 @@ class KernelSession:
 
         A session held by another process raises ``SessionLockedError`` (``ensure`` words it).
         """
-        from nbagent import resume_session
+        from nbagent.session import resume_session
 
         rows = self.rows() if rows is None else rows
         matches = [r for r in rows if r.id.startswith(session_id)]
@@ -271,7 +271,7 @@ class KernelSession:
         out (a ``UsageError``); a session in use elsewhere passes through as ``SessionLockedError``."""
         import sqlite3
 
-        from nbagent import NbagentError, SessionLockedError
+        from nbagent.errors import NbagentError, SessionLockedError
 
         try:
             return fn()
@@ -309,7 +309,7 @@ class KernelSession:
 
     def read_events(self, session_id: str) -> tuple[Any, ...]:
         """The events of ``session_id`` in the file, read without opening it for writing."""
-        from nbagent import read_events
+        from nbagent.store.reading import read_events
 
         path = self.path
         return self._file_call(path, lambda: read_events(path, session_id))
@@ -407,3 +407,14 @@ def _shown(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def current_kernel_session() -> KernelSession:
+    """The session holder of this kernel's ``%load_ext nbagent`` (see :mod:`nbagent.notebook`)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = shell.magics_manager.registry.get("AgentMagics") if shell is not None else None
+    if magics is None:
+        raise RuntimeError("run `%load_ext nbagent` first")
+    return magics.session

@@ -364,7 +364,7 @@ class AgentMagics(Magics):
             )
 
     def _agent_model(self, model: str, *, keep_inbox: bool) -> None:
-        from nbagent import NbagentError
+        from nbagent.errors import NbagentError
         from nbagent.models import resolve_model
 
         try:

@@ -130,6 +130,6 @@ def _queues(bundle: Mapping[str, Any]) -> list[dict[str, Any]]:
 def transcript(events: Iterable[Event], *, title: str | None = None, escape: bool = True) -> str:
     """Markdown for a session log: turns, steps, prompts vs. context, answers, tools, outcomes,
     and the messages still pending in the inbox (not yet seen by the model)."""
-    from nbagent.views.bundle import timeline_json
+    from nbagent.views.timeline import timeline_json
 
     return transcript_markdown(timeline_json(events, max_text=None), title=title, escape=escape)

@@ -42,12 +42,12 @@ from nbagent.core.events import (
     UserMessageEvent,
     parse_event,
 )
+from nbagent.views.bundle import Node, bundle_json
 from nbagent.views.inbox import inbox_item
 from nbagent.views.labels import describe_message, full_text
 from nbagent.views.outcomes import approval_text, turn_outcome
 from nbagent.views.text import clip, first_line, plural
 
-Node = dict[str, Any]
 Patch = list[Any]
 LINE_MAX = 160
 
@@ -107,8 +107,6 @@ class Timeline:
         max_turns: int | None = None,
     ) -> dict[str, Any]:
         """The ``application/vnd.nbagent.timeline+json`` bundle (docs/timeline-json.md)."""
-        from nbagent.views.bundle import bundle_json
-
         return bundle_json(self, turn=turn, headline=headline, max_text=max_text, max_turns=max_turns)
 
     def turn_nodes(self, turn: int) -> list[Node]:
@@ -362,3 +360,15 @@ def apply_patches(nodes: dict[str, Node], patches: Iterable[Patch]) -> dict[str,
 def message_nodes(nodes: Mapping[str, Node]) -> list[Node]:
     """The user-role message nodes in log order (what the model received, in order)."""
     return [n for n in nodes.values() if n["type"] == "message"]
+
+
+def timeline_json(
+    events: Iterable[Event],
+    *,
+    turn: int | None = None,
+    headline: str | None = None,
+    max_text: int | None = 4000,
+    max_turns: int | None = None,
+) -> dict[str, Any]:
+    """Fold ``events`` and return their bundle (see :meth:`Timeline.to_json`)."""
+    return bundle_json(project(events), turn=turn, headline=headline, max_text=max_text, max_turns=max_turns)
