@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from nbagent.core.events import (
     INBOX_SPLICED,
@@ -31,8 +31,8 @@ from nbagent.core.runs import Run, fold_run
 from nbagent.errors import NbagentError
 from nbagent.models.base import Model
 
-if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+Agent = Any
+"""A fork's :class:`nbagent.core.agent.Agent` (not imported: that module imports this one)."""
 
 Action = Literal["inject", "steer", "followup", "remove"]
 

@@ -176,7 +176,9 @@ def resume_session(
 def _agent(file: SessionStore | None, lease: Lease | None, **settings: Any) -> Agent:
     """The agent over ``file``; if it cannot be built, nothing stays held (lease, connection)."""
     try:
-        return Agent(file=file, lease=lease, **settings)
+        agent = Agent(file=file, lease=lease, **settings)
+        agent.reopen = resume_session  # agent.fork opens its child this way (SPEC §11.1)
+        return agent
     except BaseException:
         _let_go(file, lease)
         raise

@@ -64,6 +64,9 @@ class Agent:
         self.session_id = session_id
         self.path: Path | str | None = file.path if file is not None else None
         self.hooks = Hooks()
+        self.reopen: Callable[..., Agent] | None = None
+        """Opens a stored session as an agent (``resume_session``, set by the session layer): how
+        ``fork`` opens the child without this module importing the session layer."""
         self._file = file
         self._mcp: McpServers | None = None
         config = DriverConfig(
@@ -178,15 +181,17 @@ class Agent:
         to: str | os.PathLike[str] | None = None,
     ) -> Agent:
         """A new session beginning with this one's log up to a quiet point (SPEC §11.1); see
-        :func:`nbagent.fork.fork_session`. The child gets this agent's tools and system prompt."""
-        from nbagent.fork import fork_session
+        :func:`nbagent.fork_session`. The child gets this agent's tools and system prompt."""
+        from nbagent.store.forking import create_fork
 
-        if self.path is None:
+        if self.path is None or self.reopen is None:
             raise NbagentError("an in-memory session (path=None) has no log to fork from")
         where = getattr(self._file, "_url", self.path)  # PostgreSQL: the URL with its credentials
-        return fork_session(where, self.session_id, before_turn=before_turn, at=at,
-                            new_session_id=session_id, model=model, to=to,
-                            tools=tuple(self.tools.values()), system=self.system)  # fmt: skip
+        name = model if isinstance(model, str) else model.name if model is not None else None
+        made = create_fork(where, self.session_id, before_turn=before_turn, at=at, new_session_id=session_id,
+                           model_name=name, to=to)  # fmt: skip
+        return self.reopen(made.location, made.session_id, model=model, tools=tuple(self.tools.values()),
+                           system=self.system)  # fmt: skip
 
     def replay_plan(self, turn: int) -> tuple[Arrival, ...]:
         """The parent's arrivals during its turn ``turn`` (SPEC §11.2), for a fork made before it."""
