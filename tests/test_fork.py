@@ -142,3 +142,22 @@ async def test_an_in_memory_session_cannot_be_forked() -> None:
             agent.fork(before_turn=1)
     finally:
         await agent.close()
+
+
+async def test_the_timeline_of_a_fork_says_where_it_came_from_and_shows_a_move(db) -> None:
+    from nbagent.views import Timeline, transcript_markdown
+
+    parent = await _two_turns(db)
+    child = parent.fork(before_turn=2)
+    try:
+        assert child.inbox.move(child.inbox.next_turn[0].id, "next-step", 0)
+        timeline = Timeline()
+        timeline.feed(child.events)
+        (node,) = [n for n in timeline.nodes.values() if n["type"] == "forked"]
+        assert node["parent_session"] == parent.session_id and node["turn"] == 2
+        text = transcript_markdown(timeline.to_json(max_text=None))
+        assert f"forked from {parent.session_id} before turn 2" in text
+        assert "Moved out of next-turn" in text
+    finally:
+        await child.close()
+        await parent.close()
