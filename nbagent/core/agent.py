@@ -118,6 +118,14 @@ class Agent:
         """Queue context for the nearest later boundary without starting the model."""
         return self.driver.deliver(message, NEXT_STEP, wake=False)
 
+    def wake(self) -> bool:
+        """Start a turn when idle and either queue holds something; return whether one started.
+
+        No message is added: a resumed session's parked followup runs (``%agent run``). Call it on
+        the agent's loop thread.
+        """
+        return self.driver.wake()
+
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.
 
