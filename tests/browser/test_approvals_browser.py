@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from conftest import Lab, shot
-from notebook_page import open_notebook, output_text, run_cell, run_cell_async, set_theme
+from notebook_page import READY_JS, open_notebook, output_text, run_cell, run_cell_async, set_theme
+from page_errors import PageErrors
 
 pytestmark = pytest.mark.browser
 
@@ -118,3 +119,31 @@ def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) ->
 
     run_cell(page, 2)
     cell(page, 2).get_by_text("['first', 'fourth', 'third']").wait_for()
+
+
+RESTART_JS = """async () => {
+  await window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart();
+}"""
+
+
+def test_a_prompt_whose_kernel_restarted_says_so_and_offers_nothing_to_click(lab: Lab, page: Any) -> None:
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook("approve-restart", [setup(["never = 1"]), "%followup go"])
+    open_notebook(page, lab.lab_url(name, "approve-restart"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    prompt = pending_prompt(page, 1, "never = 1")
+    assert prompt.locator("button").count() == 3
+
+    page.evaluate(RESTART_JS)  # what Kernel › Restart Kernel does, without its dialog
+    page.wait_for_function(READY_JS, timeout=90_000, polling=200)
+    gone = cell(page, 1).locator('.nba-approval[data-state="gone"]')
+    gone.wait_for()
+    assert "its kernel is gone (restarted or shut down)" in gone.inner_text()
+    assert gone.locator("button").count() == 0
+    assert cell(page, 1).locator(".nba-approvals button, button[data-action]").count() == 0
+    shot(page, "approvals-07-kernel-gone", cell(page, 1))
+    ours = [
+        e for e in errors.uncaught + errors.console if "Cannot send" in e or "nbagent" in e or "nba-" in e
+    ]
+    assert ours == [], errors
