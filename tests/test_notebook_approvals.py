@@ -423,3 +423,44 @@ def test_the_prompt_and_its_record_read_as_text_without_a_front_end():
     assert 'data-state="rejected"' in bundle["text/html"] and "<script" not in bundle["text/html"]
     hostile = {**question, "code": "</pre><img src=x onerror=alert(1)>"}
     assert "<img" not in settled_bundle([(hostile, "rejected", "denied")])["text/html"]
+
+
+def test_a_decided_record_reads_right_when_a_sanitizer_strips_its_styles():
+    """An untrusted notebook's sanitizer drops <style> and class styling: the record's words, with
+    their separators, and its emphasis are in the markup itself."""
+    import re
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts: list[str] = []
+            self.strong = 0
+            self.bold: list[str] = []
+            self.skip = False
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            self.skip = tag == "style"
+            self.strong += tag == "strong"
+
+        def handle_endtag(self, tag: str) -> None:
+            self.skip = False
+            self.strong -= tag == "strong"
+            if tag in ("div", "pre"):
+                self.parts.append("\n")
+
+        def handle_data(self, data: str) -> None:
+            if not self.skip:
+                self.parts.append(data)
+                if self.strong:
+                    self.bold.append(data)
+
+    question = {"id": "approval-c0", "tool": "run_code", "turn": 1, "code": "x = 1", "arguments": "{}"}
+    html = settled_bundle([(question, "allowed-once", "run_code approved (allowed for this session)")])[
+        "text/html"
+    ]
+    reader = Text()
+    reader.feed(html)
+    lines = [line.strip() for line in re.split(r"\n+", "".join(reader.parts)) if line.strip()]
+    assert lines == ["Approval · run_code · turn 1", "x = 1", "run_code approved (allowed for this session)"]
+    assert reader.bold == ["Approval · run_code", "run_code approved (allowed for this session)"]
