@@ -132,3 +132,39 @@ def test_agent_run_starts_the_parked_followup_in_its_cell_and_says_when_nothing_
     assert any(WIDGET_VIEW in m.content["data"] for m in result.updates(carried))
     assert "turn 2: completed" in last_plain(result, carried)
     assert "nothing pending: no turn started" in result.text(4)
+
+
+def updates_until(k: Kernel, result: RunAll, display_id: str, text: str, timeout: float = 30) -> str:
+    """Read IOPub into ``result`` until an update of ``display_id`` shows ``text``; its text/plain."""
+    import queue
+
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = [m.content["data"]["text/plain"] for m in result.updates(display_id)]
+        if any(text in s for s in shown):
+            return next(s for s in shown if text in s)
+        assert time.monotonic() < deadline, f"no update of {display_id} showing {text!r}: {shown}"
+        try:
+            msg = k.kc.iopub_channel.get_msg(timeout=0.1)
+        except queue.Empty:
+            continue
+        from kernel_helpers import Received
+
+        result.iopub.append(Received(time.monotonic(), msg))
+
+
+def test_agent_show_as_the_first_magic_shows_empty_widgets_that_the_first_delivery_fills(tmp_path):
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        result = k.run_all(["%agent show"])
+        assert "these show it once %inject, %followup or %steer starts one" in result.text(0)
+        inbox, timeline = result.display_ids(0)
+        assert list(tmp_path.glob("*.sqlite*")) == []  # showing created nothing
+        noted = k.run_all(["%inject a note for later"])  # the first delivery opens the session
+        result.iopub.extend(noted.iopub)
+        assert "a note for later" in updates_until(k, result, inbox, "a note for later")
+        asked = k.run_all(["%followup hello from the first cell", "%agent wait"])
+        result.iopub.extend(asked.iopub)
+        assert "next-step: empty" in updates_until(k, result, inbox, "Inbox · 0 pending")
+        turn = "Turn 1 «hello from the first cell» · completed"
+        assert turn in updates_until(k, result, timeline, turn)

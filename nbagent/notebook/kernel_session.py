@@ -225,7 +225,7 @@ class KernelSession:
                 lambda: open_session(path, notebook=str(notebook) if notebook else None)
             ),
         )
-        for equip in self.on_open:
+        for equip in list(self.on_open):
             equip(self.agent)
         if announce:
             print(
@@ -254,7 +254,7 @@ class KernelSession:
         self.close()
         path = self.path
         agent = self._file_call(path, lambda: self.on_agent_loop(lambda: resume_session(path, row.id)))
-        for equip in self.on_open:
+        for equip in list(self.on_open):
             equip(agent)
         self.agent = agent
         after = next((r for r in self.rows() if r.id == row.id), row)

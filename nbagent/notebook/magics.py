@@ -401,10 +401,28 @@ class AgentMagics(Magics):
                 f'pip install "nbagent[notebook]" (or use %agent transcript)'
             ) from None
         agent = self.session.ensure(create=False)
-        if agent is None:
-            print(f"no session in {self.session.path} yet; %inject, %followup or %steer starts one")
+        if agent is None and self.session.in_use_elsewhere is None:
+            self._show_before_session(widgets)
             return
-        widgets.show(agent)
+        if agent is not None:
+            widgets.show(agent)
+
+    def _show_before_session(self, widgets: Any) -> None:
+        """``%agent show`` as the first magic: empty widgets now, filled by the session the first
+        delivery opens (nothing is created before it)."""
+        from nbagent.notebook.agent_slot import AgentSlot
+
+        slot = AgentSlot()
+        widgets.show(slot)
+
+        def attach(agent: Any) -> None:
+            self.session.on_open.remove(attach)
+            self.session.on_agent_loop(lambda: slot.attach(agent))
+
+        self.session.on_open.append(attach)
+        print(
+            f"no session in {self.session.shown_path} yet: these show it once %inject, %followup or %steer starts one"
+        )
 
     def _agent_run(self, *, keep_inbox: bool) -> None:
         agent = self.session.ensure(create=False)
