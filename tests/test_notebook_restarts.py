@@ -168,3 +168,23 @@ def test_agent_show_as_the_first_magic_shows_empty_widgets_that_the_first_delive
         assert "next-step: empty" in updates_until(k, result, inbox, "Inbox · 0 pending")
         turn = "Turn 1 «hello from the first cell» · completed"
         assert turn in updates_until(k, result, timeline, turn)
+
+
+def test_a_turn_has_the_same_head_in_the_followup_cell_and_the_steer_cell_that_joined_it(tmp_path):
+    timeline = "application/vnd.nbagent.timeline+json"
+    setup = (
+        "from nbagent.models import Response, ScriptedModel\nfrom nbagent.notebook import current_agent\n"
+        "current_agent().set_model(ScriptedModel([Response('a long first answer', chunk_size=2, "
+        "chunk_delay=0.05), 'steered answer']))\n"
+    )
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        result = k.run_all([setup, "%followup first question", "%steer steer it", "%agent wait"])
+        heads = []
+        for cell in (1, 2):
+            (display,) = result.display_ids(cell)
+            final = result.updates(display)[-1].content["data"]
+            (turn,) = [n for n in final[timeline]["nodes"] if n["type"] == "turn"]
+            heads.append((turn["turn"], turn["title"], turn["steps"], turn["duration_text"], turn["status"]))
+    assert heads[0] == heads[1]
+    assert heads[0][:3] == (1, "first question", 2)
