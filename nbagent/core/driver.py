@@ -225,21 +225,6 @@ class Driver:
                 self._wakes_in_flight -= 1
         return msg
 
-    def wake(self) -> bool:
-        """Start a turn when idle and a queue holds something (no new message); on the loop thread.
-
-        Returns whether a turn started (SPEC §11.1): the resumed log is read first, as for a waking
-        delivery, and a running, closing or faulted driver starts nothing.
-        """
-        self.check_can_mutate()
-        if not self.on_loop_thread():
-            raise RuntimeError("wake() runs on the agent's loop thread (loop.call_soon_threadsafe)")
-        self.projections.materialise()
-        if self.driving or self.stopping or not self.journal.staged_inbox.pending:
-            return False
-        self._wake()
-        return self.driving
-
     def mutate(self, plan: SplicePlan, *, checked: bool = False) -> list[PlannedSplice]:
         """Commit the splices ``plan`` makes against the staged inbox; returns them."""
         if not checked:

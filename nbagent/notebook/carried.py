@@ -80,12 +80,12 @@ def _running_turn(agent: Agent) -> tuple[int, str] | None:
         return None
     from nbagent.core.events import TURN_END, TURN_START
     from nbagent.core.messages import UserMessage
-    from nbagent.core.projections import history_message
+    from nbagent.core.projections import derive_history
 
     events = agent.events
     start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == TURN_START), None)
     if start is None or any(e.type == TURN_END for e in events[start:]):
         return None
-    claimed = [m for m in map(history_message, events[start:]) if isinstance(m, UserMessage)]
+    claimed = [m for m in derive_history(events[start:]) if isinstance(m, UserMessage)]
     typed = [m for m in claimed if m.kind == "user"] or claimed
     return int(events[start].data["turn"]), quoted(typed[0]) if typed else ""
