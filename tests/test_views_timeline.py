@@ -140,6 +140,27 @@ async def test_tool_calls_carry_arguments_results_and_outcome_and_their_contexts
     assert message_nodes(nodes)[0]["via"] is None
 
 
+async def test_a_labelled_one_line_result_shows_its_value_on_the_tool_line() -> None:
+    @nbagent.tool
+    def compute() -> str:
+        """Report as run_code does: a label line, then the value."""
+        return "result:\n2"
+
+    @nbagent.tool
+    def printing() -> str:
+        """Report stdout and a result."""
+        return "stdout:\nhello\n\nresult:\nNone"
+
+    agent = nbagent.open_session(None, model=ScriptedModel([Response(tool_calls=[ToolCall("compute", {}),
+                                 ToolCall("printing", {})]), "ok"]), tools=[compute, printing])  # fmt: skip
+    agent.followup("go")
+    await agent.when_idle()
+    events = agent.events
+    await agent.close()
+    lines = [n["result_line"] for n in project(events).nodes.values() if n["type"] == "tool"]
+    assert lines == ["result: 2", "stdout: hello"]
+
+
 async def test_a_retry_is_its_own_node_and_the_failed_attempt_is_kept_apart() -> None:
     script = [Response("partial", failure="RATE_LIMIT"), Response("recovered")]
     policy = nbagent.RetryPolicy(base_delay_ms=1, jitter=0)

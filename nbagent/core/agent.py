@@ -157,6 +157,22 @@ class Agent:
         """Queue context for the nearest later boundary without starting the model."""
         return self.driver.deliver(message, NEXT_STEP, wake=False)
 
+    def wake(self) -> bool:
+        """Start a turn when idle and either queue holds something; return whether one started.
+
+        No message is added: a resumed session's parked followup runs (``%agent run``). Call it on
+        the agent's loop thread.
+        """
+        driver = self.driver
+        driver.check_can_mutate()
+        if not driver.on_loop_thread():
+            raise RuntimeError("wake() runs on the agent's loop thread (loop.call_soon_threadsafe)")
+        driver.projections.materialise()  # a resumed log is read before a turn opens (SPEC §6.3)
+        if driver.driving or driver.stopping or not driver.journal.staged_inbox.pending:
+            return False
+        driver.start()
+        return driver.driving
+
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.
 

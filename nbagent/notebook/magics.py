@@ -38,6 +38,7 @@ from nbagent.notebook.kernel_tools import NotebookTools
 from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
+_COMMANDS += ("run",)  # starts what is pending (a followup carried over a restart): agent.wake()
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
 _COMMANDS += ("mcp",)  # nbagent.notebook.mcp_commands
 
@@ -246,6 +247,7 @@ class AgentMagics(Magics):
             raise UsageError(f"%{verb} needs a message")
         agent = self.session.ensure()
         assert agent is not None
+        self._show_carried(agent)
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
         view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget, waited=args.wait)
         view.start()
@@ -264,6 +266,21 @@ class AgentMagics(Magics):
             raise cancelled_by_interrupt(f"the turn was cancelled ({run.outcome})") from None
         if run.outcome == "error":
             raise RunFailedError.from_run(run)
+
+    def _show_carried(self, agent: Any) -> list[Any]:
+        """Give each followup carried over a restart a live view in this cell, before it runs here."""
+        from nbagent.notebook.carried import quoted
+        from nbagent.notebook.live import DisplaySurface, LiveTurn
+
+        views = []
+        for message in self.session.take_carried(agent):
+            print(f"nbagent: runs first, in this cell: followup {quoted(message)} (from before the restart)")
+            view = LiveTurn(agent, message, "followup", DisplaySurface(), on_final=self._forget)
+            view.start()
+            self.tools.prompts.reserve(view)
+            self.session.views.append(view)
+            views.append(view)
+        return views
 
     def _settle(self) -> None:
         """Re-publish views that became final while no cell ran, so every front end has the end."""
@@ -292,8 +309,14 @@ class AgentMagics(Magics):
 
         status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
         transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
-        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME.
+        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME · run.
         `%%agent` runs one command per line of its body.
+
+        After a kernel restart the first magic says which followups were left pending; they do not
+        start on their own: the next `%followup`, `%steer` or `%agent run` starts them first, each
+        with its live view and approval prompts in that cell. `%agent run` starts a turn for what is
+        pending without sending anything (`agent.wake()`); `%agent status` lists what runs and what
+        is pending.
         """
         if cell is not None:
             if line.strip():
@@ -386,10 +409,44 @@ class AgentMagics(Magics):
                 f'pip install "nbagent[notebook]" (or use %agent transcript)'
             ) from None
         agent = self.session.ensure(create=False)
-        if agent is None:
-            print(f"no session in {self.session.path} yet; %inject, %followup or %steer starts one")
+        if agent is None and self.session.in_use_elsewhere is None:
+            self._show_before_session(widgets)
             return
-        widgets.show(agent)
+        if agent is not None:
+            widgets.show(agent)
+
+    def _show_before_session(self, widgets: Any) -> None:
+        """``%agent show`` as the first magic: empty widgets now, filled by the session the first
+        delivery opens (nothing is created before it)."""
+        from nbagent.notebook.agent_slot import AgentSlot
+
+        slot = AgentSlot()
+        widgets.show(slot)
+
+        def attach(agent: Any) -> None:
+            self.session.on_open.remove(attach)
+            self.session.on_agent_loop(lambda: slot.attach(agent))
+
+        self.session.on_open.append(attach)
+        print(
+            f"no session in {self.session.shown_path} yet: these show it once %inject, %followup or %steer starts one"
+        )
+
+    def _agent_run(self, *, keep_inbox: bool) -> None:
+        agent = self.session.ensure(create=False)
+        if agent is None:
+            print("no session open; nothing to run")
+            return
+        views = self._show_carried(agent)
+        started = self.session.on_agent_loop(agent.wake)
+        for view in views:
+            view.refresh()
+        if started:
+            print(f"nbagent: started a turn for the pending messages ({agent.status})")
+        elif agent.status == "running":
+            print("nbagent: a turn is running; the pending followups run after it, in order")
+        else:
+            print("nbagent: nothing pending: no turn started")
 
     def _agent_cancel(self, *, keep_inbox: bool) -> None:
         agent = self.session.current()

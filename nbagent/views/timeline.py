@@ -45,7 +45,7 @@ from nbagent.views.bundle import Node, bundle_json
 from nbagent.views.inbox import inbox_item
 from nbagent.views.labels import describe_message, full_text
 from nbagent.views.outcomes import approval_text, turn_outcome
-from nbagent.views.text import clip, first_line, plural
+from nbagent.views.text import clip, first_line, plural, summary_line
 
 Patch = list[Any]
 LINE_MAX = 160
@@ -265,7 +265,7 @@ class Timeline:
         result = full_text(block.get("content", ()))
         code = ev.error_code
         outcome = f"failed: {code}" if ev.is_error and code else "failed" if ev.is_error else "done"
-        fields = {"result": result, "result_line": first_line(result, LINE_MAX), "is_error": ev.is_error,
+        fields = {"result": result, "result_line": summary_line(result, LINE_MAX), "is_error": ev.is_error,
                   "error_code": code, "outcome": outcome}  # fmt: skip
         node_id = self._tools.get(ev.call_id) or f"tool-{ev.turn}-{ev.step}-{ev.call_id}"
         if node_id in self.nodes:
