@@ -231,3 +231,18 @@ def table(rows: Sequence[Row]) -> str:
     out = [line.format(*head), line.format(*("-" * w for w in widths))]
     out += [line.format(*b) for b in body]
     return "\n".join(out)
+
+
+def count_writes(agent: Any) -> list[int]:
+    """Count the transactions ``agent`` writes from now on (``[n]``, updated in place): every write
+    of its store is one transaction, so this is the number of commits (and, with ``fsync``, syncs)."""
+    store = agent.driver.journal.file
+    real_write = store.write
+    count = [0]
+
+    def counting_write(*args: Any, **kwargs: Any) -> None:
+        real_write(*args, **kwargs)
+        count[0] += 1
+
+    store.write = counting_write  # an instance attribute: nothing else changes
+    return count

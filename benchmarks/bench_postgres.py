@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _util
-from _util import Row, median, pct
+from _util import Row, count_writes, median, pct
 
 perf = time.perf_counter
 INJECT_TEXT = (
@@ -173,6 +173,7 @@ class Bench:
                 await agent.when_idle()
 
         await turns(2)
+        writes = count_writes(agent)
         per_step: list[float] = []
         gc.collect()
         for _ in range(cfg.step_blocks):
@@ -181,11 +182,13 @@ class Bench:
             per_step.append((perf() - t0) / (2 * cfg.step_turns))
         await agent.close()
         value = median(per_step)
-        floor = 3 * self.bare_p50
+        per_turn = writes[0] / (cfg.step_blocks * cfg.step_turns)
+        floor = per_turn / 2 * self.bare_p50  # as many bare commits as the step made transactions
         self.rows.append(Row("loop step (durable)", value, "s", floor))  # reported, no target
         self.info.append(
-            "step: a turn of a tool step and a text step commits 6 times (3 per step): the baseline is "
-            "3 bare commits"
+            f"step: a turn of a tool step and a text step made {per_turn:g} transactions (counted; "
+            f"{per_turn / 2:g} per step, the followup's and the turn's opening included): the baseline "
+            f"is {per_turn / 2:g} bare commits"
         )
 
     # -- 3. resume ------------------------------------------------------------------------------------

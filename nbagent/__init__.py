@@ -1,28 +1,67 @@
 """nbagent: an LLM agent session living in a Jupyter kernel, logged to SQLite."""
 
-from typing import Any
+from __future__ import annotations
 
-from nbagent.core.agent import Agent, LiveNotice
-from nbagent.core.events import Event
-from nbagent.core.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
-from nbagent.core.messages import AssistantMessage, Message, UserMessage
-from nbagent.core.retry import RetryPolicy
-from nbagent.core.runs import Run
-from nbagent.core.tools import Tool, ToolResult, tool
-from nbagent.errors import (
-    NbagentError,
-    ReentrantDeliveryError,
-    SessionClosedError,
-    SessionCorruptError,
-    SessionFileError,
-    SessionLockedError,
-    SessionNotFoundError,
-    SessionWriteError,
-)
-from nbagent.session import open_session, resume_session
-from nbagent.store.base import SessionRow
-from nbagent.store.follow import follow_events
-from nbagent.store.reading import list_sessions, read_events
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nbagent.core.agent import Agent, LiveNotice
+    from nbagent.core.events import Event
+    from nbagent.core.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
+    from nbagent.core.messages import AssistantMessage, Message, UserMessage
+    from nbagent.core.retry import RetryPolicy
+    from nbagent.core.runs import Run
+    from nbagent.core.tools import Tool, ToolResult, tool
+    from nbagent.errors import (
+        NbagentError,
+        ReentrantDeliveryError,
+        SessionClosedError,
+        SessionCorruptError,
+        SessionFileError,
+        SessionLockedError,
+        SessionNotFoundError,
+        SessionWriteError,
+    )
+    from nbagent.session import open_session, resume_session
+    from nbagent.store.base import SessionRow
+    from nbagent.store.follow import follow_events
+    from nbagent.store.reading import list_sessions, read_events
+
+# The public names, imported on first use (PEP 562): ``nbagent --version``, ``%load_ext nbagent``
+# and a tool that only reads a log do not pay for the agent runtime they do not use.
+_HOMES = {
+    "nbagent.core.agent": ("Agent", "LiveNotice"),
+    "nbagent.core.events": ("Event",),
+    "nbagent.core.hooks": (
+        "Enter",
+        "PreStep",
+        "Reject",
+        "RequestFailure",
+        "Retry",
+        "SessionStart",
+        "TurnStopping",
+    ),
+    "nbagent.core.messages": ("AssistantMessage", "Message", "UserMessage"),
+    "nbagent.core.retry": ("RetryPolicy",),
+    "nbagent.core.runs": ("Run",),
+    "nbagent.core.tools": ("Tool", "ToolResult", "tool"),
+    "nbagent.errors": (
+        "NbagentError",
+        "ReentrantDeliveryError",
+        "SessionClosedError",
+        "SessionCorruptError",
+        "SessionFileError",
+        "SessionLockedError",
+        "SessionNotFoundError",
+        "SessionWriteError",
+    ),
+    "nbagent.session": ("open_session", "resume_session"),
+    "nbagent.store.base": ("SessionRow",),
+    "nbagent.store.follow": ("follow_events",),
+    "nbagent.store.reading": ("list_sessions", "read_events"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Agent",
@@ -59,6 +98,19 @@ __all__ = [
     "tool",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nbagent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def load_ipython_extension(ipython: Any) -> None:

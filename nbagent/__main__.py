@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from nbagent.core import events as ev
-from nbagent.views.labels import describe_message
+# Each command imports what it uses when it runs: ``--version`` and ``--help`` load no provider,
+# DataFrame, IPython or Jupyter module (tests/test_cli_imports.py).
+if TYPE_CHECKING:
+    from nbagent.core import events as ev
 
 TUTORIAL = "quickstart.ipynb"
 
@@ -28,6 +27,9 @@ def _tutorial_source() -> Path:
 
 def _event_line(record: ev.TypedEvent) -> str:
     """A few words on one event of the demo's log."""
+    from nbagent.core import events as ev
+    from nbagent.views.labels import describe_message
+
     match record:
         case ev.Splice(is_claim=True):
             return f"{record.target}: claimed {record.removed_count}"
@@ -51,6 +53,7 @@ def _event_line(record: ev.TypedEvent) -> str:
 async def _demo(folder: Path) -> None:
     import nbagent
     from nbagent.context import cell_text
+    from nbagent.core import events as ev
     from nbagent.views import transcript
 
     path = folder / "demo.nbagent.sqlite"
@@ -75,6 +78,9 @@ async def _demo(folder: Path) -> None:
 
 def demo() -> int:
     """Open a session with the echo model in a temporary folder, inject, follow up, print the log."""
+    import asyncio
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="nbagent-demo-") as folder:
         asyncio.run(_demo(Path(folder)))
     return 0
@@ -82,6 +88,9 @@ def demo() -> int:
 
 def quickstart(headless: bool | None) -> int:
     """Copy the quickstart into the working directory (if missing) and open it, or run it headless."""
+    import shutil
+    import subprocess
+
     if headless is None:
         headless = bool(os.environ.get("CI")) or (
             sys.platform.startswith("linux")
@@ -96,47 +105,90 @@ def quickstart(headless: bool | None) -> int:
     if not target.exists():
         shutil.copy(_tutorial_source(), target)
         print(f"nbagent: copied {TUTORIAL} into {target.parent}")
+    _set_aside_last_session(target)
     if not headless:
+        print(f"nbagent: opening {TUTORIAL} in JupyterLab (Ctrl+C here stops the server)", flush=True)
         return subprocess.call([sys.executable, "-m", "jupyterlab", str(target)])
     from nbagent.notebook.headless import output_text, run_notebook
 
-    nb = run_notebook(target)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            print(f"In [{cell.get('execution_count') or ' '}]: {cell.source}")
-            shown = output_text(cell).rstrip()
-            if shown:
-                print(shown)
-            print()
+    def show(cell: Any) -> None:
+        print(f"In [{cell.get('execution_count') or ' '}]: {cell.source}")
+        shown = output_text(cell).rstrip()
+        if shown:
+            print(shown)
+        print(flush=True)
+
+    print(f"nbagent: running {TUTORIAL} in a kernel, cell by cell, with the offline echo model\n", flush=True)
+    run_notebook(target, on_cell=show)  # each cell is printed as soon as it has run
     print(
         f"nbagent: executed {target} (outputs saved in it); the session log is {target.with_suffix('').name}.nbagent.sqlite"
     )
     return 0
 
 
+def _set_aside_last_session(notebook: Path) -> None:
+    """Give the quickstart a fresh session each run: an earlier run's log, beside the notebook, is
+    renamed ``<stem>.previous-N.nbagent.sqlite`` (kept, not continued), and that is said. A log that
+    is still open somewhere (its ``-wal`` is there) is left in place and continued, and that is said."""
+    from nbagent.notebook.location import SUFFIX
+
+    log = notebook.with_name(notebook.stem + SUFFIX)
+    if not log.exists():
+        return
+    if any(Path(f"{log}{side}").exists() for side in ("-wal", "-shm", "-journal")):
+        print(
+            f"nbagent: {log.name} is still open (a kernel is using it, or one stopped without closing it); "
+            "this run continues its latest session"
+        )
+        return
+    n = 1
+    while (kept := notebook.with_name(f"{notebook.stem}.previous-{n}{SUFFIX}")).exists():
+        n += 1
+    log.rename(kept)
+    print(f"nbagent: a fresh session this run; the previous run's log is kept as {kept.name}")
+
+
 def sessions_command(args: argparse.Namespace) -> int:
     """``nbagent sessions copy SRC DST [--session ID]`` and ``nbagent sessions list STORE``."""
     from nbagent.errors import NbagentError
+    from nbagent.views.text import plural
 
     try:
         if args.action == "list":
             from nbagent import list_sessions
 
-            for row in list_sessions(args.store):
+            rows = list_sessions(args.store)
+            for row in rows:
                 title = f"  {row.title}" if row.title else ""
-                print(f"{row.id}  {row.events:>7} events  {row.turns:>4} turns  model {row.model}{title}")
+                counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
+                print(f"{row.id}  {counts}  model {row.model}{title}")
+            if not rows:
+                print(f"nbagent: no sessions in {args.store}")
             return 0
         from nbagent.store.copying import copy_sessions
 
         results = copy_sessions(args.source, args.destination, session_id=args.session)
     except NbagentError as exc:
-        print(f"nbagent: {exc}", file=sys.stderr)
+        store = args.store if args.action == "list" else args.source
+        print(f"nbagent sessions {args.action}: {command_words(str(exc), store)}", file=sys.stderr)
         return 1
     if not results:
         print("nbagent: the source holds no session; nothing to copy")
     for r in results:
-        print(f"{r.session_id}  {r.outcome:<10}  {r.appended} of {r.events} events written")
+        print(f"{r.session_id}  {r.outcome:<10}  {r.appended} of {plural(r.events, 'event')} written")
     return 0
+
+
+def command_words(message: str, store: str) -> str:
+    """An error of the Python API as said on the command line: the advice names commands, not
+    functions (``see list_sessions()`` becomes ``nbagent sessions list STORE lists them``)."""
+    return (
+        message.replace("see list_sessions()", f"`{_prog()} sessions list {store}` lists them")
+        .replace(" (or set NBAGENT_DB)", "")
+        .replace(
+            "(open_session() creates a new file)", "(a notebook's first %inject or %followup creates one)"
+        )
+    )
 
 
 def _require(module: str, extra: str, purpose: str) -> None:

@@ -210,6 +210,25 @@ def storable(value: Any, depth: int = 1) -> Any:
     return value
 
 
+def nests_deeper(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value``'s dicts, lists and tuples nest deeper than ``limit`` levels.
+
+    Iterative, so a value nested far beyond Python's recursion limit is measured, not a crash."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
+    return False
+
+
 def fix_text(value: str) -> str:
     """Valid Unicode for ``value``: surrogate pairs joined, lone surrogates replaced by U+FFFD."""
     if _bad_str(value) is None:

@@ -84,7 +84,11 @@ def open_session(
     ignores the cancellation before abandoning it (SPEC §5.6).
     """
     loop = _running_loop()
-    sid = session_id or uuid.uuid4().hex
+    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+        raise ValueError(
+            f"session_id must be a non-empty str, not {session_id!r}; pass None for a fresh random id"
+        )
+    sid = uuid.uuid4().hex if session_id is None else session_id
     resolved = resolve_model(model)
     file = lease = None
     if path is not None:
@@ -199,7 +203,11 @@ def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionR
                     f"no session {session_id} in {reader.location}; see list_sessions()"
                 )
             row = found
-        return row.id, row, reader.check_log(row.id)
+        checked = reader.check_log(row.id)
+        check_resumable = getattr(reader, "check_resumable", None)  # SQLite: splices and pages
+        if check_resumable is not None:
+            check_resumable(row.id)
+        return row.id, row, checked
     finally:
         reader.close()
 

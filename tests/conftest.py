@@ -72,8 +72,9 @@ class SmallDisk:
         self.size_kb = size_kb
         self._filler = None
 
-    def fill(self) -> None:
-        """Take every free byte (a filler file written until the disk says it is full)."""
+    def fill(self, leave: int = 0) -> None:
+        """Take every free byte but ``leave`` (a filler file written until the disk says it is full,
+        then shortened by ``leave``)."""
         import errno
         import os
 
@@ -85,6 +86,8 @@ class SmallDisk:
             except OSError as exc:
                 assert exc.errno == errno.ENOSPC
                 break
+        if leave:
+            os.ftruncate(self._filler, max(0, os.fstat(self._filler).st_size - leave))
 
     def free(self) -> None:
         import os

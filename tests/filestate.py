@@ -37,10 +37,47 @@ def wal_database(path: Path, statements: list[str]) -> sqlite3.Connection:
 
 
 def run_unprivileged(code: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a child that imports nbagent, then drops to user ``nobody`` when root."""
+    """Run ``code`` in a child that imports nbagent, then drops to user ``nobody`` when root.
+
+    nbagent loads its public names on first use: the child loads them all before it drops (the
+    user ``nobody`` may not be able to read the interpreter's packages)."""
     prelude = (
         "import os, asyncio, nbagent, nbagent.store.sqlite\n"
+        "[getattr(nbagent, name) for name in nbagent.__all__]\n"
         "if os.geteuid() == 0:\n"
         "    os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
     )
     return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=60)
+
+
+def crashed_copy(dest: Path, scratch: Path, *, statements: tuple[str, ...] = ()) -> Path:
+    """A session file at ``dest`` as a writer killed mid-session leaves it: committed frames in a
+    -wal that was never checkpointed, and its -shm. It is written in ``scratch`` (created) by a
+    real agent on a thread of its own; ``statements`` run on the live file first (WAL mode)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nbagent
+    from nbagent.models import ScriptedModel
+
+    scratch.mkdir()
+    live = scratch / dest.name
+
+    async def write() -> None:
+        agent = nbagent.open_session(live, model=ScriptedModel(["answer 0", "answer 1"]))
+        for i in range(2):
+            agent.inject(f"context {i}")
+            await agent.run(f"prompt {i}")
+        if statements:
+            conn = sqlite3.connect(live, isolation_level=None)
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+            for statement in statements:
+                conn.execute(statement)
+            conn.close()
+        for suffix in ("", "-wal", "-shm"):
+            shutil.copyfile(f"{live}{suffix}", f"{dest}{suffix}")
+        await agent.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, write()).result()
+    return dest

@@ -47,6 +47,7 @@ def col(
     samples: tuple[str, ...] = (),
     unavailable: tuple[tuple[str, str], ...] = (),
     error: str | None = None,
+    in_sample: bool = False,
     **numbers: str,
 ) -> ColumnFacts:
     """A column with statistics; ``finite_mean="2"`` is the figure labelled ``finite mean``."""
@@ -62,6 +63,7 @@ def col(
         samples=samples,
         unavailable=unavailable,
         error=error,
+        distinct_sampled=in_sample,
     )
 
 
@@ -426,6 +428,7 @@ def long() -> FrameFacts:
                 mean="499999",
                 std="288675",
                 samples=("3", "13", "19"),
+                in_sample=True,
             ),
             col(
                 "value",
@@ -438,6 +441,7 @@ def long() -> FrameFacts:
                 mean="-0.0011046",
                 std="0.998534",
                 samples=("0.330159", "0.424908", "-0.736846"),
+                in_sample=True,
             ),
             col(
                 "group",
@@ -445,7 +449,7 @@ def long() -> FrameFacts:
                 1_000_000,
                 0,
                 3,
-                top=(('"b"', 33_405), ('"c"', 33_308), ('"a"', 33_287)),
+                top=(('"b"', 334_051), ('"c"', 333_080), ('"a"', 332_869)),
                 samples=('"c"', '"a"', '"b"'),
             ),
             col(
@@ -454,7 +458,7 @@ def long() -> FrameFacts:
                 1_000_000,
                 0,
                 2,
-                top=(("false", 50_092), ("true", 49_908)),
+                top=(("false", 500_920), ("true", 499_080)),
                 samples=("false", "true"),
             ),
         ],
@@ -757,6 +761,8 @@ def test_a_statistic_that_failed_says_unavailable_beside_the_others() -> None:
 
 
 def summarize(df: Any, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+    """The summary of ``df``, small frames included (they are not sent whole unless ``whole_rows`` says)."""
+    kwargs.setdefault("whole_rows", 0)
     kwargs.setdefault("name", "df")
     kwargs.setdefault("captured_at", CAPTURED)
     message = dataframe(df, **kwargs)
@@ -829,8 +835,9 @@ def test_a_long_frame_says_which_statistics_are_exact_and_which_come_from_the_sa
     )
     text, _ = summarize(frame)
     assert (
-        "statistics: null counts, min, max, mean and std exact over all 1,000,000 rows; distinct counts, top values and samples from a fixed-seed sample of 100,000 rows (seed 0)"
-        in text
+        "statistics: null counts, min, max, mean, std and the value counts of categories exact over all "
+        '1,000,000 rows; other distinct counts (marked "in sample"), top values (counts marked ≈, scaled '
+        "to all rows) and samples from a fixed-seed sample of 100,000 rows (seed 0)" in text
     )
     # the head shows the latest times first; the minimum is the very last row, exact
     assert "min 2020-01-01 00:00:00 · max 2020-01-12 13:46:39" in text
@@ -874,10 +881,7 @@ def test_infinite_values_give_a_finite_mean_and_no_warning() -> None:
 
 def test_a_list_column_keeps_its_non_null_count() -> None:
     text, _ = summarize(pd.DataFrame({"l": [[1], [2, 3], None]}))
-    assert (
-        "- l: object · non-null 2 (33.3% null) · samples [1], [2, 3] · distinct unavailable (TypeError: unhashable type: 'list')"
-        in text
-    )
+    assert "- l: object · non-null 2 (33.3% null) · lists of int, length 1–2 · samples [1], [2, 3]\n" in text
 
 
 def test_source_fields_are_exact() -> None:
@@ -903,7 +907,7 @@ def test_source_without_cell_or_name_has_no_cell_and_a_null_name() -> None:
         "shape": [1, 1],
         "columns": ["a"],
         "truncated": [],
-        "form": "snapshot",
+        "form": "table",  # one row: sent whole
     }
     assert message.plain_text.startswith('<dataframe library="polars" type="polars.DataFrame" shape="1 x 1"')
 

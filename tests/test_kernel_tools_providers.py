@@ -66,7 +66,7 @@ def tools() -> Iterator[tuple[Any, ...]]:
 
 def summary_of_weather(text: str) -> None:
     assert text.startswith('<dataframe name="weather" library="pandas" type="pandas.DataFrame" shape="3 x 2"')
-    assert "- temp_c: float64 · non-null 3 (0% null) · distinct 3 · min 3.5 · max 31" in text
+    assert "| Oslo | 3.5 |\n| Lima | 18.2 |\n| Pune | 31 |" in text  # a frame this small is sent whole
     assert text.rstrip().endswith("</dataframe>")
 
 

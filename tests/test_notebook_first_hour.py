@@ -97,7 +97,8 @@ def test_a_second_kernel_on_the_same_notebook_says_the_session_is_in_use_and_for
             assert (
                 result.text(0)
                 == line
-                + "no session open · file work.nbagent.sqlite (created by the first %inject, %followup or %steer)\n"
+                + f"no session open in this kernel · file work.nbagent.sqlite holds 1 session; the latest "
+                f"({sid[:8]}) is open in another kernel\n"
             )
             assert session_ids(db) == [sid]
             writes = second.run_all(["%inject a note"], timeout=30)
@@ -161,7 +162,7 @@ def test_an_unfinished_expression_is_refused_and_text_is_queued(tmp_path: Path) 
             "`df.head(` is an unfinished Python expression (it ends inside a bracket or a string): finish it, "
             "or send it as text with --label LABEL or in a %%inject cell"
         )
-        assert "queued text: 17 chars" in result.text(1)
+        assert "queued cell: 17 chars" in result.text(1)
     texts = [
         m["content"][0]["text"]
         for e in read_events(tmp_path / "work.nbagent.sqlite")

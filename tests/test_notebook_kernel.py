@@ -82,6 +82,7 @@ def test_interrupting_the_kernel_during_wait_cancels_the_turn_cleanly(
         content = interrupt_and_read_reply(k, msg_id)
         assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
         assert "the turn was cancelled (aborted)" in content["evalue"]
+        assert content["traceback"] == ["KeyboardInterrupt: the turn was cancelled (aborted)"]  # one line
         status = k.run("%agent status")
         assert "status: idle" in status
     events = read_events(db)

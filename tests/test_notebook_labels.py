@@ -98,7 +98,7 @@ def test_the_badge_is_a_user_facing_word_and_a_typed_prompt_is_named_by_its_queu
     kinds = ("dataframe", "cell", "session-reference", "tool", "something-new")
     assert [describe_message(UserMessage.text("x", source={"kind": k})).badge for k in kinds] == [
         "dataframe",
-        "text",
+        "cell",
         "recall",
         "tool result",
         "something-new",
@@ -154,7 +154,7 @@ async def test_the_live_turn_view_shows_the_same_labels_as_every_view() -> None:
         "step 1",
         "  ← [dataframe] df · 50×3 · pandas — 50 rows × 3 columns: a, b, c",
         "  ← [error] KeyError: 'regoin'",
-        "  ← [text] units — metres",
+        "  ← [cell] units — metres",
         "  ← [followup] what is in df?",
     ]
     assert text.splitlines()[-1] == "turn 1: completed"

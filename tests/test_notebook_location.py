@@ -90,7 +90,7 @@ def test_a_vscode_kernel_keeps_its_session_beside_the_notebook_until_nbagent_db_
             sh.run_cell("%inject in the NBAGENT_DB file")
             paths.append(session.agent.path)
             sh.run_cell("%agent --db mine.sqlite")
-            sh.run_cell("%inject in the --db file")
+            sh.run_cell("%inject -- in the --db file")  # after a leading `--` all is text
             paths.append(session.agent.path)
             capsys.readouterr()
             sh.run_cell("%agent status")

@@ -152,7 +152,7 @@ def test_a_session_is_resumed_after_the_extension_is_reloaded_and_new_starts_fre
         assert magics(sh).session.agent.session_id != sid
         sh.run_cell("%agent sessions")
         listing = capsys.readouterr().out
-        assert f"  {sid[:8]}    1 turns" in listing
+        assert f"  {sid[:8]}     1 turn    " in listing  # one turn, not "1 turns"
         assert listing.count("\n") == 4
         sh.run_cell(f"%agent resume {sid[:6]}")
         assert magics(sh).session.agent.session_id == sid
@@ -174,7 +174,8 @@ def test_a_kernel_that_does_not_know_its_notebook_never_resumes_another_ones_ses
         second = magics(sh).session.agent.session_id
         assert second != first
         assert out.splitlines()[0] == (
-            f"nbagent: new session {second[:8]} in nbagent.sqlite (model echo); this kernel does not know "
+            f"nbagent: new session {second[:8]} in nbagent.sqlite, the shared file of this folder (model echo); "
+            "this kernel does not know "
             "its notebook, so it does not continue the file's earlier sessions (`%agent sessions` lists "
             "them, `%agent resume ID` continues one)"
         )
@@ -216,7 +217,7 @@ def test_transcript_tells_typed_prompts_from_injected_context(tmp_path, capsys) 
 
     out = capsys.readouterr().out
     assert "## Turn 1" in out
-    assert "📎 **text** · 21 B\n\n```\nthe data is synthetic\n```" in out
+    assert "📎 **cell** · 21 B\n\n```\nthe data is synthetic\n```" in out
     assert "**You** · followup\n\n> summarize" in out
     assert "## Pending (the model has not seen these yet)" in out and "later note" in out
 

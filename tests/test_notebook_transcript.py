@@ -112,12 +112,12 @@ async def test_typed_prompts_and_injected_context_look_different_by_source_kind(
     ]
     assert contexts == [
         "**dataframe** sales · 4×3 · pandas",
-        "**text** units",
+        "**cell** units",
         "**error** KeyError: 'regoin'",
         "**plugin** warehouse · via stock",
-        "**text**",
+        "**cell**",
     ]
-    assert "*Canceled from next-step before the model saw it: text «a draft note I take back»*" in text
+    assert "*Canceled from next-step before the model saw it: cell «a draft note I take back»*" in text
     assert text.count("a draft note I take back") == 1
 
 

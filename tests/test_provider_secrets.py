@@ -19,6 +19,7 @@ from nbagent.core.retry import RetryPolicy
 from nbagent.models.anthropic import AnthropicModel
 from nbagent.models.openai_compat import OpenAICompatModel
 from nbagent.redaction import REDACTED, looks_secret_name, scrub
+from nbagent.views.escape import escape_markdown
 from nbagent.views.markdown import transcript
 
 pytestmark = pytest.mark.usefixtures("provider_env")
@@ -81,7 +82,7 @@ async def test_a_key_echoed_by_an_error_body_is_nowhere_stored_or_shown(
     needle = key.encode()
     assert needle not in on_disk_while_open
     assert needle not in stored_bytes(db)
-    assert key not in shown and REDACTED in shown
+    assert key not in shown and escape_markdown(REDACTED) in shown  # the transcript escapes data (\[…\])
     assert key not in repr(run)
     assert all(key not in r.getMessage() for r in caplog.records)
     assert key not in caplog.text

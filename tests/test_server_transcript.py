@@ -31,7 +31,7 @@ def test_markdown_marks_typed_prompts_and_injected_context_apart(tmp_path: Path)
         f"*analysis.nbagent.sqlite · session {sid} · model echo*\n\n"
         "## Turn 1\n\n"
         "### Step 1\n\n"
-        "📎 **text** notes · 18 B\n\n"
+        "📎 **cell** notes · 18 B\n\n"
         "```\nPrices are in EUR.\n```\n\n"
         "**You** · followup\n\n"
         "> Which city is warmest?\n\n"

@@ -74,8 +74,9 @@ def test_dataframe_context_shows_summaries_and_budgets(tmp_path: Path) -> None:
     assert "schema only: no statistics or rows were computed" in text
     assert "[50, 300] ['head', 'middle-stats']" in text or "[50, 300] [" in text
     assert "caught KeyError: 'region'" in text and "queued error KeyError" in text
+    assert "all 8 rows (a frame this small is sent whole, without statistics):\n| (index) |" in text
     kinds = [k for k, _ in user_messages(db)]
-    assert kinds == ["dataframe", "dataframe", "dataframe", "dataframe", "error", "user"]
+    assert kinds == ["dataframe", "dataframe", "dataframe", "dataframe", "dataframe", "error", "user"]
     (error,) = [
         e.data for e in read_events(db) if e.type == "user/message" and e.data["source"]["kind"] == "error"
     ]

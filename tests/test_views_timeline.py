@@ -189,8 +189,8 @@ async def test_a_canceled_pending_message_is_a_mark_naming_the_item() -> None:
     timeline = project(await run_session([], drive))
     assert list(timeline.nodes.values()) == [
         {"id": "mark-1", "type": "mark", "parent": None, "seq": 1, "mark": "cancel", "queue": "next-step",
-         "items": ["text «stale context»"],
-         "text": "canceled from next-step before the model saw it: text «stale context»"},
+         "items": ["cell «stale context»"],
+         "text": "canceled from next-step before the model saw it: cell «stale context»"},
     ]  # fmt: skip
     assert timeline.pending == {"next-step": [], "next-turn": []}
 
@@ -217,7 +217,7 @@ async def test_the_inbox_is_replayed_from_the_splices() -> None:
     bundle = timeline_json(await run_session([], drive))
     step, turn = bundle["pending"]["next_step"], bundle["pending"]["next_turn"]
     assert [(m["badge"], m["label"], m["first_line"], m["more_text"]) for m in step] == [
-        ("text", "notes", "line one", "+2 lines")
+        ("cell", "notes", "line one", "+2 lines")
     ]
     assert [(m["badge"], m["first_line"]) for m in turn] == [("followup", "And last year?")]
 

@@ -8,6 +8,7 @@ pandas- and polars-only details live in ``_pandas`` and ``_polars``. Libraries a
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from nbagent.context._facts import (
     FrameFacts,
 )
 from nbagent.context._native import native_kind, type_name
+from nbagent.context._nested import Nested, format_nested, is_nested, nested
 from nbagent.context._stats import Failure, exact_stats, failure, sampled_stats, select_stats
 from nbagent.context._text import clip, format_number, format_value, printable
 
@@ -38,8 +40,12 @@ ELLIPSIS_COLUMN = "…"
 _INSTALL = 'pip install "nbagent[dataframes]"'
 
 
-def collect(obj: Any, *, rows: int, schema_only: bool) -> FrameFacts:
-    """The facts of a pandas or polars DataFrame or Series, or of a polars LazyFrame (its schema)."""
+def collect(obj: Any, *, rows: int, schema_only: bool, whole_rows: int = 0) -> FrameFacts:
+    """The facts of a pandas or polars DataFrame or Series, or of a polars LazyFrame (its schema).
+
+    A frame of at most ``whole_rows`` rows (and some) is collected whole: every row of every column
+    as text, and no statistics (``FrameFacts.whole``).
+    """
     kind = native_kind(obj)
     if kind is None:
         raise TypeError(
@@ -67,6 +73,19 @@ def collect(obj: Any, *, rows: int, schema_only: bool) -> FrameFacts:
         return FrameFacts(library, type_name(obj), n_rows, columns, index=index, schema_only=True)
 
     keys = list(frame.columns)
+    if 0 < n_rows <= whole_rows:
+        header, all_rows = _head(native, frame, keys, names, list(range(len(keys))), n_rows, library)
+        columns = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
+        return FrameFacts(
+            library,
+            type_name(obj),
+            n_rows,
+            columns,
+            index=index,
+            head_header=header,
+            head_rows=all_rows,
+            whole=True,
+        )
     wide = len(keys) > WIDE_COLUMNS
     chosen = _edges(len(keys)) if wide else list(range(len(keys)))
     sampled = n_rows > SAMPLE_ROWS
@@ -116,26 +135,32 @@ class _Measured:
     costly: dict[str, Any]
     """Over the sample (or all rows of a short frame), see ``_stats.sampled_stats``."""
     values: Any
-    """The column of the sample, as a narwhals Series."""
+    """The column of the sample (of all rows for categoricals), as a narwhals Series."""
     kind: str
+    sampled: bool = False
+    """Whether ``costly`` and ``values`` come from the sample rather than all rows."""
 
 
 def _column_stats(frame: Any, keys: list[str], sampled: bool) -> dict[str, _Measured]:
     """Each chosen column's statistics: one select over all rows, and for a long frame a second one
-    over its fixed-seed sample for the costly statistics."""
+    over its fixed-seed sample for the costly statistics, except of categoricals (booleans,
+    categories), whose value counts are cheap and therefore exact."""
     schema = frame.schema
-    if not sampled:
-        plans = {key: {**exact_stats(schema[key]), **sampled_stats(False)} for key in keys}
-        both = select_stats(frame, plans)
-        return {
-            key: _Measured(both[key], both[key], frame.get_column(key), _kind(schema[key])) for key in keys
-        }
-    exact = select_stats(frame, {key: exact_stats(schema[key]) for key in keys})
-    sample = frame.select(keys).sample(n=SAMPLE_ROWS, seed=SAMPLE_SEED)
-    costly = select_stats(sample, {key: sampled_stats(True) for key in keys})
-    return {
-        key: _Measured(exact[key], costly[key], sample.get_column(key), _kind(schema[key])) for key in keys
+    kinds = {key: _kind(schema[key]) for key in keys}
+    exact_keys = keys if not sampled else [k for k in keys if kinds[k] == "categorical"]
+    plans = {key: {**exact_stats(schema[key]), **sampled_stats(False)} for key in exact_keys}
+    plans |= {key: exact_stats(schema[key]) for key in keys if key not in plans}
+    exact = select_stats(frame, plans)
+    measured = {
+        key: _Measured(exact[key], exact[key], frame.get_column(key), kinds[key]) for key in exact_keys
     }
+    rest = [k for k in keys if k not in measured]
+    if rest:
+        sample = frame.select(rest).sample(n=SAMPLE_ROWS, seed=SAMPLE_SEED)
+        costly = select_stats(sample, {key: sampled_stats(True) for key in rest})
+        for key in rest:
+            measured[key] = _Measured(exact[key], costly[key], sample.get_column(key), kinds[key], True)
+    return measured
 
 
 def _kind(dtype: Any) -> str:
@@ -166,16 +191,30 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
     if non_null == 0:
         return ColumnFacts(name=name, dtype=dtype, has_stats=True, non_null=0, nulls=nulls, distinct=0)
     unavailable: list[tuple[str, str]] = []
-    distinct = costly["distinct"]
-    if isinstance(distinct, Failure):
-        unavailable.append(("distinct", distinct.reason))
-        distinct = None
     numbers = _numbers(exact, measured.kind, unavailable)
     leading: list[Any] = []
     try:
         leading = measured.values.drop_nulls().head(SCAN).to_list()
     except Exception as exc:
         unavailable.append(("samples", failure(exc).reason))
+    held = _nested(measured, leading, unavailable)
+    if held is not None:
+        samples = _samples(leading, lambda v: format_nested(v, SAMPLE_CHARS))
+        return ColumnFacts(
+            name=name,
+            dtype=dtype,
+            has_stats=True,
+            non_null=non_null,
+            nulls=nulls,
+            numbers=numbers,
+            samples=samples,
+            nested=held.describe() + (" (in the sample)" if measured.sampled else ""),
+            unavailable=tuple(unavailable),
+        )
+    distinct = costly["distinct"]
+    if isinstance(distinct, Failure):
+        unavailable.append(("distinct", distinct.reason))
+        distinct = None
     top: tuple[tuple[str, int], ...] = ()
     in_sample = int(costly.get("count", non_null) or 0)
     if distinct is not None and _wants_top(measured.kind, int(distinct), in_sample, leading):
@@ -183,10 +222,12 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
             top = _top_values(measured.values.drop_nulls())
         except Exception as exc:
             unavailable.append(("top", failure(exc).reason))
+    if measured.sampled and top and in_sample:
+        top = tuple((v, round(c * non_null / in_sample)) for v, c in top)
     samples: tuple[str, ...] = ()
     if leading:
         try:
-            samples = _samples(leading)
+            samples = _samples(leading, lambda v: _quoted(v, SAMPLE_CHARS))
         except Exception as exc:
             unavailable.append(("samples", failure(exc).reason))
     return ColumnFacts(
@@ -199,8 +240,21 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         numbers=numbers,
         top=top,
         samples=samples,
+        distinct_sampled=measured.sampled and distinct is not None,
+        top_scaled=measured.sampled and bool(top),
         unavailable=tuple(unavailable),
     )
+
+
+def _nested(measured: _Measured, leading: list[Any], unavailable: list[tuple[str, str]]) -> Nested | None:
+    """What a column of lists or structs holds (over the sample's values), None for other columns."""
+    if measured.kind not in ("text", "other") or not leading or not all(map(is_nested, leading)):
+        return None
+    try:
+        return nested(measured.values.drop_nulls().to_list())
+    except Exception as exc:
+        unavailable.append(("lengths", failure(exc).reason))
+        return None
 
 
 def _numbers(
@@ -251,11 +305,11 @@ def _top_values(values: Any) -> tuple[tuple[str, int], ...]:
     return tuple(top[:TOP_VALUES])
 
 
-def _samples(leading: list[Any]) -> tuple[str, ...]:
-    """Up to ``SAMPLES`` distinct leading values, each cut to about ``SAMPLE_CHARS`` characters."""
+def _samples(leading: list[Any], shown: Callable[[Any], str]) -> tuple[str, ...]:
+    """Up to ``SAMPLES`` distinct leading values, each ``shown`` as about ``SAMPLE_CHARS`` characters."""
     seen: list[str] = []
     for value in leading:
-        text = _quoted(value, SAMPLE_CHARS)
+        text = shown(value)
         if text not in seen:
             seen.append(text)
             if len(seen) == SAMPLES:
@@ -294,6 +348,8 @@ def _head(
 
 def _cell(value: Any, nan_is_null: bool) -> str:
     try:
+        if is_nested(value) and not isinstance(value, tuple):  # a tuple is a MultiIndex label
+            return format_nested(value, CELL_CHARS)
         return clip(printable(format_value(value, nan_is_null=nan_is_null)), CELL_CHARS)
     except Exception:
         return "unavailable"

@@ -40,6 +40,12 @@ class ColumnFacts:
     """The most frequent values (display text) with their counts, most frequent first."""
     samples: tuple[str, ...] = ()
     """Up to three distinct leading values as display text."""
+    distinct_sampled: bool = False
+    """Whether ``distinct`` was counted in the sample only (a lower bound for the whole frame)."""
+    top_scaled: bool = False
+    """Whether the ``top`` counts were counted in the sample and scaled to all rows (estimates)."""
+    nested: str | None = None
+    """For lists and structs: what they hold (``lists of str, length 1–3``), instead of distinct and top."""
     unavailable: tuple[tuple[str, str], ...] = ()
     """Statistics that failed, with why (``("distinct", "TypeError: unhashable type: 'list'")``)."""
     error: str | None = None
@@ -68,6 +74,8 @@ class FrameFacts:
     """Rows in the fixed-seed sample the costly statistics came from; None when they cover all rows."""
     wide: bool = False
     """Whether only the edge columns got statistics."""
+    whole: bool = False
+    """Whether ``head_rows`` are all the rows (a small frame sent whole, as a table, without statistics)."""
     schema_only: bool = False
     """Whether only names and dtypes were collected."""
     lazy: bool = False

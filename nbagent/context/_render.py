@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -58,12 +58,21 @@ def escape(text: str) -> str:
 
 
 def render_within(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[str, list[str]]:
-    """The summary text and the degradation steps it took to fit ``budget_tokens``, in order.
+    """The summary text and the degradation steps it took to fit ``budget_tokens``, in order (see
+    :func:`render_fitted`)."""
+    fitted = render_fitted(facts, meta, budget_tokens)
+    return fitted.text, fitted.dropped
+
+
+def render_fitted(facts: FrameFacts, meta: Meta, budget_tokens: int) -> Fitted:
+    """The summary within ``budget_tokens``: its text, the degradation steps it took, in order, and
+    how many head rows and middle column names came back after them.
 
     Steps are applied in ``DEGRADATION_ORDER`` until the text fits. Then, latest first, each earlier
     step is undone again if the text still fits without it (dropping the middle column names can make
     the edge columns' statistics affordable again), so every recorded step was needed. Last, when the
-    middle columns were dropped, as many of their names as fit come back, in order.
+    middle columns were dropped, as many of their names as fit come back, in order, and when the head
+    was dropped, as many of its rows as fit.
     """
     dropped: list[str] = []
     text = render(facts, meta, dropped)
@@ -76,7 +85,7 @@ def render_within(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[st
             text = candidate
     else:
         if estimate_tokens(text) > budget_tokens:
-            return _cut(text, facts, meta, budget_tokens), [*dropped, "cut"]
+            return Fitted(_cut(text, facts, meta, budget_tokens), [*dropped, "cut"])
     while True:  # each undo also shortens the "omitted" note, so retry the others after one succeeds
         for step in reversed(dropped):
             kept = [s for s in dropped if s != step]
@@ -86,44 +95,92 @@ def render_within(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[st
                 break
         else:
             break
+    return fill(facts, meta, dropped, budget_tokens, text)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A summary within its budget: the text, the steps it took, and what came back after them."""
+
+    text: str
+    dropped: list[str]
+    middle_names: int = 0
+    head_rows: int = 0
+    """Head rows shown when the ``head`` step was taken (as many as fit; 0 when none did)."""
+
+
+def fill(facts: FrameFacts, meta: Meta, dropped: list[str], budget_tokens: int, text: str) -> Fitted:
+    """After the steps: as many middle column names as fit come back (in order), then as many head
+    rows as fit."""
+    names = rows = 0
     if "middle-columns" in dropped:
-        text = _most_middle_names(facts, meta, dropped, budget_tokens, text)
-    return text, dropped
+        names, text = _most(
+            lambda k: render(facts, meta, dropped, middle_names=k),
+            max(len(facts.columns) - WIDE_FIRST - WIDE_LAST - 1, 0),
+            budget_tokens,
+            text,
+        )
+    if "head" in dropped and facts.head_rows:
+        rows, text = _most(
+            lambda k: render(facts, meta, dropped, middle_names=names, head_rows=k),
+            len(facts.head_rows) - 1,
+            budget_tokens,
+            text,
+        )
+    return Fitted(text, dropped, names, rows)
 
 
-def _most_middle_names(
-    facts: FrameFacts, meta: Meta, dropped: list[str], budget_tokens: int, text: str
-) -> str:
-    """The text listing the most middle column names (in order) that fits, ``text`` (none) at least."""
-    low, high = 0, max(len(facts.columns) - WIDE_FIRST - WIDE_LAST - 1, 0)
-    while low < high:  # the largest count that fits; the text grows with the count
+def _most(make: Callable[[int], str], high: int, budget_tokens: int, text: str) -> tuple[int, str]:
+    """The largest count up to ``high`` whose text (growing with the count) fits, ``(0, text)`` at least."""
+    low = 0
+    while low < high:
         mid = (low + high + 1) // 2
-        candidate = render(facts, meta, dropped, middle_names=mid)
+        candidate = make(mid)
         if estimate_tokens(candidate) <= budget_tokens:
             low, text = mid, candidate
         else:
             high = mid - 1
-    return text
+    return low, text
 
 
-def render(facts: FrameFacts, meta: Meta, dropped: list[str], *, middle_names: int = 0) -> str:
+def render(
+    facts: FrameFacts, meta: Meta, dropped: list[str], *, middle_names: int = 0, head_rows: int = 0
+) -> str:
     """The framed summary with the named degradation steps applied; ``middle_names`` is how many
-    middle column names the ``middle-columns`` step keeps (the rest are counted per dtype)."""
+    middle column names the ``middle-columns`` step keeps (the rest are counted per dtype), and
+    ``head_rows`` how many head rows the ``head`` step keeps."""
+    if facts.whole:
+        return render_whole(facts, meta)
     lines = [_open_tag(facts, meta)]
     if facts.index is not None:
         lines.append(f"index: {escape(facts.index)}")
     lines.append(_statistics_note(facts))
     lines.append(f"columns ({facts.n_cols:,}):")
     lines.extend(_column_lines(facts, dropped, middle_names))
-    if facts.head_header and "head" not in dropped:
-        shown = len(facts.head_rows)
-        lines.append(f"head (first {shown:,} of {_rows(facts)} rows):")
+    rows = facts.head_rows if "head" not in dropped else facts.head_rows[:head_rows]
+    if facts.head_header and rows:
+        cut = "" if len(rows) == len(facts.head_rows) else f"; {len(facts.head_rows):,} asked for"
+        lines.append(f"head (first {len(rows):,} of {_rows(facts)} rows{cut}):")
         lines.append(_table_row(facts.head_header))
-        lines.extend(_table_row(row) for row in facts.head_rows)
+        lines.extend(_table_row(row) for row in rows)
     if facts.memory is not None:
         lines.append(f"memory: {escape(facts.memory)}")
     if dropped:
         lines.append("omitted to fit the token budget: " + ", ".join(dropped))
+    lines.append(_CLOSE)
+    return "\n".join(lines)
+
+
+def render_whole(facts: FrameFacts, meta: Meta) -> str:
+    """A small frame as it is: every row of every column as a table, then each column's dtype."""
+    lines = [_open_tag(facts, meta)]
+    if facts.index is not None:
+        lines.append(f"index: {escape(facts.index)}")
+    lines.append(f"all {_rows(facts)} rows (a frame this small is sent whole, without statistics):")
+    lines.append(_table_row(facts.head_header))
+    lines.extend(_table_row(row) for row in facts.head_rows)
+    lines.append(f"columns ({facts.n_cols:,}):")
+    lines.extend(_name_lines(list(facts.columns)))
     lines.append(_CLOSE)
     return "\n".join(lines)
 
@@ -169,8 +226,9 @@ def _statistics_note(facts: FrameFacts) -> str:
         note = f"statistics: exact over all {_rows(facts)} rows"
     else:
         note = (
-            f"statistics: null counts, min, max, mean and std exact over all {_rows(facts)} rows; "
-            f"distinct counts, top values and samples from a fixed-seed sample of {facts.sampled_rows:,} "
+            f"statistics: null counts, min, max, mean, std and the value counts of categories exact over "
+            f'all {_rows(facts)} rows; other distinct counts (marked "in sample"), top values (counts '
+            f"marked ≈, scaled to all rows) and samples from a fixed-seed sample of {facts.sampled_rows:,} "
             f"rows (seed {SAMPLE_SEED})"
         )
     if facts.wide:
@@ -263,10 +321,13 @@ def _full_line(col: ColumnFacts, n_rows: int | None, dropped: list[str]) -> str:
     elif col.has_stats:
         parts.append(f"non-null {col.non_null or 0:,} ({_percent(col.nulls or 0, rows)} null)")
         if col.distinct is not None:
-            parts.append(f"distinct {col.distinct:,}")
+            parts.append(f"distinct {col.distinct:,}" + (" in sample" if col.distinct_sampled else ""))
+        if col.nested is not None:
+            parts.append(escape(col.nested))
         parts.extend(f"{label} {escape(value)}" for label, value in col.numbers)
         if col.top and "top-values" not in dropped:
-            parts.append("top " + ", ".join(f"{escape(v)} {c:,}" for v, c in col.top))
+            mark = "≈" if col.top_scaled else ""
+            parts.append("top " + ", ".join(f"{escape(v)} {mark}{c:,}" for v, c in col.top))
         if col.samples and "samples" not in dropped:
             parts.append("samples " + ", ".join(escape(s) for s in col.samples))
         parts.extend(_unavailable(col, dropped))

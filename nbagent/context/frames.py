@@ -8,9 +8,12 @@ from typing import Any
 
 from nbagent.context._collect import collect
 from nbagent.context._native import native_kind
-from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, render_within
-from nbagent.context._text import printable
+from nbagent.context._render import MIN_BUDGET_TOKENS, Fitted, Meta, render, render_fitted
+from nbagent.context._text import estimate_tokens, printable
 from nbagent.core.messages import UserMessage
+
+WHOLE_ROWS = 50
+"""Frames of at most this many rows are sent whole, as a table, when that fits the budget."""
 
 
 def is_dataframe(obj: Any) -> bool:
@@ -30,6 +33,7 @@ def dataframe(
     rows: int = 5,
     schema_only: bool = False,
     budget_tokens: int = 1500,
+    whole_rows: int = WHOLE_ROWS,
     cell: Mapping[str, Any] | None = None,
     captured_at: datetime | None = None,
 ) -> UserMessage:
@@ -42,14 +46,24 @@ def dataframe(
     listed in ``source["truncated"]``. ``schema_only`` lists every column name and dtype that fits the
     budget and computes nothing else. A LazyFrame is never collected: its summary is its schema, and
     its row count in ``source["shape"]`` is None.
+
+    A frame of at most ``whole_rows`` rows (``df.describe()``, a pivot) is sent whole, as a table of
+    every row and column without statistics (``source["form"]`` is ``"table"``), when that fits the
+    budget; otherwise it is summarized like any frame. When the head was cut to fit,
+    ``source["head_rows"]`` is ``[asked, shown]``.
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
         raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
     if rows < 0:
         raise ValueError(f"rows={rows} must be zero (no head rows) or more")
-    facts = collect(df, rows=rows, schema_only=schema_only)
     meta = Meta(name=name, captured_at=captured_at or datetime.now(timezone.utc), cell=cell)
-    text, truncated = render_within(facts, meta, budget_tokens)
+    facts = collect(df, rows=rows, schema_only=schema_only, whole_rows=whole_rows)
+    if facts.whole:
+        text = render(facts, meta, [])
+        if estimate_tokens(text) > budget_tokens:
+            facts = collect(df, rows=rows, schema_only=schema_only)
+    fitted = render_fitted(facts, meta, budget_tokens) if not facts.whole else Fitted(text, [])
+    text, truncated = fitted.text, fitted.dropped
     source: dict[str, Any] = {
         "kind": "dataframe",
         "name": None if name is None else printable(name),
@@ -57,8 +71,10 @@ def dataframe(
         "shape": [facts.n_rows, facts.n_cols],
         "columns": [c.name for c in facts.columns],
         "truncated": truncated,
-        "form": "snapshot",
+        "form": "table" if facts.whole else "snapshot",
     }
+    if "head" in truncated:
+        source["head_rows"] = [len(facts.head_rows), fitted.head_rows]
     if cell is not None:
         source["cell"] = dict(cell)
     return UserMessage.text(text, source=source)

@@ -392,14 +392,18 @@ class Driver:
         return OpenTurn(number, tuple(claimed), signal)
 
     def claim(self, turn: int) -> tuple[UserMessage, ...]:
-        """Claim all of ``next-step`` at a later boundary, durably (``()`` when it is empty)."""
+        """Claim all of ``next-step`` at a later boundary, durably (``()`` when it is empty).
+
+        An empty claim writes nothing and commits nothing: what the driver staged (the last
+        step's results and ``step/end``) goes out with the next step's request.
+        """
 
         def build(state: InboxState) -> Plan:
             plan = Plan()
             plan.result = self._plan_claim(state, plan, turn, first=False)
             return plan
 
-        return tuple(self.commit(build) or ())
+        return tuple(self.commit(build, only_if_planned=True) or ())
 
     def _plan_claim(self, state: InboxState, plan: Plan, turn: int, *, first: bool) -> list[UserMessage]:
         out: list[UserMessage] = []
@@ -491,11 +495,11 @@ class Driver:
         finally:
             self.notices.kick()
 
-    def commit(self, change: Build | list[Record] | None = None) -> Any:
+    def commit(self, change: Build | list[Record] | None = None, *, only_if_planned: bool = False) -> Any:
         """Commit what the driver staged (and ``change``) before an external effect."""
         self._cancel_chunk_timer()
         try:
-            return self.journal.commit(change)
+            return self.journal.commit(change, only_if_planned=only_if_planned)
         finally:
             self.notices.kick()
 
@@ -531,7 +535,7 @@ class Driver:
         """The session cannot record its turn's end: stop taking deliveries (resume repairs it)."""
         if self.fault is None:
             self.fault = error
-            self.journal.discard_staged()
+            self.journal.discard_staged(error)
         self.report_error(error, turn)
 
     # -- what the loop reads ----------------------------------------------------------------------

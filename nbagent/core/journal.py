@@ -168,8 +168,12 @@ class Journal:
             self._check_open()
             self._stage(_ticket(build, False))
 
-    def commit(self, build: Build | list[Record] | None = None) -> Any:
+    def commit(self, build: Build | list[Record] | None = None, *, only_if_planned: bool = False) -> Any:
         """The driver's commit: everything staged so far (plus ``build``) is durable on return.
+
+        With ``only_if_planned``, a ``build`` that plans nothing commits nothing either: what the
+        driver staged waits for its next commit (a step boundary with nothing to claim is no
+        external effect, so it costs no transaction).
 
         On a failed write the driver's staged changes stay staged (they go out with its next
         commit), ``build``'s own change is dropped, and :class:`SessionWriteError` is raised.
@@ -183,6 +187,8 @@ class Journal:
             if build is not None:
                 ticket = _ticket(build, True)
                 if not self._stage(ticket):
+                    if only_if_planned:
+                        return ticket.result
                     ticket = None
             if ticket is None:
                 if not self._staged and not self._writing:
@@ -233,13 +239,14 @@ class Journal:
         self.staged_inbox = self.inbox
         self._next_seq = self._committed_seq
 
-    def discard_staged(self) -> None:
-        """Forget the driver's staged changes (the session stopped after a failed write)."""
+    def discard_staged(self, cause: BaseException | None = None) -> None:
+        """Forget the driver's staged changes (the session stopped after a failed write, ``cause``)."""
         with self._lock:
             for ticket in self._staged:
                 ticket.done = True
                 ticket.error = ticket.error or SessionWriteError(
                     "the session stopped before this was written"
+                    + (f" ({cause})" if cause is not None else "")
                 )
                 if ticket.waiter is not None:
                     ticket.waiter.notify()

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from nbagent._json import FrozenDict, freeze, storable
+from nbagent._json import MAX_DEPTH, FrozenDict, freeze, nests_deeper, storable
 from nbagent.core.messages import UserMessage
 
 T = TypeVar("T")
@@ -220,6 +220,8 @@ def result_blocks(value: Any) -> tuple[list[Any], bool, ToolResult | None]:
         return [{"type": "text", "text": ""}], False, None
     if isinstance(value, bool | int | float):
         return [{"type": "text", "text": json.dumps(value)}], False, None
+    if nests_deeper(value):  # measured without recursion: 5,000 levels are a clear error, not a crash
+        raise ValueError(f"the tool's value nests deeper than {MAX_DEPTH} levels, which the log cannot store")
     try:  # text nbagent cannot store (lone surrogates, e.g. undecodable file names) gets U+FFFD
         text = orjson.dumps(storable(value), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:

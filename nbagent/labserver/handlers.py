@@ -3,39 +3,68 @@
 - ``GET nbagent/api/sessions?path=DIR`` — the sessions of the session files in ``DIR``
   (or ``?file=FILE`` for one file): a JSON list, most recent activity first.
 - ``GET nbagent/api/sessions/<id>/events?file=FILE&after=SEQ&limit=N`` — events with
-  ``seq > after`` in seq order, at most ``limit`` (default 1000, at most 10000).
-- ``GET nbagent/api/sessions/<id>/timeline?file=FILE&known=SEQ`` — the timeline bundle
-  (``application/vnd.nbagent.timeline+json``); 204 when ``known`` is still its ``seq``.
+  ``seq > after`` in seq order, at most ``limit`` (default 1000, at most 10000) and at most
+  ``PAGE_BYTES`` of records (a shorter page is not the end: page on until an empty one).
+- ``GET nbagent/api/sessions/<id>/timeline?file=FILE&known=SEQ&turn=N&turns=K`` — the timeline
+  bundle (``application/vnd.nbagent.timeline+json``), of one turn or of the last ``K`` turns;
+  204 when ``known`` is still its ``seq``. A long log is folded over several requests: the
+  bundle's ``seq`` says how far; poll with ``known`` to get the rest.
 - ``GET nbagent/api/sessions/<id>/transcript?file=FILE&format=md|html`` — the transcript.
 
-Paths are relative to the server root and stay inside it (403 outside, 404 missing); a file that
-is not an nbagent session file is refused with 422 and left untouched.
+Paths are API paths of the contents manager (relative to its root, under its hidden-file rules;
+403 outside, 404 missing or hidden); a file that is not an nbagent session file is refused with
+422 and left untouched; errors name paths relative to that root. Every request's reads run in
+the extension's own threads under a :class:`~nbagent.store.budget.Budget`, so a crafted file
+cannot stall the server or answer with hundreds of megabytes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
+from jupyter_server.utils import ensure_async
 from tornado import web
 
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
-from nbagent.labserver.sessions import TimelineCache, event_json, file_sessions, folder_sessions
+from nbagent.labserver.sessions import TimelineCache, event_json, listing, session_files
+from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
 
 T = TypeVar("T")
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10_000
+MAX_SEQ = (1 << 63) - 1
 TAB_TEXT = 20_000
 """Characters of one text field the timeline tab receives (longer ones end with ``…``)."""
+PAGE_BYTES = 8 << 20
+"""Bytes of records one events page holds at most (at least one event)."""
+FOLD_EVENTS = 20_000
+"""Events one timeline request folds at most; the next request folds on."""
+MAX_RESPONSE = 32 << 20
+"""Bytes of one answer at most: a bigger timeline is windowed to its last turns, else refused."""
+WINDOWS = (None, 50, 10, 1)
+"""The timeline windows tried, widest first, until the bundle fits in ``MAX_RESPONSE``."""
+
+MAX_FILES = 500
+"""Session files one folder listing reads at most (each under a budget of its own)."""
 
 AUTH_RESOURCE = "contents"
+
+
+def make_executor() -> ThreadPoolExecutor:
+    """The extension's own reader threads: a slow read never takes the threads Jupyter uses."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="nbagent-api")
 
 
 class _Base(APIHandler):
@@ -49,29 +78,60 @@ class _Base(APIHandler):
     def allow_hidden(self) -> bool:
         return bool(getattr(self.contents_manager, "allow_hidden", False))
 
-    def _resolve(self, rel: str, kind: str) -> Resolved:
+    @property
+    def root(self) -> str:
+        """The contents manager's root: what ``/api/contents`` serves is what this API serves."""
+        root = getattr(self.contents_manager, "root_dir", None)
+        if not root:
+            raise web.HTTPError(404, "this server's contents are not files on disk; nbagent cannot read them")
+        return str(root)
+
+    async def _resolve(self, rel: str, kind: str) -> Resolved:
+        """An API path inside the contents root, visible and existing by the contents manager's rules."""
+        cm = self.contents_manager
         try:
-            return resolve(self.settings["nbagent_root"], rel, kind=kind, allow_hidden=self.allow_hidden)
+            target = resolve(self.root, rel, kind=kind, allow_hidden=self.allow_hidden)
         except PathRefused as exc:
             raise web.HTTPError(exc.status, exc.message) from None
+        if not self.allow_hidden and await ensure_async(cm.is_hidden(target.api)):
+            raise web.HTTPError(404, f"{rel!r} is hidden (the server does not show hidden files)")
+        exists = cm.dir_exists if kind == "dir" else cm.file_exists
+        if not await ensure_async(exists(target.api)):
+            raise web.HTTPError(
+                404, f"no {'folder' if kind == 'dir' else 'file'} {rel!r} under the server root"
+            )
+        return target
 
-    def _int(self, name: str, default: int | None) -> int | None:
+    def _int(self, name: str, default: int | None, low: int, high: int) -> int | None:
         raw = self.get_argument(name, None)
         if raw is None or raw == "":
             return default
         try:
-            return int(raw)
+            value = int(raw)
         except ValueError:
-            raise web.HTTPError(400, f"{name} must be an integer, not {raw!r}") from None
+            raise web.HTTPError(400, f"{name} must be an integer, not {raw[:40]!r}") from None
+        if not low <= value <= high:
+            raise web.HTTPError(422, f"{name} must be between {low} and {high}, not {raw[:40]}")
+        return value
 
-    async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking read off the event loop; nbagent errors become clear 4xx answers."""
+    def _relative(self, text: str) -> str:
+        """``text`` with the server's absolute paths shown relative to the contents root."""
+        for root in {os.path.realpath(self.root), os.path.abspath(self.root)} - {os.sep}:
+            text = text.replace(root + os.sep, "").replace(root, ".")
+        return text
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking read in the extension's threads; nbagent errors become clear 4xx answers."""
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.to_thread(fn, *args, **kwargs)
+            return await loop.run_in_executor(self.settings["nbagent_executor"], lambda: fn(*args, **kwargs))
         except SessionNotFoundError as exc:
-            raise web.HTTPError(404, str(exc)) from None
+            raise web.HTTPError(404, self._relative(str(exc))) from None
+        except ReadLimitError as exc:
+            raise web.HTTPError(422, self._relative(str(exc))) from None
         except NbagentError as exc:
-            raise web.HTTPError(422, f"{exc} (not readable as an nbagent session file)") from None
+            message = f"{exc} (not readable as an nbagent session file)"
+            raise web.HTTPError(422, self._relative(message)) from None
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """``{"message": ...}`` naming the cause, as Jupyter's API handlers answer."""
@@ -81,70 +141,128 @@ class _Base(APIHandler):
         self.finish(json.dumps({"message": message, "reason": self._reason}))
 
 
+def _json_bytes(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
 class SessionsHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self) -> None:
         file = self.get_argument("file", None)
         if file is not None:
-            target = self._resolve(file, "file")
-            rows = await self._read(file_sessions, target.real, target.api)
+            targets = [await self._resolve(file, "file")]
+            rows = await self._run(listing, [(t.real, t.api) for t in targets], Budget)
+            if rows and set(rows[0]) == {"file", "error"}:
+                raise web.HTTPError(
+                    422, self._relative(f"{rows[0]['error']} (not readable as an nbagent session file)")
+                )
         else:
-            folder = self._resolve(self.get_argument("path", ""), "dir")
-            rows = await self._read(
-                folder_sessions,
-                self.settings["nbagent_root"],
-                folder.real,
-                folder.api,
-                allow_hidden=self.allow_hidden,
-            )
-        self.finish(json.dumps(rows))
+            folder = await self._resolve(self.get_argument("path", ""), "dir")
+            targets = []
+            found = await self._run(session_files, folder.real)
+            if len(found) > MAX_FILES:
+                raise web.HTTPError(
+                    422,
+                    f"{folder.api or '.'} holds {len(found)} session files, more than the {MAX_FILES} one "
+                    "listing reads; list them one by one (file=FILE) or move some into sub-folders",
+                )
+            for path in found:
+                api_file = f"{folder.api}/{path.name}" if folder.api else path.name
+                try:
+                    targets.append(await self._resolve(api_file, "file"))
+                except web.HTTPError:
+                    continue  # hidden, or a link leading out of the root: not listed
+            rows = await self._run(listing, [(t.real, t.api) for t in targets], Budget)
+        for row in rows:
+            if "error" in row:
+                row["error"] = self._relative(row["error"])
+        self.finish(await self._run(_json_bytes, rows))
 
 
 class EventsHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = self._resolve(self.get_argument("file"), "file")
-        after = self._int("after", -1)
-        limit = self._int("limit", DEFAULT_LIMIT)
-        if limit is None or not 1 <= limit <= MAX_LIMIT:
-            raise web.HTTPError(400, f"limit must be between 1 and {MAX_LIMIT}")
-        events = await self._read(read_events, target.real, session_id, after=after, limit=limit)
-        self.finish(json.dumps([event_json(ev) for ev in events]))
+        target = await self._resolve(self.get_argument("file"), "file")
+        after = self._int("after", -1, -1, MAX_SEQ - 1)
+        limit = self._int("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+
+        def page() -> bytes:
+            with bounded(Budget(page_bytes=PAGE_BYTES)):
+                events = read_events(target.real, session_id, after=after, limit=limit)
+            return orjson.dumps([event_json(ev) for ev in events])
+
+        self.finish(await self._run(page), set_content_type="application/json")
 
 
 class TimelineHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = self._resolve(self.get_argument("file"), "file")
-        known = self._int("known", None)
-        bundle = await self._read(
-            self.timelines.bundle, target.real, session_id, known=known, max_text=TAB_TEXT
-        )
-        if bundle is None:
+        target = await self._resolve(self.get_argument("file"), "file")
+        known = self._int("known", None, 0, MAX_SEQ)
+        turn = self._int("turn", None, 1, MAX_SEQ)
+        turns = self._int("turns", None, 1, MAX_SEQ)
+        body = await self._run(self._bundle, target.real, session_id, known, turn, turns)
+        if body is None:
             self.set_status(204)
             self.finish()
             return
-        self.finish(json.dumps(bundle), set_content_type="application/vnd.nbagent.timeline+json")
+        self.finish(body, set_content_type="application/vnd.nbagent.timeline+json")
+
+    def _bundle(
+        self, path: Path, session_id: str, known: int | None, turn: int | None, turns: int | None
+    ) -> bytes | None:
+        windows = (turns,) if turns is not None or turn is not None else WINDOWS
+        for window in windows:
+            with bounded(Budget(page_events=FOLD_EVENTS, page_bytes=PAGE_BYTES * 4)):
+                bundle = self.timelines.bundle(
+                    path, session_id, known=known, max_text=TAB_TEXT, turn=turn, max_turns=window
+                )
+            if bundle is None:
+                return None
+            body = orjson.dumps(bundle)
+            if len(body) <= MAX_RESPONSE:
+                return body
+        raise ReadLimitError(
+            f"the timeline of session {session_id} in {path} is larger than the {size_text(MAX_RESPONSE)} "
+            "one answer may hold; ask for one turn (turn=N), or export its transcript outside the "
+            "server (nbagent transcript PATH)"
+        )
 
 
 class TranscriptHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = self._resolve(self.get_argument("file"), "file")
+        target = await self._resolve(self.get_argument("file"), "file")
         fmt = self.get_argument("format", "md")
         if fmt not in FORMATS:
-            raise web.HTTPError(400, f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-        text = await self._read(transcript, target.real, session_id, fmt=fmt)
+            raise web.HTTPError(400, f"format must be one of {', '.join(FORMATS)}, not {fmt[:20]!r}")
+        text = await self._run(_bounded_transcript, target.real, session_id, fmt)
         stem = target.real.name.removesuffix(".sqlite").removesuffix(".nbagent") or "session"
         name = f"{stem}-{session_id[:8]}.{fmt}"
         mime = "text/markdown" if fmt == "md" else "text/html"
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')
         self.set_header("X-Content-Type-Options", "nosniff")
         self.finish(text, set_content_type=f"{mime}; charset=utf-8")
+
+
+TRANSCRIPT_EVENTS = 100_000
+"""Events one transcript request may read; a longer session is exported outside the server."""
+
+
+def _bounded_transcript(path: Path, session_id: str, fmt: str) -> bytes:
+    with bounded(Budget(max_events=TRANSCRIPT_EVENTS, max_bytes=MAX_RESPONSE * 2)):
+        text = transcript(path, session_id, fmt=fmt).encode()
+    if len(text) > MAX_RESPONSE:
+        raise ReadLimitError(
+            f"the transcript of session {session_id} in {path} is larger than the "
+            f"{size_text(MAX_RESPONSE)} one answer may hold; export it outside the server "
+            "(nbagent transcript PATH)"
+        )
+    return text
 
 
 SESSION_ID = r"(?P<session_id>[^/]+)"

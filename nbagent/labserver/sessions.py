@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,10 @@ from nbagent.core.events import (
 )
 from nbagent.core.messages import Message
 from nbagent.errors import NbagentError
-from nbagent.labserver.paths import PathRefused, is_session_file_name, resolve
+from nbagent.labserver.paths import is_session_file_name
 from nbagent.store.base import SessionRow
+from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
+from nbagent.store.budget import current as current_budget
 from nbagent.store.reading import list_sessions, read_events
 
 PROMPT_SCAN = 64
@@ -99,23 +101,14 @@ def file_sessions(path: Path, api_file: str) -> list[dict[str, Any]]:
     return out
 
 
-def folder_sessions(
-    root: str | os.PathLike[str], folder: Path, api_folder: str, *, allow_hidden: bool = False
-) -> list[dict[str, Any]]:
-    """Every session of every session file in ``folder`` (under ``root``), most recent first.
-
-    A link leading out of ``root`` is left out. A file nbagent cannot read appears once as
-    ``{"file", "error"}`` so a reader can say why.
-    """
+def listing(files: Iterable[tuple[Path, str]], budget: Callable[[], Budget]) -> list[dict[str, Any]]:
+    """Every session of ``files`` (``(path, API path)`` pairs), most recent first, each file read
+    under a fresh ``budget()``. A file nbagent cannot read appears once as ``{"file", "error"}``."""
     out: list[dict[str, Any]] = []
-    for path in session_files(folder):
-        api_file = f"{api_folder}/{path.name}" if api_folder else path.name
+    for path, api_file in files:
         try:
-            target = resolve(root, api_file, kind="file", allow_hidden=allow_hidden)
-        except PathRefused:
-            continue
-        try:
-            out.extend(file_sessions(target.real, api_file))
+            with bounded(budget()):
+                out.extend(file_sessions(path, api_file))
         except NbagentError as exc:
             out.append({"file": api_file, "error": str(exc)})
     out.sort(key=lambda s: s.get("last_time") or s.get("created_at") or 0, reverse=True)
@@ -133,15 +126,28 @@ class TimelineCache:
     name starts a fresh fold.
     """
 
-    def __init__(self, size: int = 16) -> None:
+    def __init__(self, size: int = 16, max_bytes: int = 256 << 20) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self.max_bytes = max_bytes
+        """Bytes of records one session's fold may hold (a longer log is refused, not folded)."""
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
 
-    def bundle(self, path: Path, session_id: str, *, known: int | None, max_text: int | None) -> dict | None:
-        """The session's timeline bundle, or ``None`` when ``known`` (a bundle's ``seq``) is still
-        current. Reads only the events after those already folded."""
+    def bundle(
+        self,
+        path: Path,
+        session_id: str,
+        *,
+        known: int | None,
+        max_text: int | None,
+        turn: int | None = None,
+        max_turns: int | None = None,
+    ) -> dict | None:
+        """The session's timeline bundle (one ``turn``'s, or the last ``max_turns`` turns'), or
+        ``None`` when ``known`` (a bundle's ``seq``) is still current. Reads only the events after
+        those already folded: under a request's budget with pages, a long log is folded over
+        several requests (the bundle's ``seq`` tells how far)."""
         from nbagent.views import Timeline
 
         st = path.stat()
@@ -150,19 +156,30 @@ class TimelineCache:
             lock = self._key_locks.setdefault(key, threading.Lock())
         with lock:
             with self._lock:
-                timeline = self._entries.pop(key, None)
+                timeline, size = self._entries.pop(key, (None, 0))
             if timeline is None:
                 timeline = Timeline()
+            budget = current_budget()
+            spent = budget.bytes if budget is not None else 0
             page = read_events(path, session_id, after=timeline.seq - 1)
             if page and page[0].seq != timeline.seq:  # the log is not the one folded: start again
-                timeline = Timeline()
+                timeline, size = Timeline(), 0
                 page = read_events(path, session_id)
+            size += (budget.bytes - spent) if budget is not None else 0
+            if size > self.max_bytes:
+                raise ReadLimitError(
+                    f"the timeline of session {session_id} in {path} would hold more than the "
+                    f"{size_text(self.max_bytes)} of records the server folds for one session; read it "
+                    "in pages (events?after=SEQ) or export it outside the server (nbagent transcript PATH)"
+                )
             timeline.feed(page)
             with self._lock:
-                self._entries[key] = timeline
-                while len(self._entries) > self.size:
+                self._entries[key] = (timeline, size)
+                while len(self._entries) > self.size or (
+                    len(self._entries) > 1 and sum(b for _, b in self._entries.values()) > self.max_bytes
+                ):
                     old, _ = self._entries.popitem(last=False)
                     self._key_locks.pop(old, None)
             if known is not None and known == timeline.seq:
                 return None
-            return timeline.to_json(max_text=max_text)
+            return timeline.to_json(max_text=max_text, turn=turn, max_turns=max_turns)

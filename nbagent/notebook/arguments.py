@@ -1,10 +1,13 @@
-"""Splitting a magic's line into leading options (parsed by ``magic_arguments``) and verbatim text.
+"""Splitting a magic's line into options (parsed by ``magic_arguments``) and verbatim text.
 
-Text such as ``what's in df?`` is not shell syntax, so only the options before it are tokenized.
+Text such as ``what's in df?`` is not shell syntax, so it is never tokenized as such: ``split_options``
+takes the options before it (and trailing flags such as ``--wait``), ``pick_options`` (``%inject``)
+also takes ``--name`` options from after it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 
@@ -45,3 +48,52 @@ def split_options(line: str, valued: Collection[str], trailing: Collection[str] 
                     i += 1
         consumed_to = i
     return line[:consumed_to].strip(), line[consumed_to:].strip()
+
+
+_LONG_OPTION = re.compile(r"--[A-Za-z][\w-]*(=.*)?")
+
+
+def pick_options(line: str, valued: Collection[str]) -> tuple[str, str]:
+    """Options wherever they stand on the line, and the rest as text: ``("--rows 3", "df")`` for
+    ``"df --rows 3"`` as for ``"--rows 3 df"``.
+
+    Leading tokens starting with ``-`` are options (as in :func:`split_options`, and a leading ``--``
+    ends them: the rest is text, verbatim); after the text starts, a token of the form ``--name`` (or
+    ``--name=value``) is an option too, and those in ``valued`` take the next token (quoted or not) as
+    their value. The text keeps its own spacing; one space stands where options were taken out.
+    """
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", line)]
+    options: list[str] = []
+    runs: list[list[int]] = []  # [start, end] of text between options
+    leading = previous_text = True
+    i = 0
+    while i < len(spans):
+        start, end = spans[i]
+        token = line[start:end]
+        if leading and token == "--":
+            return " ".join(options), line[end:].strip()
+        if not ((leading and token.startswith("-")) or _LONG_OPTION.fullmatch(token)):
+            if runs and previous_text and not leading:
+                runs[-1][1] = end
+            else:
+                runs.append([start, end])
+            leading, previous_text = False, True
+            i += 1
+            continue
+        previous_text = False
+        i += 1
+        if _is_valued(token, valued) and i < len(spans):
+            value_start = spans[i][0]
+            quote = line[value_start]
+            close = line.find(quote, value_start + 1) if quote in "\"'" else -1
+            value_end = close + 1 if close != -1 else spans[i][1]
+            token = line[start:value_end]
+            while i < len(spans) and spans[i][0] < value_end:
+                i += 1
+        options.append(token)
+    return " ".join(options), " ".join(line[a:b] for a, b in runs)
+
+
+def _is_valued(token: str, valued: Collection[str]) -> bool:
+    """Whether ``token`` names an option in ``valued``, whole or (as argparse allows) abbreviated."""
+    return token in valued or (len(token) > 3 and len([v for v in valued if v.startswith(token)]) == 1)

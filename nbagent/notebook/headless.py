@@ -8,7 +8,8 @@ way a reader of a tutorial would (Kernel → Restart). The kernel is told which 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,13 @@ def run_notebook(
     kernel_name: str = "python3",
     env: Mapping[str, str] | None = None,
     save: bool = True,
+    on_cell: Callable[[Any], None] | None = None,
 ) -> Any:
     """Execute every code cell of the notebook at ``path`` in a fresh kernel; return the notebook.
 
     Cells tagged ``raises-exception`` may fail; any other failure raises ``CellExecutionError``.
-    With ``save`` the executed notebook (outputs included) is written back to ``path``.
+    ``on_cell`` is called with each code cell once it has run (its outputs in place). With ``save``
+    the executed notebook (outputs included) is written back to ``path``.
     """
     import nbformat
     from jupyter_core.utils import run_sync
@@ -36,7 +39,11 @@ def run_notebook(
     nb = nbformat.read(path, as_version=4)
     kernel_env = {**os.environ, "JPY_SESSION_NAME": str(path), **(env or {})}
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        timeout=timeout,
+        kernel_name=kernel_name,
+        resources={"metadata": {"path": str(path.parent)}},
+        config=_local_transport(),
     )
     with client.setup_kernel(env=kernel_env):
         for index, cell in enumerate(nb.cells):
@@ -45,9 +52,28 @@ def run_notebook(
                 run_sync(client.kc.wait_for_ready)(timeout=timeout)
             if cell.cell_type == "code":
                 client.execute_cell(cell, index)
+                if on_cell is not None:
+                    on_cell(cell)
     if save:
         nbformat.write(nb, path)
     return nb
+
+
+def _local_transport() -> Any:
+    """Kernel sockets as files in Jupyter's runtime folder (IPC) where the system has them: nothing
+    travels over TCP, so the kernel has no "running over TCP without encryption" warning to print,
+    a warning the reader of a headless run could do nothing about."""
+    from traitlets.config import Config
+
+    config = Config()
+    if os.name == "posix":
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime = Path(jupyter_runtime_dir())
+        runtime.mkdir(parents=True, exist_ok=True)
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(runtime / f"nbagent-{os.getpid()}-{uuid.uuid4().hex[:8]}-ipc")
+    return config
 
 
 def output_text(cell: Any) -> str:

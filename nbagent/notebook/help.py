@@ -57,6 +57,15 @@ def missing_module(exc: ImportError) -> str:
     return exc.name or str(exc)
 
 
+def cancelled_by_interrupt(message: str) -> KeyboardInterrupt:
+    """The ``KeyboardInterrupt`` a ``--wait`` cell ends with when ■ cancels its turn: IPython shows it
+    as one line (``KeyboardInterrupt: the turn was cancelled (aborted)``), not a traceback into
+    nbagent's code; its name stays ``KeyboardInterrupt`` for whoever reads the reply."""
+    exc = KeyboardInterrupt(message)
+    exc._render_traceback_ = lambda: [f"KeyboardInterrupt: {message}"]  # type: ignore[attr-defined]
+    return exc
+
+
 class RunFailedError(NbagentError):
     """A ``--wait`` cell whose run ended in ``error``: shown as one line, and it fails the cell, so
     ``jupyter nbconvert --execute`` stops there."""

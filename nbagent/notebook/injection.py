@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import codeop
+import difflib
 import traceback
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from IPython.core.error import UsageError
 
+from nbagent._json import thaw
 from nbagent.core.messages import UserMessage
 from nbagent.views.labels import describe_message
 
@@ -21,6 +24,11 @@ class InjectOptions:
     rows: int | None = None
     schema_only: bool = False
     last_error: bool = False
+    budget: int | None = None
+
+
+DEFAULT_BUDGET = 1500
+"""The token budget of a DataFrame summary when ``--budget`` is not given."""
 
 
 @dataclass(frozen=True)
@@ -45,9 +53,10 @@ class LastError:
 
 
 def classify(text: str) -> str:
-    """How ``%inject`` reads a line: ``"expression"`` when it parses as one Python expression (``df``,
+    """How ``%inject`` parses a line: ``"expression"`` when it parses as one Python expression (``df``,
     ``df.head(20)``, ``data["x"]``), ``"unfinished"`` when it is the start of one that ends inside a
-    bracket or a string (``df.head(``, ``data["x"``), ``"text"`` otherwise (``prices are in EUR``)."""
+    bracket or a string (``df.head(``, ``data["x"``), ``"text"`` otherwise (``units: boxes``).
+    :func:`read_line` then decides, from the names the expression uses, whether it is evaluated."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings about the text itself (an escape, say)
         try:
@@ -62,21 +71,77 @@ def classify(text: str) -> str:
     return "unfinished" if unfinished else "text"
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How ``%inject`` reads a line (see :func:`read_line`)."""
+
+    kind: Literal["evaluate", "text", "unknown-name", "unfinished"]
+    unknown: tuple[str, ...] = ()
+    """The names the line uses that the namespace does not hold."""
+
+
+def read_line(text: str, defined: Callable[[str], bool]) -> Reading:
+    """The ``%inject`` rule: a Python expression whose names are all ``defined`` is evaluated; a single
+    unknown name, alone or with attributes, calls or indexes after it (``revnue``, ``dff.head()``), is
+    an error (a typo is likelier than one word of context); an unfinished expression (``df.head(``)
+    is refused; anything else is text (``prices in EUR``, ``not important``, ``N/A``)."""
+    kind = classify(text)
+    if kind != "expression":
+        return Reading("unfinished" if kind == "unfinished" else "text")
+    tree = ast.parse(text, mode="eval")
+    unknown = tuple(dict.fromkeys(n for n in _free_names(tree) if not defined(n)))
+    if not unknown:
+        return Reading("evaluate")
+    root = _root_name(tree.body)
+    if root is not None and unknown == (root,):
+        return Reading("unknown-name", unknown)
+    return Reading("text", unknown)
+
+
+def _free_names(tree: ast.AST) -> list[str]:
+    """Names the expression reads, without those it binds itself (comprehension, lambda, walrus)."""
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in _all_args(n)}
+    return [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in bound]
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    extra = [a for a in (args.vararg, args.kwarg) if a is not None]
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs, *extra]
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """``dff`` for ``dff``, ``dff.head()``, ``dff["x"].sum()``: the name a chain of accesses starts at."""
+    while isinstance(node, ast.Attribute | ast.Call | ast.Subscript):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What ``%inject`` queues, and why a line went as text (``as_text``: for the receipt)."""
+
+    message: UserMessage
+    as_text: str | None = None
+
+
 def build_injection(
     text: str,
     options: InjectOptions,
     *,
     evaluate: Callable[[str], Any],
+    names: Callable[[], Iterable[str]],
+    user_names: Callable[[], Iterable[str]] = tuple,
     last_error: LastError | None,
     cell: Mapping[str, Any] | None,
     literal: bool = False,
-) -> UserMessage:
-    """The message ``%inject`` queues (SPEC §9.1).
+) -> Injection:
+    """What ``%inject`` queues (SPEC §9.1), read by the rule of :func:`read_line` over ``names()``
+    (the user's namespace and the builtins); the body of ``%%inject`` (``literal``) is always text.
+    A lone unknown name suggests close ones among ``user_names()`` (the user's own variables).
 
-    Text is literal (source ``cell``) when it has a ``--label``, when ``literal`` (the ``%%inject``
-    body), or when it is not a Python expression; an expression is evaluated and a failure is a usage
-    error, so a mistyped variable name is not silently sent as text; an unfinished expression
-    (``df.head(``) is refused for the same reason (see :func:`classify`).
+    With ``--label`` an unknown name is text too: the label says the line is context. An expression
+    that fails as it is evaluated is a usage error, never text.
     """
     from nbagent import context
 
@@ -85,51 +150,112 @@ def build_injection(
             raise UsageError("--last-error takes no expression or text")
         if last_error is None:
             raise UsageError(
-                "no error to inject: no cell has raised one since `%load_ext nbagent`; inside `except:` "
-                "--last-error takes the error being handled"
+                "no error to inject: no cell has raised or shown one since `%load_ext nbagent`; inside "
+                "`except:` --last-error takes the error being handled"
             )
-        return context.error(last_error.ename, last_error.evalue, last_error.traceback)
+        return Injection(context.error(last_error.ename, last_error.evalue, last_error.traceback))
     if not text.strip():
         raise UsageError("nothing to inject: give an expression, some text, or --last-error")
-    kind = "text" if literal or options.label is not None else classify(text.strip())
-    if kind == "unfinished":
+    line = text.strip()
+    known = set(names())
+    reading = Reading("text") if literal else read_line(line, known.__contains__)
+    if reading.kind == "unknown-name" and options.label is not None:
+        reading = Reading("text", reading.unknown)
+    if reading.kind == "unfinished":
         raise UsageError(
-            f"`{text.strip()}` is an unfinished Python expression (it ends inside a bracket or a string): "
+            f"`{line}` is an unfinished Python expression (it ends inside a bracket or a string): "
             "finish it, or send it as text with --label LABEL or in a %%inject cell"
         )
-    if kind == "text":
+    if reading.kind == "unknown-name":
+        (name,) = reading.unknown
+        close = difflib.get_close_matches(name, sorted(set(user_names())), n=3)
+        hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
+        raise UsageError(
+            f"`{name}` is not defined in this kernel; {hint}"
+            f"to send it as text use `%inject --label LABEL {line}` or a %%inject cell"
+        )
+    if reading.kind == "text":
         if options.rows is not None or options.schema_only:
             raise UsageError("--rows and --schema-only apply to DataFrames, not to text")
-        return context.cell_text(text, label=options.label, cell=cell)
-    name = text.strip()
+        why = None
+        if not literal and options.label is None:
+            why = (
+                "not a Python expression"
+                if not reading.unknown
+                else "it names " + ", ".join(f"`{n}`" for n in reading.unknown[:3]) + ", not defined here"
+            )
+        return Injection(context.cell_text(text, label=options.label, cell=cell), why)
+    return Injection(_evaluated(line, options, evaluate, cell))
+
+
+def _evaluated(
+    name: str, options: InjectOptions, evaluate: Callable[[str], Any], cell: Mapping[str, Any] | None
+) -> UserMessage:
+    """The summary (a DataFrame) or preview (anything else) of the value of expression ``name``."""
+    from nbagent import context
+
     try:
         value = evaluate(name)
     except Exception as exc:
         raise UsageError(
-            f"`{name}` looks like an expression but evaluating it failed ({type(exc).__name__}: {exc}); "
+            f"evaluating `{name}` failed ({type(exc).__name__}: {exc}); "
             "to inject it as text use %%inject with the text in the cell body"
         ) from None
     if context.is_dataframe(value):
         try:
-            return context.dataframe(
+            message = context.dataframe(
                 value,
                 name=name,
                 rows=5 if options.rows is None else options.rows,
                 schema_only=options.schema_only,
+                budget_tokens=options.budget or DEFAULT_BUDGET,
                 cell=cell,
             )
+        except ValueError as exc:  # a budget below the smallest one
+            raise UsageError(f"--budget: {exc}") from None
         except ImportError as exc:
             said = str(exc)
             if "pip install" not in said:  # the summary names the extra itself where it can
                 said = f'summarizing a DataFrame needs {exc.name or exc}, which is not installed: pip install "nbagent[dataframes]"'
             raise UsageError(said) from None
-    if options.rows is not None or options.schema_only:
+    elif options.rows is not None or options.schema_only:
         raise UsageError(
             f"--rows and --schema-only apply to DataFrames; `{name}` is a {type(value).__name__}"
         )
-    return context.variable(value, name)
+    else:
+        message = context.variable(value, name)
+    if options.label is None:
+        return message
+    return UserMessage.text(message.plain_text, source={**thaw(message.source), "label": options.label})
 
 
 def describe(message: UserMessage) -> str:
     """A few words for the one-line receipt: ``dataframe df · 100×3 · pandas``, ``text units``…"""
     return describe_message(message).title
+
+
+def dropped_note(message: UserMessage, budget: int) -> str:
+    """For the receipt: what a DataFrame summary dropped to fit its token budget, and how to get it."""
+    source = message.source
+    if source.get("kind") != "dataframe" or not source.get("truncated"):
+        return ""
+    steps = list(source["truncated"])
+    rows = source.get("head_rows")
+    parts = [_STEP_WORDS.get(s, s) for s in steps]
+    if "head" in steps and isinstance(rows, list | tuple) and len(rows) == 2:
+        parts[steps.index("head")] = f"head rows ({rows[1]} of the {rows[0]} asked for kept)"
+    return (
+        f" · dropped to fit {budget:,} tokens: {', '.join(parts)}; to get them: a bigger --budget or "
+        "fewer columns (df[[…]]); --schema-only lists every column"
+    )
+
+
+_STEP_WORDS = {
+    "samples": "sample values",
+    "head": "head rows",
+    "top-values": "top values",
+    "middle-stats": "middle columns' statistics",
+    "stats": "column statistics",
+    "middle-columns": "middle column names",
+    "cut": "the end of the summary",
+}

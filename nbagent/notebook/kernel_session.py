@@ -11,6 +11,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -64,6 +65,8 @@ class KernelSession:
         self.on_open: list[Callable[[Agent], None]] = []
         """Called with every agent opened or resumed, before it is used (the built-in tools equip it)."""
         self.delivery_patience = DELIVERY_PATIENCE
+        self.in_use_elsewhere: str | None = None
+        """The latest session's id when ``ensure`` last found it open in another process."""
         self.runner = runner_notebook()
         """The notebook named by the program that started this kernel (nbconvert), if any."""
         self.agent_loop: AgentLoop = agent_loop()
@@ -150,6 +153,13 @@ class KernelSession:
             self.agent = None
         return self.agent
 
+    def missing_folder_note(self) -> str:
+        """For ``%agent --db PATH``: a warning when PATH's folder does not exist (it is never created)."""
+        path = self.path
+        if isinstance(path, Path) and not path.parent.is_dir():
+            return f" — its folder {path.parent} does not exist, and nbagent creates the file, never folders"
+        return ""
+
     def knows_notebook(self) -> bool:
         """Whether the file was chosen for this notebook (or by the user), not the shared fallback."""
         explicit = self.db_override or os.environ.get("NBAGENT_DB")
@@ -173,8 +183,10 @@ class KernelSession:
             from nbagent import SessionLockedError
 
             try:
+                self.in_use_elsewhere = None
                 return self.resume(rows[0].id, rows=rows)
             except SessionLockedError:
+                self.in_use_elsewhere = rows[0].id
                 line = (
                     f"nbagent: the latest session {rows[0].id[:8]} in {_shown(self.path)} is in use by another "
                     "kernel; `%agent new` starts another session here, `%agent resume ID` continues an "
@@ -189,8 +201,8 @@ class KernelSession:
         agent = self.new(announce=known)
         if not known:
             print(
-                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)} (model {agent.model.name}); "
-                "this kernel does not know its notebook, so it does not continue the file's earlier sessions "
+                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)}, the shared file of this "
+                f"folder (model {agent.model.name}); this kernel does not know its notebook, so it does not continue the file's earlier sessions "
                 "(`%agent sessions` lists them, `%agent resume ID` continues one)"
             )
         return agent
@@ -201,6 +213,8 @@ class KernelSession:
 
         self.close()
         path = self.path
+        if isinstance(path, Path) and not path.parent.is_dir():
+            raise UsageError(file_failure(path, FileNotFoundError(path.parent)))
         notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner)
         self.agent = self._file_call(
             path,
@@ -293,13 +307,32 @@ class KernelSession:
         except Exception:  # the process is going away; resume repairs whatever is left open
             pass
 
+    def read_events(self, session_id: str) -> tuple[Any, ...]:
+        """The events of ``session_id`` in the file, read without opening it for writing."""
+        from nbagent import read_events
+
+        path = self.path
+        return self._file_call(path, lambda: read_events(path, session_id))
+
     def status_lines(self) -> list[str]:
         agent = self.current()
         path = self.path
         if agent is None:
-            return [
-                f"no session open · file {_shown(path)} (created by the first %inject, %followup or %steer)"
-            ]
+            rows = self.rows()
+            if not rows:
+                missing = self.missing_folder_note()
+                if missing:
+                    return [f"no session open · file {_shown(path)}{missing}"]
+                return [
+                    f"no session open · file {_shown(path)} (created by the first %inject, %followup or %steer)"
+                ]
+            held = f"{len(rows)} session{'s' if len(rows) != 1 else ''}"
+            if self.in_use_elsewhere == rows[0].id:
+                return [
+                    f"no session open in this kernel · file {_shown(path)} holds {held}; the latest "
+                    f"({rows[0].id[:8]}) is open in another kernel"
+                ]
+            return [f"no session open · file {_shown(path)} holds {held} (`%agent sessions` lists them)"]
         inbox = agent.inbox
         rows = {r.id: r for r in self.rows()}
         row = rows.get(agent.session_id)
@@ -315,7 +348,8 @@ class KernelSession:
 
 
 def file_failure(path: Path | str, exc: BaseException) -> str:
-    """One line for a session file (or PostgreSQL URL) that cannot be used: where, why, the way out."""
+    """One line for a session file (or PostgreSQL URL) that cannot be used: where, why and the way
+    out, each once."""
     if isinstance(path, str):  # a postgresql:// URL: shown and explained without its password
         from nbagent.redaction import scrub
 
@@ -326,16 +360,33 @@ def file_failure(path: Path | str, exc: BaseException) -> str:
         why = "it is a folder, not a file"
     elif path.parent.exists() and not path.parent.is_dir():
         why = f"{_shown(path.parent)} is a file, not a folder"
+    elif not path.parent.exists():
+        why = f"its folder {path.parent} does not exist (nbagent creates the file, never folders)"
     elif not os.access(path.parent if path.parent.exists() else Path.cwd(), os.W_OK):
         why = "its folder is not writable"
     elif isinstance(exc, OSError) and exc.strerror:
         why = exc.strerror.lower()
     else:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        why = _reason(path, exc)
     return (
         f"nbagent cannot use the session file {path}: {why}; choose another with `%agent --db PATH` "
         "(or the NBAGENT_DB environment variable)"
     )
+
+
+_STORE_ADVICE = re.compile(r"\s*[—;]\s*(pass another path|make it writable|remove them or pass).*$")
+
+
+def _reason(path: Path, exc: BaseException) -> str:
+    """The store's own words for why ``path`` failed, without repeating the path or its advice
+    (which speaks of the Python API: this line gives the notebook's way out)."""
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    said = _STORE_ADVICE.sub("", said)
+    said = re.sub(r"\s*\(?or pass another path\)?", "", said)
+    for prefix in (f"{path} ", f"{_shown(path)} "):
+        if said.startswith(prefix):
+            return "it " + said.removeprefix(prefix)
+    return said
 
 
 def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:

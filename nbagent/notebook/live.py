@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nbagent.core.events import TURN_END, Event
+from nbagent.core.events import TURN_END, TURN_START, Event
 from nbagent.core.messages import UserMessage
 from nbagent.views import Coalescer, TurnView
 
@@ -59,14 +59,21 @@ class LiveTurn:
         surface: Surface,
         *,
         on_final: Callable[[LiveTurn], None] | None = None,
+        waited: bool = False,
     ) -> None:
-        """``on_final`` is called once the final state has been shown from a cell."""
+        """``on_final`` is called once the final state has been shown from a cell. ``waited``: the
+        cell blocks until the run ends and then calls :meth:`refresh`, which shows the end; the loop
+        then renders only the progress of a turn that outlasts ``RENDER_INTERVAL`` (a quick turn is
+        shown once, at its end, instead of at its claim, at its end and again by the cell)."""
         self.agent = agent
+        self.waited = waited
         self.message = message
         self.verb = verb
         self.surface = surface
         self.turn: int | None = None
         self.view = TurnView(verb, message.plain_text, agent.inbox)
+        if verb == "steer" and agent.status == "running":
+            self._join_running_turn()
         self._offs: list[Callable[[], None]] = []
         self._on_final = on_final
         self.settled = False
@@ -74,6 +81,18 @@ class LiveTurn:
         # Notices arrive on the agent loop's thread, which schedules the renders; a magic's refresh
         # comes from the main thread. The coalescer hands batches over one at a time, in order.
         self._updates: Coalescer[Event | None] = Coalescer(self._publish, RENDER_INTERVAL, fresh_context=True)
+
+    def _join_running_turn(self) -> None:
+        """A message delivered while a turn runs (a steer) usually lands in that turn: fold the turn so
+        far, so the view shows its title, start and steps, not a turn that began with this message."""
+        events = self.agent.events
+        starts = [i for i, e in enumerate(events) if e.type == TURN_START]
+        if not starts or any(e.type == TURN_END for e in events[starts[-1] :]):
+            return
+        ends = [i for i, e in enumerate(events[: starts[-1]]) if e.type == TURN_END]
+        pending = self.agent.inbox
+        self.view.feed(events[ends[-1] + 1 if ends else 0 :])  # from the queuing of the turn's messages
+        self.view.timeline.seed_pending(pending.next_step, pending.next_turn)  # the inbox as it is now
 
     @property
     def final(self) -> bool:
@@ -119,13 +138,13 @@ class LiveTurn:
             self._updates.push(event, hold=True)
             return
         ends = event.type == TURN_END and event.data.get("turn") == self.turn
-        self._updates.push(event, soon=ends)
+        self._updates.push(event, soon=ends and not self.waited)
 
     def _on_claimed(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id:
             self.turn = notice.turn
             self.view.claimed(notice.turn)
-            self._updates.push(None, soon=True)
+            self._updates.push(None, soon=not self.waited)
 
     def _on_discarded(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id and self.turn is None:

@@ -1,9 +1,10 @@
 """Where a kernel's session file lives: ``<notebook stem>.nbagent.sqlite`` beside the notebook (SPEC §9.5).
 
 The notebook's path comes from the kernel's session variables (JupyterLab, Notebook 7, VS Code and
-``nbagent quickstart`` set one). ``jupyter nbconvert --execute`` sets none, but names the notebook on
-its own command line: a kernel started by nbconvert for a single notebook takes it from there
-(:func:`runner_notebook`, Linux). Otherwise the kernel does not know its notebook and uses the shared
+``nbagent quickstart`` set one). ``jupyter nbconvert --execute`` and ``jupyter execute`` (nbclient)
+set none, but name the notebooks on their own command line and start the kernel in the notebook's
+folder: a kernel takes its notebook from there when that is unambiguous (:func:`runner_notebook`,
+Linux). Otherwise the kernel does not know its notebook and uses the shared
 ``nbagent.sqlite`` of its working directory, where it never resumes a session on its own (see
 ``KernelSession.ensure``), so two notebooks never share one session.
 """
@@ -52,25 +53,49 @@ def notebook_path(
     return runner
 
 
-RUNNERS = ("jupyter-nbconvert", "nbconvert")
-"""Programs that start a kernel for the notebooks named on their command line."""
+RUNNERS = ("jupyter-nbconvert", "nbconvert", "jupyter-execute")
+"""Programs that start a kernel for the notebooks named on their command line (``jupyter nbconvert
+--execute``, ``jupyter execute``: nbclient)."""
 
 
-def runner_notebook(proc: Path = Path("/proc"), parent: int | None = None) -> Path | None:
-    """The notebook named on the command line of the process that started this kernel, when that is
-    ``jupyter nbconvert`` with exactly one ``.ipynb`` argument; ``None`` otherwise (several notebooks,
-    another program, no ``/proc``)."""
+def runner_notebook(
+    proc: Path = Path("/proc"), parent: int | None = None, cwd: Path | None = None
+) -> Path | None:
+    """The notebook this kernel runs for, read from the command line of the process that started it
+    when that is ``jupyter nbconvert`` or ``jupyter execute``: its one notebook, or, of several, the
+    one in this kernel's working directory (nbclient starts the kernel in the notebook's folder) when
+    that is the only one there; ``None`` otherwise (several in one folder, another program, no ``/proc``).
+    """
     pid = os.getppid() if parent is None else parent
     try:
         argv = (proc / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
         where = Path(os.readlink(proc / str(pid) / "cwd"))
     except OSError:
         return None
-    is_runner = any(Path(a).name in RUNNERS for a in argv if a)  # `jupyter-nbconvert …`, `-m nbconvert …`
-    notebooks = [a for a in argv if a.endswith(".ipynb")]
-    if not is_runner or len(notebooks) != 1:
+    if not any(Path(a).name in RUNNERS for a in argv if a):  # `jupyter-nbconvert …`, `-m nbconvert …`
         return None
-    path = Path(notebooks[0]).expanduser()
+    candidates = [_absolute(where, a) for a in _notebook_arguments(argv, where)]
+    if len(candidates) == 1:
+        return candidates[0]
+    here = (Path.cwd() if cwd is None else cwd).resolve()
+    in_this_folder = [c for c in candidates if c.parent.resolve() == here]
+    return in_this_folder[0] if len(in_this_folder) == 1 else None
+
+
+def _notebook_arguments(argv: list[str], where: Path) -> list[str]:
+    """The arguments naming notebooks: ``x.ipynb``, or ``x`` when ``x.ipynb`` exists (``jupyter
+    execute`` adds the suffix itself)."""
+    named = [a for a in argv if a.endswith(".ipynb")]
+    bare = [
+        a
+        for a in argv[1:]
+        if a and not a.startswith("-") and "." not in Path(a).name and _absolute(where, a + ".ipynb").exists()
+    ]
+    return named + [a + ".ipynb" for a in bare]
+
+
+def _absolute(where: Path, argument: str) -> Path:
+    path = Path(argument).expanduser()
     return path if path.is_absolute() else where / path
 
 

@@ -16,11 +16,26 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from nbagent.notebook import tool_commands
-from nbagent.notebook.arguments import split_options
-from nbagent.notebook.help import RunFailedError, asks_for_help, missing_module, missing_sdk, show_help
-from nbagent.notebook.injection import InjectOptions, LastError, build_injection, describe
+from nbagent.notebook.arguments import pick_options, split_options
+from nbagent.notebook.help import (
+    RunFailedError,
+    asks_for_help,
+    cancelled_by_interrupt,
+    missing_module,
+    missing_sdk,
+    show_help,
+)
+from nbagent.notebook.injection import (
+    DEFAULT_BUDGET,
+    InjectOptions,
+    LastError,
+    build_injection,
+    describe,
+    dropped_note,
+)
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
+from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
@@ -58,6 +73,8 @@ class AgentMagics(Magics):
         self.tools = NotebookTools(shell, on_main=self.session.main_thread.call)
         self.session.on_open.append(self.tools.equip)
         self.last_error: LastError | None = None
+        self._shown_error: BaseException | None = getattr(sys, "last_value", None)
+        """IPython's last shown error (``sys.last_value``) when last looked at: only later ones count."""
         self._cell_id: str | None = None
         self._stored = False
         shell.events.register("pre_run_cell", self._pre_run_cell)
@@ -83,7 +100,18 @@ class AgentMagics(Magics):
         exc = result.error_in_exec or result.error_before_exec
         if exc is None or isinstance(exc, (UsageError, RunFailedError)):
             return
+        self._shown_error = exc
         self.last_error = LastError.of(exc)
+
+    def _last_error(self) -> LastError | None:
+        """The last error a cell raised, or that IPython showed since (``sys.last_value``, what ``%debug``
+        uses: a cell that caught an error and called ``showtraceback()``)."""
+        shown = getattr(sys, "last_value", None)
+        if shown is not None and shown is not self._shown_error:
+            self._shown_error = shown
+            if not isinstance(shown, (UsageError, RunFailedError, KeyboardInterrupt)):
+                self.last_error = LastError.of(shown)
+        return self.last_error
 
     def _cell(self) -> dict[str, Any]:
         cell: dict[str, Any] = {"execution_count": running_cell_number(self.shell, self._stored)}
@@ -94,45 +122,61 @@ class AgentMagics(Magics):
     # -- %inject ----------------------------------------------------------------------------------
 
     @magic_arguments()
-    @argument("--label", help="a label for literal text, shown in the timeline and transcript")
+    @argument("--label", help="a label for what is queued, shown in the timeline and transcript")
     @argument("--rows", type=int, help="head rows in a DataFrame summary (default 5)")
     @argument("--schema-only", action="store_true", help="a DataFrame's columns and dtypes only")
+    @argument("--budget", type=int, help="a DataFrame summary's token budget (default 1500)")
     @argument(
         "--last-error",
         action="store_true",
-        help="the traceback of the error being handled (inside `except:`), else of the last cell that failed",
+        help="the error being handled (inside `except:`), else the last error a cell raised or showed",
     )
     @argument("text", nargs="*", help="an expression (a DataFrame or any object) or literal text")
     @line_cell_magic
     def inject(self, line: str, cell: str | None = None) -> None:
         """Queue context for the model's next step without running the model.
 
-        Expression or text: the line is evaluated when it parses as one Python expression
-        (`%inject df` summarizes a pandas/polars DataFrame, `%inject obj` previews any other object;
-        a name that fails to evaluate is an error, not text). It is refused when it is an unfinished
-        expression (it ends inside a bracket or a string: `df.head(`). Anything else is queued as
-        text, verbatim. `--label L` and the body of `%%inject` are always text.
+        How the line is read: it is evaluated when it is a Python expression whose names all exist
+        in the kernel (`%inject df` summarizes a pandas/polars DataFrame, `%inject df.describe()` sends
+        that frame, `%inject obj` previews any other object). A single unknown name, alone or with
+        `.attr`, `(…)` or `[…]` after it (`%inject revnue`, `%inject dff.head()`), is an error that
+        suggests close names: a typo is likelier than one word of context. An unfinished expression
+        (`df.head(`) is refused. Anything else is queued as text, verbatim, and the receipt says
+        "as text" (`%inject prices in EUR`, `%inject not important`).
+        Options may stand anywhere on the line (`%inject df --rows 3`); text that contains `--`
+        goes after a leading `--` (`%inject -- a --b c`) or in a `%%inject` cell, whose body is
+        always text. With `--label L` an unknown name is
+        text too.
         """
-        options, text = split_options(line, {"--label", "--rows"})
+        options, text = pick_options(line, {"--label", "--rows", "--budget"})
         if asks_for_help(options, text if cell is None else ""):
             show_help(self.inject)
             return
         self._settle()
-        args = _parse(self.inject, options)
+        try:
+            args = _parse(self.inject, options)
+        except UsageError as exc:
+            raise UsageError(
+                f"{exc}; text that contains `--` goes after a leading `--` (`%inject -- text`) or in a "
+                "%%inject cell"
+            ) from None
         if cell is not None and text:
             raise UsageError("%%inject takes options on its line and the text in the cell body")
-        opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error)
+        opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error, args.budget)
         if opts.rows is not None and opts.rows < 0:
             raise UsageError("--rows must be 0 or more")
         handled = sys.exc_info()[1]  # inside `except:`, --last-error means the error being handled
-        message = build_injection(
+        injection = build_injection(
             cell if cell is not None else text,
             opts,
             evaluate=lambda expr: self.shell.ev(expr),
-            last_error=LastError.of(handled) if handled is not None else self.last_error,
+            names=self._names,
+            user_names=self._user_names,
+            last_error=LastError.of(handled) if handled is not None else self._last_error(),
             cell=self._cell(),
             literal=cell is not None,
         )
+        message = injection.message
         agent = self.session.ensure()
         assert agent is not None
         agent.inject(message)
@@ -145,10 +189,23 @@ class AgentMagics(Magics):
             if agent.status == "running"
             else "the model has not run; %followup or %steer sends it with your next message"
         )
+        as_text = f" · as text ({injection.as_text})" if injection.as_text else ""
+        dropped = dropped_note(message, opts.budget or DEFAULT_BUDGET)
         print(
-            f"queued {describe(message)}: {len(body):,} chars, ~{estimate_tokens(body):,} tokens · "
-            f"inbox {pending} pending · {when_seen}"
+            f"queued {describe(message)}: {len(body):,} chars, ~{estimate_tokens(body):,} tokens{as_text}"
+            f"{dropped} · inbox {pending} pending · {when_seen}"
         )
+
+    def _names(self) -> list[str]:
+        """The names an `%inject` expression may use: the user's namespace and the builtins."""
+        import builtins
+
+        return [*self.shell.user_ns, *self.shell.user_global_ns, *vars(builtins)]
+
+    def _user_names(self) -> list[str]:
+        """The user's own variables (not IPython's ``In``, ``Out``, ``_i1``…), for close matches."""
+        hidden = getattr(self.shell, "user_ns_hidden", {})
+        return [n for n in self.shell.user_ns if not n.startswith("_") and n not in hidden]
 
     # -- %followup and %steer ---------------------------------------------------------------------
 
@@ -187,7 +244,7 @@ class AgentMagics(Magics):
         agent = self.session.ensure()
         assert agent is not None
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
-        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget)
+        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget, waited=args.wait)
         view.start()
         self.tools.prompts.reserve(view)
         self.session.views.append(view)
@@ -201,7 +258,7 @@ class AgentMagics(Magics):
         )
         view.refresh()
         if interrupted:
-            raise KeyboardInterrupt(f"the turn was cancelled ({run.outcome})")
+            raise cancelled_by_interrupt(f"the turn was cancelled ({run.outcome})") from None
         if run.outcome == "error":
             raise RunFailedError.from_run(run)
 
@@ -254,7 +311,7 @@ class AgentMagics(Magics):
                 self.session.close()
             self.session.db_override = args.db
             if not args.command:
-                print(f"nbagent: using {self.session.shown_path}")
+                print(f"nbagent: using {self.session.shown_path}{self.session.missing_folder_note()}")
                 return
         command = args.command or "status"
         if command not in _COMMANDS:
@@ -289,7 +346,7 @@ class AgentMagics(Magics):
             mark = "*" if current is not None and current.session_id == row.id else " "
             title = f" · {row.title}" if row.title else ""
             print(
-                f"{mark} {row.id[:8]}  {row.turns:>3} turns  {row.events:>5} events  "
+                f"{mark} {row.id[:8]}  {plural(row.turns, 'turn'):>9}  {plural(row.events, 'event'):>11}  "
                 f"last {when(row.last_activity)}  {row.model or '?'}{title}"
             )
 
@@ -346,7 +403,7 @@ class AgentMagics(Magics):
             )
             if interrupted:
                 self._refresh_views()
-                raise KeyboardInterrupt("the running turn was cancelled")
+                raise cancelled_by_interrupt("the running turn was cancelled") from None
         self._refresh_views()
         print(f"nbagent: {agent.status if agent is not None else 'no session open'}")
 
@@ -359,11 +416,17 @@ class AgentMagics(Magics):
 
         from nbagent.notebook.transcript import transcript_output
 
-        agent = self.session.ensure(create=False)
-        if agent is None:
-            print(f"no session in {self.session.shown_path} yet")
-            return
-        display(transcript_output(agent.events, title=f"Session {agent.session_id[:8]}"), raw=True)
+        agent = self.session.current()  # reading needs no session opened for writing (nor a lease)
+        if agent is not None:
+            events, session_id = agent.events, agent.session_id
+        else:
+            rows = self.session.rows() if self.session.knows_notebook() else []
+            if not rows:
+                print(f"no session in {self.session.shown_path} yet")
+                return
+            session_id = rows[0].id
+            events = self.session.read_events(session_id)
+        display(transcript_output(events, title=f"Session {session_id[:8]}"), raw=True)
 
     def _agent_approve(self, *value: str, keep_inbox: bool) -> None:
         tool_commands.decide(self.session, "allowed-once", list(value))

@@ -65,6 +65,28 @@ def identify(path: Path, raw: bytes, size: int) -> Header:
         )
     (user_version,) = struct.unpack_from(">I", raw, 60)
     (app_id,) = struct.unpack_from(">I", raw, 68)
+    check_ids(path, app_id, user_version)
+    (page_size,) = struct.unpack_from(">H", raw, 16)
+    page_size = 65536 if page_size == 1 else page_size
+    (change, pages, valid_for) = (
+        struct.unpack_from(">I", raw, 24)[0],
+        struct.unpack_from(">I", raw, 28)[0],
+        struct.unpack_from(">I", raw, 92)[0],
+    )
+    if pages and change == valid_for and size < pages * page_size and not os.path.exists(f"{path}-wal"):
+        # Without a -wal no checkpoint can be extending the file right now: it really is short.
+        raise SessionCorruptError(
+            f"{path} is truncated: it holds {size} bytes, its header says {pages * page_size}; "
+            "nbagent left it unchanged — restore it from a copy (or pass another path)"
+        )
+    return Header(size, user_version, raw[18] == 2 and raw[19] == 2)
+
+
+def check_ids(path: Path, app_id: int, user_version: int) -> None:
+    """Refuse a file whose application id is not nbagent's or whose schema is newer or missing.
+
+    Used on the header bytes, and again on what SQLite reads through a leftover ``-wal`` (which
+    may hold a newer first page than the main file)."""
     if app_id != APPLICATION_ID:
         what = f"application id {app_id:#x}" if app_id else "no nbagent application id"
         if user_version:
@@ -83,17 +105,3 @@ def identify(path: Path, raw: bytes, size: int) -> Header:
             f"{path} carries nbagent's application id but no schema version, so its header is damaged; "
             "nbagent left it unchanged — restore it from a copy or pass another path"
         )
-    (page_size,) = struct.unpack_from(">H", raw, 16)
-    page_size = 65536 if page_size == 1 else page_size
-    (change, pages, valid_for) = (
-        struct.unpack_from(">I", raw, 24)[0],
-        struct.unpack_from(">I", raw, 28)[0],
-        struct.unpack_from(">I", raw, 92)[0],
-    )
-    if pages and change == valid_for and size < pages * page_size and not os.path.exists(f"{path}-wal"):
-        # Without a -wal no checkpoint can be extending the file right now: it really is short.
-        raise SessionCorruptError(
-            f"{path} is truncated: it holds {size} bytes, its header says {pages * page_size}; "
-            "nbagent left it unchanged — restore it from a copy (or pass another path)"
-        )
-    return Header(size, user_version, raw[18] == 2 and raw[19] == 2)

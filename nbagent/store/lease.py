@@ -28,6 +28,8 @@ _BASE = 1 << 48
 _SLOT = 1 << 24
 """Each session's range starts at ``_BASE + slot * _SLOT``; a holder locks ``pid + 1`` bytes there."""
 _PID_SPAN = 1 << 23
+FIRST_LEASE_BYTE = _BASE
+"""Where the first session's lease range starts: nothing of SQLite's lies at or beyond it."""
 
 _OFD = hasattr(fcntl, "F_OFD_SETLK")
 

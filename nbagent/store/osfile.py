@@ -10,7 +10,9 @@ only after the last of them is done.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,8 +98,14 @@ def acquire(path: Path) -> FileRef:
         if entry is not None:
             entry.users += 1
             return FileRef(entry, path)
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    # Non-blocking: a FIFO swapped in since the caller's check must not block open(2) forever.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
     key = (st.st_dev, st.st_ino)
     with _lock:
         entry = _entries.get(key)

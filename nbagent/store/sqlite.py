@@ -2,20 +2,22 @@
 
 Every way to open a file first reads its header bytes (:mod:`nbagent.store.file_header`), so a foreign,
 newer or damaged file is refused before SQLite touches it and stays byte-identical with its
-``-wal``/``-shm``. Readers never create anything: where no ``-wal`` exists (no writer is active)
-they read the main file as immutable and check it did not change meanwhile; where one exists
-they read through SQLite's shared-memory index like any WAL reader. Every failure to use the file
-raises a :class:`~nbagent.errors.SessionFileError` (or subclass) naming the path and the way out.
+``-wal``/``-shm``; then a read-only view checks the ids again (a ``-wal`` may hold a newer first
+page) and the exact schema, and only then does a writer connect for writing. Readers never create
+or change anything: where no ``-wal`` holds frames they read the main file as immutable and check
+it did not change meanwhile; where a live writer's ``-wal`` exists they read through SQLite's
+shared-memory index like any WAL reader; a ``-wal`` left by a writer that stopped is read through
+a private copy (:mod:`nbagent.store.file_state`). Under a request's budget
+(:mod:`nbagent.store.budget`) reads are bounded. Every failure to use the file raises a
+:class:`~nbagent.errors.SessionFileError` (or subclass) naming the path and the way out.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import sqlite3
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,10 +32,22 @@ from nbagent.errors import (
     SessionNotFoundError,
     SessionWriteError,
 )
-from nbagent.store import netfs, osfile
+from nbagent.store import budget as read_budget
+from nbagent.store import netfs, osfile, sqlite_checks
 from nbagent.store.base import Mode, Row, SessionRow
-from nbagent.store.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, identify
-from nbagent.store.lease import Lease
+from nbagent.store.file_errors import file_error as _file_error
+from nbagent.store.file_errors import guard as _guard
+from nbagent.store.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, check_ids, identify
+from nbagent.store.file_state import Snapshot, fingerprint, locked_from, regular_or_missing
+from nbagent.store.lease import FIRST_LEASE_BYTE, Lease
+from nbagent.store.sqlite_schema import (
+    INVALID_INDEX,
+    add_invalid_index,
+    check_schema,
+    create_file,
+    init_schema,
+    rollback,
+)
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SYNCHRONOUS", "SessionFile", "gc_paused"]
 
@@ -46,85 +60,6 @@ BUSY_TIMEOUT_MS = 10_000
 CLOSE_CHECKPOINT_WAIT_MS = 2_000
 """How long a closing writer waits for readers to finish before it checkpoints the WAL."""
 
-_TABLES = {"sessions", "events"}
-_SCHEMA = """
-CREATE TABLE sessions (
-    id TEXT PRIMARY KEY,
-    created_at INTEGER NOT NULL,
-    title TEXT,
-    parent TEXT,
-    notebook TEXT,
-    model TEXT,
-    metadata TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE events (
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    time INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    inbox_pending INTEGER,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-CREATE INDEX events_by_type ON events (session_id, type, seq);
-CREATE INDEX events_inbox_quiet ON events (session_id, seq) WHERE inbox_pending = 0;
-"""
-_INVALID_INDEX = "events_invalid"
-_INVALID_INDEX_SQL = (
-    f"CREATE INDEX IF NOT EXISTS {_INVALID_INDEX} ON events (session_id, seq) WHERE NOT json_valid(data)"
-)
-"""A partial index of the rows that are not valid JSON: SQLite keeps it on every insert and update,
-so "every row holds valid JSON" is one index lookup at resume instead of a scan of the whole log."""
-
-
-# -- errors ------------------------------------------------------------------------------------------
-
-
-def _file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
-    """Turn an ``OSError`` or ``sqlite3.Error`` into an nbagent error naming the path and the remedy."""
-    text = str(exc)
-    code = getattr(exc, "sqlite_errorcode", None)
-    low = text.lower()
-    if isinstance(exc, IsADirectoryError) or (isinstance(exc, OSError) and exc.errno == errno.EISDIR):
-        return SessionFileError(
-            f"{path} is a directory, not a session file; pass a file path such as {path / 'nbagent.sqlite'}"
-        )
-    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "disk is full" in low or code == 13:
-        return SessionWriteError(
-            f"{doing} {path} failed: the disk is full; free some space there (or pass a path on another "
-            "disk) and try again — nothing was recorded"
-        )
-    if (
-        isinstance(exc, PermissionError)
-        or (isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM))
-        or "readonly" in low
-        or "read-only" in low
-    ):
-        return SessionFileError(
-            f"{doing} {path} failed: it is not writable here ({text}); make it and its folder "
-            "writable, or pass a path in a folder you can write"
-        )
-    if "malformed" in low or "not a database" in low or code in (11, 26):
-        return SessionCorruptError(
-            f"{path} is damaged ({text}); nbagent will not write to it — restore it from a copy, "
-            "or pass another path"
-        )
-    if "locked" in low or "busy" in low:
-        return SessionWriteError(
-            f"{doing} {path} failed: another connection held it locked for "
-            f"{BUSY_TIMEOUT_MS // 1000} s ({text}); nothing was recorded — try again, or close the "
-            "program holding it"
-        )
-    return SessionFileError(f"{doing} {path} failed ({text}); check the path and its permissions")
-
-
-def _guard(path: Path, doing: str, fn: Callable[[], T]) -> T:
-    try:
-        return fn()
-    except (sqlite3.Error, OSError) as exc:
-        raise _file_error(path, exc, doing) from exc
-
-
 # -- connections ---------------------------------------------------------------------------------
 
 
@@ -134,91 +69,6 @@ def _connect(path: Path, query: str) -> sqlite3.Connection:
     )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     return conn
-
-
-def _init_schema(conn: sqlite3.Connection) -> None:
-    """Initialise an empty database inside one write transaction (re-checked under the lock)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if conn.execute("PRAGMA application_id").fetchone()[0] == 0:
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            for stmt in _SCHEMA.split(";"):
-                if stmt.strip():
-                    conn.execute(stmt)
-            _add_invalid_index(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
-def _add_invalid_index(conn: sqlite3.Connection) -> None:
-    try:
-        conn.execute(_INVALID_INDEX_SQL)
-    except sqlite3.OperationalError as exc:  # an SQLite built without JSON functions: scan instead
-        log.info("nbagent: no index of invalid rows (%s); resume checks by scanning", exc)
-
-
-def _create(path: Path) -> None:
-    """Create a missing session file atomically: build it aside, then link it into place.
-
-    Other processes see either no file or a complete nbagent file, never a half-initialised one.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_drafts(path)
-    tmp = path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.creating"
-    try:
-        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        conn = _connect(tmp, "mode=rw")
-        try:
-            conn.execute(f"PRAGMA journal_mode = {netfs.journal_mode(path)}")
-            _init_schema(conn)
-        finally:
-            conn.close()
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process created it first: use theirs
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-                raise
-            try:  # a file system without hard links: claim the name, then initialise in place
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            except FileExistsError:
-                pass
-    finally:
-        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}-journal")):
-            try:
-                os.unlink(leftover)
-            except FileNotFoundError:
-                pass
-
-
-def _remove_stale_drafts(path: Path) -> None:
-    """Remove files a creator killed mid-way left beside ``path`` (their process is gone)."""
-    for draft in path.parent.glob(f".{path.name}.*.creating"):
-        try:
-            pid = int(draft.name[len(path.name) + 2 :].split("-", 1)[0])
-            os.kill(pid, 0)
-            continue  # its creator still runs
-        except ProcessLookupError:
-            pass
-        except (ValueError, PermissionError):
-            continue
-        for leftover in (draft, Path(f"{draft}-wal"), Path(f"{draft}-shm"), Path(f"{draft}-journal")):
-            try:
-                os.unlink(leftover)
-            except FileNotFoundError:
-                pass
-
-
-def _fingerprint(path: Path) -> tuple[int, ...] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 # -- the file ------------------------------------------------------------------------------------
@@ -241,8 +91,10 @@ class SessionFile:
         self.lock = threading.Lock()
         self.conn: sqlite3.Connection | None = None
         self._ref: osfile.FileRef | None = None
-        self._immutable: tuple[int, ...] | None = None
-        """For an immutable read: the main file's fingerprint when the connection opened."""
+        self._immutable: tuple[tuple[int, ...] | None, tuple[int, ...] | None] | None = None
+        """For an immutable read: the main file's and -wal's fingerprints when it opened."""
+        self._snapshot: Snapshot | None = None
+        """For a log a stopped writer left: the private copy the reader reads."""
         self.header = Header(0)
         try:
             self._open()
@@ -254,14 +106,12 @@ class SessionFile:
 
     def _open(self) -> None:
         path = self.path
-        if _guard(path, "opening", path.is_dir):
-            raise _file_error(path, IsADirectoryError(errno.EISDIR, "is a directory"), "opening")
-        if not _guard(path, "opening", path.exists):
+        if not _guard(path, "opening", lambda: regular_or_missing(path)):
             if self.mode != "create":
                 raise SessionFileError(
                     f"{path} does not exist; check the path (open_session() creates a new file)"
                 )
-            _guard(path, "creating", lambda: _create(path))
+            _guard(path, "creating", lambda: create_file(path, _connect))
         self._ref = _guard(path, "opening", lambda: osfile.acquire(path))
         ref = self._ref
         self.header = header = identify(
@@ -274,13 +124,17 @@ class SessionFile:
         if header.empty and self.mode == "write":
             raise SessionNotFoundError(f"{path} holds no session; start one with open_session()")
         self._check_writable()
+        if not header.empty:
+            # Whatever may refuse the file is checked through a read-only view first, so a refused
+            # file (a newer schema in its -wal, a foreign schema, damage) stays byte-identical.
+            self._open_reader()
+            if self.mode == "create":
+                self._check_integrity()
+            self._close_reader()
         self.conn = _guard(path, "opening", lambda: _connect(path, "mode=rw"))
         conn = self.conn
         if header.empty:
-            _guard(path, "initialising", lambda: _init_schema(conn))
-        elif self.mode == "create":
-            self._check_integrity()
-        self._check_tables()
+            _guard(path, "initialising", lambda: init_schema(conn))
         _guard(path, "opening", self._set_wal)
         if not self._has_invalid_index():
             _guard(path, "upgrading", self._upgrade)
@@ -301,13 +155,7 @@ class SessionFile:
 
     def _check_integrity(self) -> None:
         """``PRAGMA quick_check`` before adding a session to an existing file (O(file size))."""
-        rows = _guard(self.path, "checking", lambda: self.connection.execute("PRAGMA quick_check").fetchall())
-        if rows != [("ok",)]:
-            problem = "; ".join(str(r[0]) for r in rows[:3])
-            raise SessionCorruptError(
-                f"{self.path} is damaged ({problem}); nbagent will not write to it — restore it from a "
-                "copy, or pass another path"
-            )
+        _guard(self.path, "checking", lambda: sqlite_checks.check_pages(self.connection, self.path))
 
     def _has_invalid_index(self) -> bool:
         conn = self.connection
@@ -316,7 +164,7 @@ class SessionFile:
                 self.path,
                 "reading",
                 lambda: conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (_INVALID_INDEX,)
+                    "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (INVALID_INDEX,)
                 ).fetchone(),
             )
             is not None
@@ -327,10 +175,10 @@ class SessionFile:
         conn = self.connection
         conn.execute("BEGIN IMMEDIATE")
         try:
-            _add_invalid_index(conn)
+            add_invalid_index(conn)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
 
     def _set_wal(self) -> None:
@@ -340,36 +188,60 @@ class SessionFile:
             conn.execute(f"PRAGMA journal_mode = {mode}")
         conn.execute(f"PRAGMA synchronous = {SYNCHRONOUS}")
 
-    def _check_tables(self) -> None:
-        conn = self.connection
-        tables = _guard(
-            self.path,
-            "reading",
-            lambda: {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")},
-        )
-        if not tables >= _TABLES:
-            raise SessionCorruptError(
-                f"{self.path} is an nbagent file but misses tables {sorted(_TABLES - tables)}; restore "
-                "it from a copy or pass another path"
-            )
-
     def _open_reader(self) -> None:
+        """A read-only connection that writes nothing, then the ids and schema checked through it."""
+        self._close_reader()
         path = self.path
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-        before = _fingerprint(path)
-        if os.path.exists(f"{path}-wal") or not self.header.wal:
-            # A writer is active (or left its log behind): read through SQLite's WAL index. A file
-            # in rollback-journal mode (a network file system) is read under SQLite's shared lock.
-            self._immutable = None
+        state = self._files_state()
+        if self.header.wal and (state[1] is None or state[1][1] == 0):
+            # No write-ahead log holds anything: the main file is the whole log. Read it without
+            # taking locks or creating -wal/-shm; each read checks nobody changed either meanwhile.
+            self._immutable = state
+            self.conn = _guard(path, "opening", lambda: _connect(path, "mode=ro&immutable=1"))
+        elif not self.header.wal or (
+            os.path.exists(f"{path}-shm") and locked_from(self.ref, FIRST_LEASE_BYTE) is not False
+        ):
+            # A writer is alive (it holds a lease; a live WAL connection always has its -shm): read
+            # through SQLite's WAL index with it. A file in rollback-journal mode (a network file
+            # system) is read under SQLite's shared lock.
             self.conn = _guard(path, "opening", lambda: _connect(path, "mode=ro"))
         else:
-            # No writer is active: the main file is the whole log. Read it without taking locks
-            # or creating -wal/-shm, and check afterwards that nobody changed it meanwhile.
-            self._immutable = before
-            self.conn = _guard(path, "opening", lambda: _connect(path, "mode=ro&immutable=1"))
-        self._check_tables()
+            # A log left by a writer that stopped: SQLite would rebuild -shm to read it, so read a
+            # private copy of the file and its -wal instead.
+            self._snapshot = snapshot = _guard(path, "reading", lambda: Snapshot(self.ref))
+            self.conn = _guard(path, "opening", lambda: _connect(snapshot.path, "mode=ro"))
+        conn = self.conn
+        budget = read_budget.current()
+        if budget is not None:
+            budget.apply(conn)
+        app_id, version = _guard(
+            path,
+            "reading",
+            lambda: (
+                conn.execute("PRAGMA application_id").fetchone()[0],
+                conn.execute("PRAGMA user_version").fetchone()[0],
+            ),
+        )
+        check_ids(path, app_id, version)  # a -wal may hold a newer first page than the header
+        _guard(path, "reading", lambda: check_schema(conn, path))
+
+    def _close_reader(self) -> None:
+        conn, self.conn = self.conn, None
+        self._immutable = None
+        if conn is not None:
+            conn.close()
+        snapshot, self._snapshot = self._snapshot, None
+        if snapshot is not None:
+            snapshot.remove()
+
+    def _files_state(self) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+        return fingerprint(self.path), fingerprint(f"{self.path}-wal")
+
+    @property
+    def ref(self) -> osfile.FileRef:
+        if self._ref is None:
+            raise SessionFileError(f"{self.path} is closed")
+        return self._ref
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -381,9 +253,7 @@ class SessionFile:
         """Run a read; an immutable read is retried through the WAL if the file changed meanwhile."""
         for _ in range(5):
             result = _guard(self.path, "reading", lambda: fn(self.connection))
-            if self._immutable is None or (
-                _fingerprint(self.path) == self._immutable and not os.path.exists(f"{self.path}-wal")
-            ):
+            if self._immutable is None or self._files_state() == self._immutable:
                 return result
             self._open_reader()  # a writer appeared: read again, now through its WAL
         return _guard(self.path, "reading", lambda: fn(self.connection))
@@ -416,6 +286,9 @@ class SessionFile:
                         log.warning("nbagent: checkpointing %s on close failed: %s", self.path, exc)
                 conn.close()
         finally:
+            snapshot, self._snapshot = self._snapshot, None
+            if snapshot is not None:
+                snapshot.remove()
             ref, self._ref = self._ref, None
             if ref is not None:
                 ref.release()
@@ -464,7 +337,7 @@ class SessionFile:
                 conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*fields.values(), session_id))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
 
         with self.lock:
@@ -546,7 +419,7 @@ class SessionFile:
                 return 0, -1, 0, None
             if indexed:
                 (bad,) = conn.execute(
-                    f"SELECT min(seq) FROM events INDEXED BY {_INVALID_INDEX} "
+                    f"SELECT min(seq) FROM events INDEXED BY {INVALID_INDEX} "
                     "WHERE session_id = ? AND NOT json_valid(data)",
                     (session_id,),
                 ).fetchone()
@@ -572,6 +445,13 @@ class SessionFile:
                 "JSON); restore the file from a copy (nbagent does not truncate logs)"
             )
         return count, last_time
+
+    def check_resumable(self, session_id: str) -> None:
+        """What resume checks beyond :meth:`check_log` (:mod:`nbagent.store.sqlite_checks`): the
+        inbox replays, and on files up to ``QUICK_CHECK_BYTES`` every page is sound."""
+        self._read(lambda c: sqlite_checks.check_splices(c, self.path, session_id))
+        if sqlite_checks.file_bytes(self.path) <= sqlite_checks.QUICK_CHECK_BYTES:
+            self._read(lambda c: sqlite_checks.check_pages(c, self.path))
 
     @staticmethod
     def _first_gap(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
@@ -631,8 +511,11 @@ class SessionFile:
             sql += " LIMIT ?"
             args.append(max(0, int(limit)))
         loads = _json.loads
+        budget = read_budget.current()
 
         def read(conn: sqlite3.Connection) -> list[Event]:
+            if budget is not None:
+                return self._bounded_events(conn.execute(sql, args), budget)
             with gc_paused():
                 try:
                     return [
@@ -650,6 +533,30 @@ class SessionFile:
                         f"session {session_id} in {self.path} has a gap in its log: seq {expected} is "
                         f"missing before seq {ev.seq}; restore the file from a copy"
                     )
+        return out
+
+    def _bounded_events(self, rows: Iterable[Sequence[Any]], budget: read_budget.Budget) -> list[Event]:
+        """A read under a request's budget: counted, stopped at a full page, depth-checked."""
+        out: list[Event] = []
+        size = 0
+        for row in rows:
+            if budget.full_page(len(out), size):
+                break
+            data = row[3]
+            length = len(data) if isinstance(data, str | bytes) else 0
+            budget.spend(self.location, length)
+            size += length
+            event = _event(row, self.path)
+            if (
+                isinstance(data, str)
+                and data.count("[") + data.count("{") > budget.max_depth
+                and _json.nests_deeper(event.data, budget.max_depth)
+            ):
+                raise SessionCorruptError(
+                    f"the record at seq {row[0]} in {self.path} nests deeper than {budget.max_depth} "
+                    "levels, which nbagent never writes; restore the file from a copy"
+                )
+            out.append(event)
         return out
 
     # -- beside a writer, and for copying between stores ----------------------------------------

@@ -20,7 +20,7 @@ FIRST_LINE_MAX = 160
 LABEL_MAX = 80
 
 BADGES: dict[str, str] = {
-    "cell": "text",
+    "cell": "cell",
     "dataframe": "dataframe",
     "variable": "variable",
     "error": "error",
@@ -43,7 +43,7 @@ class Label:
     role: str
     """``followup``, ``steer``, ``prompt`` (typed, queue unknown), ``context`` or ``tool-context``."""
     badge: str
-    """The badge's word: ``followup``, ``steer``, ``dataframe``, ``text``, ``recall``…"""
+    """The badge's word: ``followup``, ``steer``, ``dataframe``, ``cell``, ``recall``…"""
     label: str
     """A short name: ``df · 50×3 · pandas``, ``config · dict``, ``KeyError: 'missing_0'``; may be empty."""
     first_line: str
