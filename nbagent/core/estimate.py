@@ -1,0 +1,275 @@
+"""Estimated input tokens of a request, by source kind (SPEC §12).
+
+Every request is measured before it is sent: the history it carries (each message under its §2.3
+source kind; assistant answers under ``assistant``), the system prompt (``system``) and the tool
+schemas (``tools``). The numbers come from one :class:`TokenCounter`:
+
+- ``tiktoken``: the model is an OpenAI one and tiktoken is installed *and* its encoding can be
+  loaded (tiktoken downloads encoding files on first use; offline it cannot, unless they are in
+  ``TIKTOKEN_CACHE_DIR``). A failed load is tried once per encoding per process, never per request.
+- ``chars``: otherwise, the characters-per-token rule: ``ceil(len(text) / 4)`` per piece of text
+  (a text or reasoning block, a tool call's name and its arguments, a system prompt, the tool
+  schemas as compact JSON), and a flat :data:`IMAGE_TOKENS` per image.
+
+Pieces are counted one by one and added up, so the parts of an estimate sum exactly to its total.
+The history is counted incrementally: a step measures only the messages added since the last one.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+CHARS_PER_TOKEN = 4
+"""The characters-per-token rule: one token per four characters of text, rounded up per piece."""
+IMAGE_TOKENS = 765
+"""What an image counts, whatever its size (OpenAI's figure for a 1024×1024 image at high detail)."""
+WARN_RATIO = 0.9
+"""A request estimated above this share of the model's context window carries a warning."""
+OPENAI_PROVIDERS = frozenset({"openai", "azure", "azure-openai"})
+"""Providers whose models tiktoken counts (other OpenAI-compatible servers run other tokenizers)."""
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a piece of text; ``name`` is what estimates record as ``counter``."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class CharCounter:
+    """The characters-per-token rule (``counter: "chars"``)."""
+
+    name = "chars"
+
+    def count(self, text: str) -> int:
+        return -(-len(text) // CHARS_PER_TOKEN)
+
+
+class TiktokenCounter:
+    """Exact counts from a tiktoken ``Encoding`` (``counter: "tiktoken"``)."""
+
+    name = "tiktoken"
+
+    def __init__(self, encoding: Any) -> None:
+        self.encoding = encoding
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text)) if text else 0
+
+
+CHARS = CharCounter()
+
+_encodings: dict[str, Any] = {}
+"""Loaded encodings by model name; ``None`` records a failed load (never tried again)."""
+_encodings_lock = threading.Lock()
+
+
+def use_encoding(model: str, encoding: Any) -> None:
+    """Count ``model``'s requests with ``encoding`` (a ``tiktoken.Encoding``; ``None`` forces the
+    characters rule). For tests and for encodings loaded from elsewhere."""
+    with _encodings_lock:
+        _encodings[model] = encoding
+
+
+def _load_encoding(model: str) -> Any:
+    """tiktoken's encoding for ``model``, or ``None`` when tiktoken or its files are unavailable."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    try:
+        try:
+            return tiktoken.encoding_for_model(model)
+        except KeyError:  # a model tiktoken does not map: the current OpenAI encoding
+            return tiktoken.get_encoding("o200k_base")
+    except Exception:  # offline: the encoding file cannot be downloaded (requests' errors, OSError…)
+        return None
+
+
+def counter_for(provider: str, model: str) -> TokenCounter:
+    """The counter for a model: tiktoken for an OpenAI model when it loads, else the chars rule."""
+    if provider not in OPENAI_PROVIDERS:
+        return CHARS
+    with _encodings_lock:
+        known = model in _encodings
+        encoding = _encodings.get(model)
+    if not known:
+        encoding = _load_encoding(model)
+        with _encodings_lock:
+            encoding = _encodings.setdefault(model, encoding)
+    return CHARS if encoding is None else TiktokenCounter(encoding)
+
+
+# -- measuring messages -----------------------------------------------------------------------------
+
+
+def block_tokens(block: Mapping[str, Any], counter: TokenCounter) -> int:
+    """The tokens of one content block (text, reasoning, tool call, tool result, image, other)."""
+    kind = block.get("type")
+    if kind == "text" or kind == "reasoning":
+        return counter.count(str(block.get("text", "")))
+    if kind == "tool-call":
+        return counter.count(str(block.get("name", ""))) + counter.count(str(block.get("arguments", "")))
+    if kind == "tool-result":
+        return content_tokens(block.get("content") or (), counter)
+    if kind == "image":
+        return IMAGE_TOKENS
+    return counter.count(json.dumps(block, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def content_tokens(content: Iterable[Any], counter: TokenCounter) -> int:
+    return sum(block_tokens(b, counter) for b in content if isinstance(b, Mapping))
+
+
+def message_kind(message: Any) -> str:
+    """The estimate's source kind of a message: its §2.3 kind; an answer counts as ``assistant``."""
+    if message.role == "assistant":
+        return "assistant"
+    return str(message.source.get("kind") or "?")
+
+
+def source_label(source: Mapping[str, Any]) -> str:
+    """A short name for a message's source (its label, frame or variable name, error, plugin, call)."""
+    for key in ("label", "name", "plugin", "ename", "call_id", "model"):
+        value = source.get(key)
+        if isinstance(value, str) and value:
+            return " ".join(value.split())[:80]
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One measured message: its kind, a label and its tokens."""
+
+    kind: str
+    label: str
+    tokens: int
+
+
+def measure(message: Any, counter: TokenCounter) -> Item:
+    return Item(message_kind(message), source_label(message.source), content_tokens(message.content, counter))
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A request's estimated input tokens by source kind (``sum(by_source.values()) == total``)."""
+
+    total: int
+    by_source: dict[str, int]
+    counter: str
+    window: int | None
+    warning: dict[str, Any] | None
+
+
+def warning_for(total: int, window: int | None, items: Sequence[Item]) -> dict[str, Any] | None:
+    """The §12 warning when ``total`` is above 90 % of ``window``: the three largest messages."""
+    if not window or total <= WARN_RATIO * window:
+        return None
+    largest = heapq.nlargest(3, items, key=lambda i: i.tokens)
+    return {
+        "threshold": WARN_RATIO,
+        "estimate": total,
+        "window": window,
+        "largest": [{"source": i.kind, "label": i.label, "tokens": i.tokens} for i in largest],
+    }
+
+
+class Meter:
+    """Running token counts of a session's history, so each request measures only what is new.
+
+    ``history`` is the committed model history (it only grows); the messages not yet committed
+    (staged by this step, or by the step before) are measured on each call.
+    """
+
+    def __init__(self) -> None:
+        self._counter_key: tuple[str, str] | None = None
+        self.counter: TokenCounter = CHARS
+        self._counted = 0
+        self._by_source: dict[str, int] = {}
+        self._items: list[Item] = []
+        self._fixed: tuple[Any, Any, int, int] | None = None
+
+    def _use(self, provider: str, model: str) -> None:
+        if self._counter_key != (provider, model):  # another model: count everything again
+            self._counter_key = (provider, model)
+            self.counter = counter_for(provider, model)
+            self._counted, self._by_source, self._items, self._fixed = 0, {}, [], None
+
+    def _catch_up(self, history: Sequence[Any]) -> None:
+        by_source, items, counter = self._by_source, self._items, self.counter
+        for message in history[self._counted :]:
+            item = measure(message, counter)
+            items.append(item)
+            by_source[item.kind] = by_source.get(item.kind, 0) + item.tokens
+        self._counted = len(history)
+
+    def _header(self, system: str | None, tools: Any) -> tuple[int, int]:
+        fixed = self._fixed
+        if fixed is None or fixed[0] is not system or fixed[1] is not tools:
+            tools_json = json.dumps(list(tools), separators=(",", ":"), ensure_ascii=False) if tools else ""
+            fixed = self._fixed = (
+                system,
+                tools,
+                self.counter.count(system or ""),
+                self.counter.count(tools_json),
+            )
+        return fixed[2], fixed[3]
+
+    def estimate(
+        self,
+        *,
+        provider: str,
+        model: str,
+        history: Sequence[Any],
+        extra: Iterable[Any],
+        system: str | None,
+        tools: Any,
+        window: int | None,
+    ) -> Estimate:
+        """The estimate of a request carrying ``history`` then ``extra`` (uncommitted messages)."""
+        self._use(provider, model)
+        self._catch_up(history)
+        by_source = dict(self._by_source)
+        extra_items = [measure(m, self.counter) for m in extra]
+        for item in extra_items:
+            by_source[item.kind] = by_source.get(item.kind, 0) + item.tokens
+        system_tokens, tools_tokens = self._header(system, tools)
+        if system_tokens:
+            by_source["system"] = system_tokens
+        if tools_tokens:
+            by_source["tools"] = tools_tokens
+        total = sum(by_source.values())
+        warning = None
+        if window and total > WARN_RATIO * window:
+            warning = warning_for(total, window, [*self._items, *extra_items])
+        return Estimate(total, by_source, self.counter.name, window, warning)
+
+
+# -- context windows --------------------------------------------------------------------------------
+
+_windows: dict[tuple[str, str], int | None] = {}
+
+
+def context_window(
+    model: Any, provider: str, lookup: Callable[[str, str], int | None] | None = None
+) -> int | None:
+    """The model's context window: its own ``context_window`` attribute, else the price table's
+    (``genai-prices``), else ``None`` (unknown)."""
+    own = getattr(model, "context_window", None)
+    if isinstance(own, int) and own > 0:
+        return own
+    name = getattr(model, "model", None)
+    if not isinstance(name, str) or not name:
+        return None
+    key = (provider, name)
+    if key not in _windows:
+        if lookup is None:
+            from nbagent.usage import table_window as lookup
+        _windows[key] = lookup(provider, name)
+    return _windows[key]
