@@ -19,8 +19,14 @@ PROVIDER_IDS = {"openai": "openai", "anthropic": "anthropic", "deepseek": "deeps
 """nbagent provider prefixes → the table's provider ids (others are matched by model name only)."""
 
 
+NOT_PRICED = frozenset({"", "echo", "scripted"})
+"""nbagent's own offline models: never looked up."""
+
+
 @lru_cache(maxsize=256)
 def _model_info(provider: str, model: str) -> Any:
+    if provider in NOT_PRICED or not model:
+        return None
     try:
         from genai_prices import data_snapshot
     except ImportError:

@@ -40,8 +40,8 @@ def tiny_encoding() -> tiktoken.Encoding:
     return tiktoken.Encoding(name="tiny", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens={})
 
 
-def test_the_chars_rule_is_one_token_per_four_characters_rounded_up_per_piece():
-    assert [CHARS.count(t) for t in ("", "a", "abcd", "abcde", "é" * 9)] == [0, 1, 1, 2, 3]
+def test_the_chars_rule_is_four_ascii_characters_per_token_and_one_per_other_character():
+    assert [CHARS.count(t) for t in ("", "a", "abcd", "abcde", "é" * 9, "abcdé")] == [0, 1, 1, 2, 9, 2]
 
 
 def test_a_tiktoken_encoding_counts_its_tokens():

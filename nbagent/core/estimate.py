@@ -7,9 +7,11 @@ schemas (``tools``). The numbers come from one :class:`TokenCounter`:
 - ``tiktoken``: the model is an OpenAI one and tiktoken is installed *and* its encoding can be
   loaded (tiktoken downloads encoding files on first use; offline it cannot, unless they are in
   ``TIKTOKEN_CACHE_DIR``). A failed load is tried once per encoding per process, never per request.
-- ``chars``: otherwise, the characters-per-token rule: ``ceil(len(text) / 4)`` per piece of text
-  (a text or reasoning block, a tool call's name and its arguments, a system prompt, the tool
-  schemas as compact JSON), and a flat :data:`IMAGE_TOKENS` per image.
+- ``chars``: otherwise, the characters-per-token rule, per piece of text (a text or reasoning
+  block, a tool call's name and its arguments, a system prompt, the tool schemas as compact JSON):
+  one token per four ASCII characters, rounded up, plus one token per character outside ASCII
+  (CJK and emoji cost about a token each or more); and a flat :data:`IMAGE_TOKENS` per image.
+  The DataFrame summary's budget and ``%inject``'s receipt count with the same rule.
 
 Pieces are counted one by one and added up, so the parts of an estimate sum exactly to its total.
 The history is counted incrementally: a step measures only the messages added since the last one.
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 CHARS_PER_TOKEN = 4
-"""The characters-per-token rule: one token per four characters of text, rounded up per piece."""
+"""The characters-per-token rule: one token per four ASCII characters, rounded up per piece (and
+one per character outside ASCII)."""
 IMAGE_TOKENS = 765
 """What an image counts, whatever its size (OpenAI's figure for a 1024×1024 image at high detail)."""
 WARN_RATIO = 0.9
@@ -48,7 +51,10 @@ class CharCounter:
     name = "chars"
 
     def count(self, text: str) -> int:
-        return -(-len(text) // CHARS_PER_TOKEN)
+        if text.isascii():
+            return -(-len(text) // CHARS_PER_TOKEN)
+        wide = sum(1 for ch in text if ord(ch) > 127)
+        return -(-(len(text) - wide) // CHARS_PER_TOKEN) + wide
 
 
 class TiktokenCounter:
@@ -106,6 +112,13 @@ def counter_for(provider: str, model: str) -> TokenCounter:
     return CHARS if encoding is None else TiktokenCounter(encoding)
 
 
+def model_counter(model: Any) -> TokenCounter:
+    """The counter a model's requests are measured with (what its ``request/estimate`` says)."""
+    from nbagent.models.base import model_provider
+
+    return counter_for(model_provider(model), getattr(model, "model", None) or model.name)
+
+
 # -- measuring messages -----------------------------------------------------------------------------
 
 
@@ -154,6 +167,14 @@ class Item:
 
 def measure(message: Any, counter: TokenCounter) -> Item:
     return Item(message_kind(message), source_label(message.source), content_tokens(message.content, counter))
+
+
+def header_tokens(system: str | None, tools: Any, counter: TokenCounter) -> tuple[int, int]:
+    """The tokens of the system prompt and of the tool schemas (as compact JSON)."""
+    tools_json = (
+        json.dumps([dict(t) for t in tools], separators=(",", ":"), ensure_ascii=False) if tools else ""
+    )
+    return counter.count(system or ""), counter.count(tools_json)
 
 
 @dataclass(frozen=True, slots=True)

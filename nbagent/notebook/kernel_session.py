@@ -23,6 +23,7 @@ from IPython.core.error import UsageError
 from nbagent.notebook.agent_loop import AgentLoop, agent_loop
 from nbagent.notebook.location import notebook_path, runner_notebook, session_file
 from nbagent.notebook.main_thread import MainThread
+from nbagent.notebook.meter_commands import usage_line
 from nbagent.notebook.shell_pump import ShellPump
 from nbagent.store.pg_location import redact
 
@@ -344,6 +345,7 @@ class KernelSession:
             f"model: {agent.model.name}",
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
+            usage_line(agent),
         ]
 
 
