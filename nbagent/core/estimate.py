@@ -23,8 +23,7 @@ import heapq
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 CHARS_PER_TOKEN = 4
 """The characters-per-token rule: one token per four ASCII characters, rounded up per piece (and
@@ -136,8 +135,14 @@ def block_tokens(block: Mapping[str, Any], counter: TokenCounter) -> int:
     return counter.count(json.dumps(block, separators=(",", ":"), ensure_ascii=False, default=str))
 
 
-def content_tokens(content: Iterable[Any], counter: TokenCounter) -> int:
-    return sum(block_tokens(b, counter) for b in content if isinstance(b, Mapping))
+def content_tokens(content: Sequence[Any], counter: TokenCounter) -> int:
+    if len(content) == 1:  # the common case: one text block
+        block = content[0]
+        if isinstance(block, dict):  # (stored blocks are dicts: a cheaper check than Mapping's)
+            if block.get("type") == "text":
+                return counter.count(str(block.get("text", "")))
+            return block_tokens(block, counter)
+    return sum(block_tokens(b, counter) for b in content if isinstance(b, dict))
 
 
 def message_kind(message: Any) -> str:
@@ -156,17 +161,20 @@ def source_label(source: Mapping[str, Any]) -> str:
     return ""
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One measured message: its kind, a label and its tokens."""
+class Item(NamedTuple):
+    """One measured message: its kind, its tokens, and its source (for its label)."""
 
     kind: str
-    label: str
     tokens: int
+    source: Mapping[str, Any]
+
+    @property
+    def label(self) -> str:
+        return source_label(self.source)
 
 
 def measure(message: Any, counter: TokenCounter) -> Item:
-    return Item(message_kind(message), source_label(message.source), content_tokens(message.content, counter))
+    return Item(message_kind(message), content_tokens(message.content, counter), message.source)
 
 
 def header_tokens(system: str | None, tools: Any, counter: TokenCounter) -> tuple[int, int]:
@@ -177,8 +185,7 @@ def header_tokens(system: str | None, tools: Any, counter: TokenCounter) -> tupl
     return counter.count(system or ""), counter.count(tools_json)
 
 
-@dataclass(frozen=True, slots=True)
-class Estimate:
+class Estimate(NamedTuple):
     """A request's estimated input tokens by source kind (``sum(by_source.values()) == total``)."""
 
     total: int
@@ -215,20 +222,27 @@ class Meter:
         self._by_source: dict[str, int] = {}
         self._items: list[Item] = []
         self._fixed: tuple[Any, Any, int, int] | None = None
+        self._measured: dict[int, tuple[Any, Item]] = {}
+        """Messages measured while uncommitted, by identity: not measured again once committed."""
 
     def _use(self, provider: str, model: str) -> None:
         if self._counter_key != (provider, model):  # another model: count everything again
             self._counter_key = (provider, model)
             self.counter = counter_for(provider, model)
             self._counted, self._by_source, self._items, self._fixed = 0, {}, [], None
+            self._measured = {}
 
-    def _catch_up(self, history: Sequence[Any]) -> None:
+    def _catch_up(self, history: Callable[[int], tuple[int, Sequence[Any]]]) -> None:
         by_source, items, counter = self._by_source, self._items, self.counter
-        for message in history[self._counted :]:
-            item = measure(message, counter)
+        length, new = history(self._counted)
+        measured = self._measured
+        for message in new:
+            known = measured.get(id(message))
+            item = known[1] if known is not None and known[0] is message else measure(message, counter)
             items.append(item)
             by_source[item.kind] = by_source.get(item.kind, 0) + item.tokens
-        self._counted = len(history)
+        self._counted = length
+        measured.clear()
 
     def _header(self, system: str | None, tools: Any) -> tuple[int, int]:
         fixed = self._fixed
@@ -247,17 +261,22 @@ class Meter:
         *,
         provider: str,
         model: str,
-        history: Sequence[Any],
+        history: Callable[[int], tuple[int, Sequence[Any]]],
         extra: Iterable[Any],
         system: str | None,
         tools: Any,
         window: int | None,
     ) -> Estimate:
-        """The estimate of a request carrying ``history`` then ``extra`` (uncommitted messages)."""
+        """The estimate of a request carrying the committed history then ``extra`` (uncommitted
+        messages); ``history(start)`` gives the history's length and its messages from ``start``."""
         self._use(provider, model)
         self._catch_up(history)
         by_source = dict(self._by_source)
-        extra_items = [measure(m, self.counter) for m in extra]
+        extra_items = []
+        for message in extra:
+            item = measure(message, self.counter)
+            self._measured[id(message)] = (message, item)
+            extra_items.append(item)
         for item in extra_items:
             by_source[item.kind] = by_source.get(item.kind, 0) + item.tokens
         system_tokens, tools_tokens = self._header(system, tools)

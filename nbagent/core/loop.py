@@ -414,7 +414,7 @@ def request_estimate(driver: Driver, turn: int, step: int, entered: Sequence[Any
         return driver.meter.estimate(
             provider=provider,
             model=name,
-            history=driver.history(),
+            history=driver.projections.history_since,
             extra=[*staged, *entered],
             system=driver.system,
             tools=driver.tool_schemas,
