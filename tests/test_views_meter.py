@@ -136,3 +136,21 @@ async def test_a_2m_row_frame_summary_receipt_matches_the_meter(tmp_path):
     [est] = estimates(agent.events)
     assert receipt == item["tokens"] == est.by_source["dataframe"] == content_tokens(message.content, CHARS)
     await agent.close()
+
+
+async def test_the_static_html_paints_a_stacked_bar_per_step_with_its_numbers(tmp_path):
+    from nbagent.views.html import timeline_html
+
+    agent = nbagent.open_session(
+        tmp_path / "s.nbagent.sqlite", model=ScriptedModel(["ok"]), system="be brief"
+    )
+    agent.inject(UserMessage.text("z" * 40, source={"kind": "dataframe", "name": "df"}))
+    agent.followup("hi")
+    await agent.when_idle()
+    html = timeline_html(timeline_json(agent.events))
+    assert html.count('class="nba-meter"') == 1
+    assert 'title="user: 1 token · dataframe: 10 tokens · system: 2 tokens"' in html
+    assert 'data-kind="dataframe" title="dataframe: 10 tokens" style="flex-grow:0.7692;' in html
+    assert "background:var(--nba-dataframe, var(--nba-neutral))" in html  # the badge's colour
+    assert "≈13 tokens in" in html
+    await agent.close()

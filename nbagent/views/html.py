@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from nbagent.views.escape import escape_html
+from nbagent.views.meter import bar_html
 from nbagent.views.text import clip, plural
 
 Node = Mapping[str, Any]
@@ -116,7 +117,8 @@ def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
         return _details(cls, row, detail, id=n["id"], outcome=n["outcome"])
     if t == "step":
         inner = "".join(_node(k, kids) for k in kids.get(n["id"], ()))
-        return f'<div class="nba-step" data-id="{escape_html(n["id"])}"><div class="nba-step-head">{escape_html(n["label"])}</div>{inner}</div>'
+        head = f"{escape_html(n['label'])} {bar_html(n)}".rstrip()
+        return f'<div class="nba-step" data-id="{escape_html(n["id"])}"><div class="nba-step-head">{head}</div>{inner}</div>'
     if t == "turn":
         return turn_html(n, kids, opened=True)
     if t == "retry":

@@ -46,6 +46,36 @@ def bar(by_source: Mapping[str, int]) -> list[dict[str, Any]]:
     ]
 
 
+def kind_colour(kind: str) -> str:
+    """The CSS colour of a source kind: the badge's variable (typed prompts take the followup colour;
+    other kinds, system and tools a neutral one), so the bar reads like the badges in both themes."""
+    name = "followup" if kind == "user" else kind
+    return (
+        f"var(--nba-{name}, var(--nba-neutral))" if name.replace("-", "").isalpha() else "var(--nba-neutral)"
+    )
+
+
+def bar_html(node: Mapping[str, Any]) -> str:
+    """A step's stacked bar by source kind for the static HTML: coloured parts (their numbers in a
+    tooltip) and the total in words; ``""`` for a step without an estimate yet."""
+    from nbagent.views.escape import escape_html
+
+    parts = node.get("bar")
+    if not parts:
+        return ""
+    spans = "".join(
+        f'<span data-kind="{escape_html(p["kind"])}" title="{escape_html(p["text"])}" '
+        f'style="flex-grow:{p["share"]:.4f};background:{kind_colour(p["kind"])}"></span>'
+        for p in parts
+    )
+    title = escape_html(" · ".join(p["text"] for p in parts))
+    return (
+        f'<span class="nba-meter" title="{title}" style="display:inline-flex;align-items:center;gap:6px">'
+        f'<span style="display:inline-flex;width:120px;height:8px;border-radius:2px;overflow:hidden;gap:1px">'
+        f'{spans}</span><span class="nba-muted">{escape_html(node.get("tokens_text", ""))}</span></span>'
+    )
+
+
 def window_text(total: int, window: int | None) -> str:
     return f" · {share_text(total, window)} of the {window:,}-token window" if window else ""
 
