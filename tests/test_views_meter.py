@@ -150,7 +150,7 @@ async def test_the_static_html_paints_a_stacked_bar_per_step_with_its_numbers(tm
     html = timeline_html(timeline_json(agent.events))
     assert html.count('class="nba-meter"') == 1
     assert 'title="user: 1 token · dataframe: 10 tokens · system: 2 tokens"' in html
-    assert 'data-kind="dataframe" title="dataframe: 10 tokens" style="flex-grow:0.7692;' in html
+    assert 'data-part="dataframe" title="dataframe: 10 tokens" style="flex-grow:0.7692;' in html
     assert "background:var(--nba-dataframe, var(--nba-neutral))" in html  # the badge's colour
     assert "≈13 tokens in" in html
     await agent.close()

@@ -64,7 +64,7 @@ def bar_html(node: Mapping[str, Any]) -> str:
     if not parts:
         return ""
     spans = "".join(
-        f'<span data-kind="{escape_html(p["kind"])}" title="{escape_html(p["text"])}" '
+        f'<span data-part="{escape_html(p["kind"])}" title="{escape_html(p["text"])}" '
         f'style="flex-grow:{p["share"]:.4f};background:{kind_colour(p["kind"])}"></span>'
         for p in parts
     )

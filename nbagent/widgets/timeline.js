@@ -43,7 +43,7 @@ function paintStepMeter(stepEl, n) {
   bar.style.cssText = "display:inline-flex;width:120px;height:8px;border-radius:2px;overflow:hidden;gap:1px";
   for (const p of n.bar) {
     const part = h("span");
-    part.dataset.kind = p.kind;
+    part.dataset.part = p.kind;
     part.title = p.text;
     const name = p.kind === "user" ? "followup" : p.kind;
     part.style.flexGrow = String(p.share);
