@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent.core.driver import Driver, in_driver
 from nbagent.core.driver_state import Approver, DriverConfig, Resumed
@@ -24,6 +24,9 @@ from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import SessionStore
 from nbagent.store.lease import Lease
+
+if TYPE_CHECKING:
+    from nbagent.mcp.servers import McpServers, ServerInfo
 
 T = TypeVar("T")
 
@@ -59,6 +62,7 @@ class Agent:
         self.path: Path | str | None = file.path if file is not None else None
         self.hooks = Hooks()
         self._file = file
+        self._mcp: McpServers | None = None
         config = DriverConfig(
             session_id=session_id,
             max_steps=max_steps,
@@ -192,7 +196,12 @@ class Agent:
 
     async def close(self) -> None:
         """Abort a running turn (cause ``"closed"``), wait for it, keep the inbox, release the lease."""
-        await self._on_own_loop(self.driver.close())
+        await self._on_own_loop(self._close())
+
+    async def _close(self) -> None:
+        await self.driver.close()
+        if self._mcp is not None:
+            await self._mcp.close()
 
     async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` here, or on the agent's loop when the caller runs on another live loop."""
@@ -217,6 +226,59 @@ class Agent:
         self.tools[added.name] = added
         self.driver.tools_changed()
         return added
+
+    def remove_tool(self, name: str) -> Tool | None:
+        """Stop offering tool ``name`` from the next request on; the removed tool, or ``None``."""
+        removed = self.tools.pop(name, None)
+        self.driver.tools_changed()
+        return removed
+
+    def tool_for(self, name: str) -> Tool | None:
+        """The tool a call named ``name`` runs: an offered one, else an MCP server's stand-in that
+        answers why that server offers no such tool now (SPEC §9.7)."""
+        return self.driver.tool_for(name)
+
+    @property
+    def mcp(self) -> McpServers:
+        """The session's MCP servers (SPEC §9.7): ``list()``, ``await remove(name)``, ``allow_read_only``."""
+        if self._mcp is None:
+            from nbagent.mcp.servers import McpServers
+
+            self._mcp = McpServers(self)
+            self.driver.stand_in = self._mcp.stand_in
+        return self._mcp
+
+    def add_mcp_server(
+        self,
+        name: str,
+        *,
+        command: str | None = None,
+        args: Iterable[str] = (),
+        env: dict[str, str] | None = None,
+        url: str | None = None,
+        allow_read_only: bool = False,
+        start_timeout: float | None = None,
+        call_timeout: float | None = None,
+    ) -> ServerInfo:
+        """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url``) and offer its tools
+        as ``NAME__TOOL``. Returns at once: the server starts in the background and the first request
+        after this waits at most 10 s for its tools. A server that cannot start does not raise here;
+        calls to its tools get error results saying why. ``env`` is added to the kernel's environment.
+        Each call asks for approval unless the tool is annotated read-only and ``allow_read_only``.
+        """
+        from nbagent.mcp.config import CALL_TIMEOUT, START_TIMEOUT, server_spec
+
+        spec = server_spec(
+            name,
+            command=command,
+            args=tuple(args),
+            env=env,
+            url=url,
+            allow_read_only=allow_read_only,
+            start_timeout=START_TIMEOUT if start_timeout is None else start_timeout,
+            call_timeout=CALL_TIMEOUT if call_timeout is None else call_timeout,
+        )
+        return self.mcp.add(spec)
 
     @property
     def tool_schemas(self) -> tuple[Any, ...]:

@@ -63,6 +63,8 @@ class Driver:
         """The model of the next request (a change is recorded by a ``request/header``)."""
         self.tools = tools
         """The offered tools by name (shared with ``agent.tools``)."""
+        self.stand_in: Callable[[str], Tool | None] | None = None
+        """Answers a call of a tool not offered now (an MCP server's, while it starts or after it failed)."""
         self._schemas: tuple[Any, ...] | None = None
         self.system = system
         self.approver: Approver | None = None
@@ -158,6 +160,10 @@ class Driver:
 
     def tools_changed(self) -> None:
         self._schemas = None
+
+    def tool_for(self, name: str) -> Tool | None:
+        tool = self.tools.get(name)
+        return tool if tool is not None or self.stand_in is None else self.stand_in(name)
 
     # -- checks -----------------------------------------------------------------------------------
 

@@ -187,7 +187,7 @@ def _decided(asked: ApprovalAsked, outcome: ApprovalOutcome) -> ApprovalDecided:
 async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
     call = started.chunk
     tools = driver.tools
-    tool: Tool | None = tools.get(call.name)
+    tool: Tool | None = driver.tool_for(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         return _error(
