@@ -154,3 +154,15 @@ async def test_the_static_html_paints_a_stacked_bar_per_step_with_its_numbers(tm
     assert "background:var(--nba-dataframe, var(--nba-neutral))" in html  # the badge's colour
     assert "≈13 tokens in" in html
     await agent.close()
+
+
+async def test_the_static_inbox_shows_each_pending_items_tokens(tmp_path):
+    from nbagent.views.html import inbox_html
+    from nbagent.views.inbox import inbox_model
+
+    agent = nbagent.open_session(tmp_path / "s.nbagent.sqlite", model=ScriptedModel([]))
+    agent.inject(UserMessage.text("w" * 41, source={"kind": "cell", "label": "notes"}))
+    pending = timeline_json(agent.events)["pending"]
+    html = inbox_html(inbox_model(pending["next_step"], pending["next_turn"], "idle"))
+    assert '<span class="nba-size">≈11 tokens</span>' in html
+    await agent.close()

@@ -81,7 +81,10 @@ def message_row(n: Node) -> str:
     row += _span("nba-line", n["first_line"])
     if n["more_text"]:
         row += _span("nba-more", n["more_text"])
-    return row + _span("nba-size", n["size_text"])
+    row += _span("nba-size", n["size_text"])
+    if n.get("tokens_text"):  # a pending item: what it will add to the next request (SPEC §12)
+        row += _span("nba-size", n["tokens_text"])
+    return row
 
 
 def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
