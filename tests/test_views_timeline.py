@@ -70,7 +70,7 @@ async def test_a_turn_groups_its_steps_and_carries_its_outcome_in_words() -> Non
     assert _without_times(nodes["turn-1"]) == {
         "id": "turn-1", "type": "turn", "parent": None, "seq": 2, "turn": 1, "status": "completed",
         "status_text": "completed", "title": "Summarise df", "outcome": "completed", "why": None,
-        "steps": 1, "steps_text": "1 step",
+        "steps": 1, "steps_text": "1 step", "sent_tokens": 68, "sent_tokens_text": "≈68 tokens sent",
     }  # fmt: skip
     assert [(n["type"], n["parent"]) for n in nodes.values()] == [
         ("turn", None),

@@ -145,6 +145,18 @@ class Agent:
     def approver(self, approver: Approver | None) -> None:
         self.driver.approver = approver
 
+    @property
+    def context_limit(self) -> str:
+        """``"warn"`` (the default): a request estimated above 90 % of the model's context window
+        carries a warning; ``"block"``: the pre-step rejects it and the turn ends ``blocked``."""
+        return self.driver.context_limit
+
+    @context_limit.setter
+    def context_limit(self, value: str) -> None:
+        if value not in ("warn", "block"):
+            raise ValueError(f"context_limit must be 'warn' or 'block', got {value!r}")
+        self.driver.context_limit = value  # type: ignore[assignment]
+
     def followup(self, message: UserMessage | str) -> UserMessage:
         """Queue ``message`` as its own turn (``next-turn``, FIFO) and wake the driver."""
         return self.driver.deliver(message, NEXT_TURN, wake=True)

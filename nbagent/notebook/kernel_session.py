@@ -24,6 +24,7 @@ from nbagent.notebook.agent_loop import AgentLoop, agent_loop
 from nbagent.notebook.carried import carried_line, pending_lines, still_pending
 from nbagent.notebook.location import notebook_path, runner_notebook, session_file
 from nbagent.notebook.main_thread import MainThread
+from nbagent.notebook.meter_commands import usage_line
 from nbagent.notebook.shell_pump import ShellPump
 from nbagent.store.pg_location import redact
 
@@ -357,6 +358,7 @@ class KernelSession:
             f"model: {agent.model.name}",
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
+            usage_line(agent),
             *pending_lines(agent, still_pending(agent, self.carried)),
         ]
 

@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from nbagent.notebook import mcp_commands, tool_commands
+from nbagent.notebook import mcp_commands, meter_commands, tool_commands
 from nbagent.notebook.arguments import pick_options, split_options
 from nbagent.notebook.help import (
     RunFailedError,
@@ -41,6 +41,7 @@ _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "
 _COMMANDS += ("run",)  # starts what is pending (a followup carried over a restart): agent.wake()
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
 _COMMANDS += ("mcp",)  # nbagent.notebook.mcp_commands
+_COMMANDS += ("context", "context-limit")  # nbagent.notebook.meter_commands
 
 
 def running_cell_number(shell: Any, stored: bool) -> int:
@@ -184,9 +185,10 @@ class AgentMagics(Magics):
         agent = self.session.ensure()
         assert agent is not None
         agent.inject(message)
-        from nbagent.context import estimate_tokens
+        from nbagent.core.estimate import content_tokens, model_counter
 
         body = message.plain_text
+        tokens = content_tokens(message.content, model_counter(agent.model))  # as the meter counts it
         pending = len(agent.inbox.next_step) + len(agent.inbox.next_turn)
         when_seen = (
             "the running turn reads it at its next step"
@@ -196,7 +198,7 @@ class AgentMagics(Magics):
         as_text = f" · as text ({injection.as_text})" if injection.as_text else ""
         dropped = dropped_note(message, opts.budget or DEFAULT_BUDGET)
         print(
-            f"queued {describe(message)}: {len(body):,} chars, ~{estimate_tokens(body):,} tokens{as_text}"
+            f"queued {describe(message)}: {len(body):,} chars, ~{tokens:,} tokens{as_text}"
             f"{dropped} · inbox {pending} pending · {when_seen}"
         )
 
@@ -301,7 +303,8 @@ class AgentMagics(Magics):
     @argument(
         "value",
         nargs="*",
-        help="the session id for `resume`, the model for `model`, on|off for `tools`, ask|session for `approvals`",
+        help="the session id for `resume`, the model for `model`, on|off for `tools`, ask|session for "
+        "`approvals`, warn|block for `context-limit`",
     )
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
@@ -309,7 +312,8 @@ class AgentMagics(Magics):
 
         status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
         transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
-        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME · run.
+        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME · run ·
+        context (the next request's tokens by source) · context-limit warn|block.
         `%%agent` runs one command per line of its body.
 
         After a kernel restart the first magic says which followups were left pending; they do not
@@ -347,14 +351,14 @@ class AgentMagics(Magics):
         command = args.command or "status"
         if command not in _COMMANDS:
             raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(_COMMANDS)}")
-        wants_value = command in ("resume", "model")
+        wants_value = command in ("resume", "model", "context-limit")
         if wants_value and len(args.value) != 1:
             raise UsageError(f"%agent {command} takes exactly one argument")
         if not wants_value and args.value and command not in ("approve", "deny", "tools", "approvals"):
             raise UsageError(f"%agent {command} takes no argument (got {' '.join(args.value)!r})")
         if args.keep_inbox and command != "cancel":
             raise UsageError("--keep-inbox goes with `%agent cancel`")
-        getattr(self, f"_agent_{command}")(*args.value, keep_inbox=args.keep_inbox)
+        getattr(self, f"_agent_{command.replace('-', '_')}")(*args.value, keep_inbox=args.keep_inbox)
 
     def _agent_status(self, *, keep_inbox: bool) -> None:
         self.session.ensure(create=False)
@@ -492,6 +496,12 @@ class AgentMagics(Magics):
             session_id = rows[0].id
             events = self.session.read_events(session_id)
         display(transcript_output(events, title=f"Session {session_id[:8]}"), raw=True)
+
+    def _agent_context(self, *, keep_inbox: bool) -> None:
+        meter_commands.context(self.session)
+
+    def _agent_context_limit(self, value: str, *, keep_inbox: bool) -> None:
+        meter_commands.context_limit(self.session, value)
 
     def _agent_approve(self, *value: str, keep_inbox: bool) -> None:
         tool_commands.decide(self.session, "allowed-once", list(value))
