@@ -151,6 +151,18 @@ class Agent:
     def approver(self, approver: Approver | None) -> None:
         self.driver.approver = approver
 
+    @property
+    def context_limit(self) -> str:
+        """``"warn"`` (the default): a request estimated above 90 % of the model's context window
+        carries a warning; ``"block"``: the pre-step rejects it and the turn ends ``blocked``."""
+        return self.driver.context_limit
+
+    @context_limit.setter
+    def context_limit(self, value: str) -> None:
+        if value not in ("warn", "block"):
+            raise ValueError(f"context_limit must be 'warn' or 'block', got {value!r}")
+        self.driver.context_limit = value  # type: ignore[assignment]
+
     def followup(self, message: UserMessage | str) -> UserMessage:
         """Queue ``message`` as its own turn (``next-turn``, FIFO) and wake the driver."""
         return self.driver.deliver(message, NEXT_TURN, wake=True)
@@ -169,7 +181,15 @@ class Agent:
         No message is added: a resumed session's parked followup runs (``%agent run``). Call it on
         the agent's loop thread.
         """
-        return self.driver.wake()
+        driver = self.driver
+        driver.check_can_mutate()
+        if not driver.on_loop_thread():
+            raise RuntimeError("wake() runs on the agent's loop thread (loop.call_soon_threadsafe)")
+        driver.projections.materialise()  # a resumed log is read before a turn opens (SPEC §6.3)
+        if driver.driving or driver.stopping or not driver.journal.staged_inbox.pending:
+            return False
+        driver.start()
+        return driver.driving
 
     def fork(
         self,

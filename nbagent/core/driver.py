@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
+from nbagent.core.estimate import Meter
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
 from nbagent.core.hooks import SessionStart
 from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splice
@@ -68,6 +69,8 @@ class Driver:
         self.system = system
         self.approver: Approver | None = None
         """With none set, calls of tools that need approval are ``unavailable``."""
+        self.context_limit: Literal["warn", "block"] = "warn"  # "block": see Agent.context_limit
+        self.meter = Meter()  # the running token counts of requests (SPEC §12)
         self.notices = Notices(loop, threading.get_ident())
         self.notices.after_event_round = self._after_event_round
         self.notices.on_change = self._subscriptions_changed
@@ -224,21 +227,6 @@ class Driver:
             with self._wake_lock:
                 self._wakes_in_flight -= 1
         return msg
-
-    def wake(self) -> bool:
-        """Start a turn when idle and a queue holds something (no new message); on the loop thread.
-
-        Returns whether a turn started (SPEC §11.1): the resumed log is read first, as for a waking
-        delivery, and a running, closing or faulted driver starts nothing.
-        """
-        self.check_can_mutate()
-        if not self.on_loop_thread():
-            raise RuntimeError("wake() runs on the agent's loop thread (loop.call_soon_threadsafe)")
-        self.projections.materialise()
-        if self.driving or self.stopping or not self.journal.staged_inbox.pending:
-            return False
-        self._wake()
-        return self.driving
 
     def mutate(self, plan: SplicePlan, *, checked: bool = False) -> list[PlannedSplice]:
         """Commit the splices ``plan`` makes against the staged inbox; returns them."""

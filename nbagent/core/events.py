@@ -307,6 +307,26 @@ class RequestHeader(Record):
 
 
 @dataclass(frozen=True, slots=True)
+class RequestEstimate(Record):
+    """``request/estimate``: the request's estimated input tokens by source kind (SPEC §12), committed
+    with the step's entered messages; ``window`` and ``warning`` are stored only when known."""
+
+    type: ClassVar[str] = "request/estimate"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "total", "by_source"})
+    turn: int
+    step: int
+    total: int
+    by_source: Mapping[str, int]
+    counter: str = "chars"
+    window: int | None = None
+    warning: Mapping[str, Any] | None = None
+
+    def to_json(self) -> FrozenDict:
+        names, values = _shape(type(self))
+        return FrozenDict((n, v) for n, v in zip(names, values(self)) if v is not None)
+
+
+@dataclass(frozen=True, slots=True)
 class AssistantChunk(Record):
     """``assistant/chunk``: a streamed piece of an answer (stored in batches, SPEC §6.2)."""
 
@@ -541,6 +561,7 @@ TypedEvent = (
     | StepEnd
     | UserMessageEvent
     | RequestHeader
+    | RequestEstimate
     | AssistantChunk
     | AssistantMessageEvent
     | ToolCallEvent
@@ -560,6 +581,7 @@ STEP_START: Final = StepStart.type
 STEP_END: Final = StepEnd.type
 USER_MESSAGE: Final = UserMessageEvent.type
 REQUEST_HEADER: Final = RequestHeader.type
+REQUEST_ESTIMATE: Final = RequestEstimate.type
 ASSISTANT_CHUNK: Final = AssistantChunk.type
 ASSISTANT_MESSAGE: Final = AssistantMessageEvent.type
 TOOL_CALL: Final = ToolCallEvent.type

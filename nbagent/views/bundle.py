@@ -94,4 +94,5 @@ def bundle_json(
         "nodes": [cut_node(n, max_text) for n in nodes],
         "pending": pending,
         "omitted_turns": omitted,
+        "usage": timeline.usage.summary() if turn is None else None,
     }

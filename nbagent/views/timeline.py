@@ -31,6 +31,8 @@ from nbagent.core.events import (
     AssistantMessageEvent,
     Event,
     LlmRetry,
+    RequestEstimate,
+    RequestHeader,
     SessionForked,
     Splice,
     StepEnd,
@@ -45,8 +47,9 @@ from nbagent.core.events import (
 from nbagent.views.bundle import Node, bundle_json
 from nbagent.views.inbox import inbox_item
 from nbagent.views.labels import describe_message, full_text
+from nbagent.views.meter import UsageTally, counter_from_model_name, estimate_fields, warning_text
 from nbagent.views.outcomes import approval_text, turn_outcome
-from nbagent.views.text import clip, first_line, plural
+from nbagent.views.text import clip, first_line, plural, summary_line
 
 Patch = list[Any]
 LINE_MAX = 160
@@ -72,6 +75,10 @@ class Timeline:
         self._via: dict[str, str] = {}  # message id -> tool whose result added it
         self._last_result: str | None = None  # tool name, while its result is the latest event
         self._out: list[Patch] = []
+        self.usage = UsageTally()
+        """Tokens, usage and cost so far (the meter's part of the model, nbagent.views.meter)."""
+        self.counter = counter_from_model_name("")
+        """How pending items' tokens are counted: as the last ``request/header``'s model counts."""
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -90,7 +97,7 @@ class Timeline:
         """Start from the inbox as it is (a fold that begins mid-log, as a live cell's does), so
         its claim marks name the messages they took."""
         for queue, messages in ((NEXT_STEP, next_step), (NEXT_TURN, next_turn)):
-            self.pending[queue] = [inbox_item(m, queue) for m in messages]
+            self.pending[queue] = [inbox_item(m, queue, self.counter) for m in messages]
             for m in self.pending[queue]:
                 self._queued[m["id"]] = queue
 
@@ -191,6 +198,10 @@ class Timeline:
                 node_id = self._approvals.pop(ev.id, None)
                 if node_id in self.nodes:
                     self._set(node_id, outcome=ev.outcome, text=approval_text(ev.tool, ev.outcome))
+            case RequestEstimate():
+                self._estimate(ev)
+            case RequestHeader():
+                self.counter = counter_from_model_name(ev.model)
 
     def _open_turn(self, turn: int, seq: int, time: int) -> str:
         self._turn = f"turn-{turn}"
@@ -264,14 +275,30 @@ class Timeline:
             fields.update(interrupted=True, outcome="interrupted")
         if ev.usage is not None:
             fields["usage"] = thaw(ev.usage)
+            self.usage.add_answer(ev)
         self._set(node_id, **fields)
+
+    def _estimate(self, ev: RequestEstimate) -> None:
+        """A request's estimate: its step's tokens and bar, the turn's sum, a warning node if any."""
+        self.usage.add_estimate(ev)
+        target = self._step or self._turn
+        if target is None:
+            return
+        self._set(target, **estimate_fields(ev))
+        turn = self._turn
+        if turn is not None and turn != target:
+            sent = self.nodes[turn].get("sent_tokens", 0) + ev.total
+            self._set(turn, sent_tokens=sent, sent_tokens_text=f"≈{sent:,} tokens sent")
+        if ev.warning is not None:
+            self._add({"id": f"warning-{ev.seq}", "type": "warning", "parent": target, "seq": ev.seq,
+                       "warning": thaw(ev.warning), "text": warning_text(ev.warning)})  # fmt: skip
 
     def _tool_result(self, ev: ToolResultEvent) -> None:
         block = ev.block
         result = full_text(block.get("content", ()))
         code = ev.error_code
         outcome = f"failed: {code}" if ev.is_error and code else "failed" if ev.is_error else "done"
-        fields = {"result": result, "result_line": first_line(result, LINE_MAX), "is_error": ev.is_error,
+        fields = {"result": result, "result_line": summary_line(result, LINE_MAX), "is_error": ev.is_error,
                   "error_code": code, "outcome": outcome}  # fmt: skip
         node_id = self._tools.get(ev.call_id) or f"tool-{ev.turn}-{ev.step}-{ev.call_id}"
         if node_id in self.nodes:
@@ -299,7 +326,7 @@ class Timeline:
         queue = self.pending.setdefault(ev.target, [])
         start = min(max(ev.start, 0), len(queue))
         removed = queue[start : start + ev.removed_count]
-        inserted = [inbox_item(m, ev.target) for m in ev.inserted]
+        inserted = [inbox_item(m, ev.target, self.counter) for m in ev.inserted]
         queue[start : start + ev.removed_count] = inserted
         for m in inserted:
             self._queued[m["id"]] = ev.target
