@@ -25,6 +25,8 @@ def test_fork_replay_and_diff_in_a_kernel(tmp_path: Path) -> None:
         assert f"switch back: %agent resume {parent[:8]}" in out
         rows = {r.id: r for r in nbagent.list_sessions(tmp_path / "work.nbagent.sqlite")}
         (child,) = [sid for sid, r in rows.items() if r.parent == parent]
+        listed = k.run("%agent sessions")
+        assert f"* {child[:8]}" in listed and f"fork of {parent[:8]}" in listed
         assert "'nope' names no arrival of this turn" in k.run("%agent replay 2 --move nope=1")
         out = k.run("%agent replay 2 --wait")
         assert "turn 2 · done" in out  # the live view of the replayed turn, as %followup shows one

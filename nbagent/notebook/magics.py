@@ -385,6 +385,7 @@ class AgentMagics(Magics):
         for row in rows:
             mark = "*" if current is not None and current.session_id == row.id else " "
             title = f" · {row.title}" if row.title else ""
+            title += f" · fork of {row.parent[:8]}" if row.parent else ""
             print(
                 f"{mark} {row.id[:8]}  {plural(row.turns, 'turn'):>9}  {plural(row.events, 'event'):>11}  "
                 f"last {when(row.last_activity)}  {row.model or '?'}{title}"
