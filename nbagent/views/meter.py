@@ -70,8 +70,7 @@ def bar_html(node: Mapping[str, Any]) -> str:
     )
     title = escape_html(" · ".join(p["text"] for p in parts))
     return (
-        f'<span class="nba-meter" title="{title}" style="display:inline-flex;align-items:center;gap:6px">'
-        f'<span style="display:inline-flex;width:120px;height:8px;border-radius:2px;overflow:hidden;gap:1px">'
+        f'<span class="nba-meter" title="{title}"><span class="nba-meter-bar">'
         f'{spans}</span><span class="nba-muted">{escape_html(node.get("tokens_text", ""))}</span></span>'
     )
 
