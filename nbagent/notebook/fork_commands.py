@@ -106,7 +106,9 @@ def _live_view(magics: Any, agent: Any, waited: bool) -> Any:
     pending = agent.inbox.next_step[:1] or agent.inbox.next_turn[:1]
     if not pending:
         return None
-    view = LiveTurn(agent, pending[0], "followup", DisplaySurface(), on_final=magics._forget, waited=waited)
+    view = LiveTurn(
+        agent, pending[0], "followup", DisplaySurface(), on_final=magics.forget_view, waited=waited
+    )
     view.start()
     magics.tools.prompts.reserve(view)
     magics.session.views.append(view)

@@ -252,7 +252,7 @@ class AgentMagics(Magics):
         assert agent is not None
         self._show_carried(agent)
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
-        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget, waited=args.wait)
+        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self.forget_view, waited=args.wait)
         view.start()
         self.tools.prompts.reserve(view)
         self.session.views.append(view)
@@ -278,7 +278,7 @@ class AgentMagics(Magics):
         views = []
         for message in self.session.take_carried(agent):
             print(f"nbagent: runs first, in this cell: followup {quoted(message)} (from before the restart)")
-            view = LiveTurn(agent, message, "followup", DisplaySurface(), on_final=self._forget)
+            view = LiveTurn(agent, message, "followup", DisplaySurface(), on_final=self.forget_view)
             view.start()
             self.tools.prompts.reserve(view)
             self.session.views.append(view)
@@ -291,7 +291,7 @@ class AgentMagics(Magics):
             if view.final:
                 view.refresh()
 
-    def _forget(self, view: Any) -> None:
+    def forget_view(self, view: Any) -> None:
         if view in self.session.views:
             self.session.views.remove(view)
 

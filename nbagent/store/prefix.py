@@ -70,7 +70,7 @@ def _sqlite_copy(store: Any, parent: str, stop: int, session: tuple[Any, ...], o
 
 
 def _postgres_copy(store: Any, parent: str, stop: int, session: tuple[Any, ...], own: Sequence[Row]) -> None:
-    q = store._q
+    q = store.statement
 
     def copy(c: Any) -> None:
         with c.transaction():
