@@ -18,6 +18,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { download, fetchTranscript, ISession } from './api';
+import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
 import { RANK, timelineFactory } from './renderer';
 import { watchSavedState } from './savedstate';
@@ -46,11 +47,11 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
   requires: [IRenderMimeRegistry],
   optional: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, notebooks: INotebookTracker | null) => {
-    rendermime.addFactory(timelineFactory(null), RANK);
+    rendermime.addFactory(timelineFactory(null, markdownFill(rendermime)), RANK);
     // Inside a notebook the renderer can hand over to the live widget of the same output.
     const adopt = (panel: NotebookPanel): void => {
       const registry = panel.content.rendermime;
-      registry.addFactory(timelineFactory(registry), RANK);
+      registry.addFactory(timelineFactory(registry, markdownFill(registry)), RANK);
       watchSavedState(panel);
     };
     notebooks?.forEach(adopt);
@@ -62,14 +63,16 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbagent:sessions',
   description: 'The Agent sessions side panel, read-only session timelines and transcript export.',
   autoStart: true,
-  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette],
+  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette, IRenderMimeRegistry],
   activate: (
     app: JupyterFrontEnd,
     labShell: ILabShell | null,
     browser: IDefaultFileBrowser | null,
     restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    rendermime: IRenderMimeRegistry | null
   ) => {
+    const markdown = markdownFill(rendermime);
     const { commands, shell } = app;
     const open = (s: Pick<ISession, 'file' | 'id' | 'label'>): void => {
       void commands.execute(COMMANDS.open, { file: s.file, id: s.id, label: s.label });
@@ -89,7 +92,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
             return w;
           }
         }
-        const tab = sessionTab(session);
+        const tab = sessionTab(session, markdown);
         shell.add(tab, 'main');
         shell.activateById(tab.id);
         return tab;

@@ -9,6 +9,7 @@ import { downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { download, fetchTimeline, fetchTranscript, ISession } from './api';
+import { MarkdownFill } from './markdown';
 import { el, TimelineView } from './paint';
 
 /** How often a visible tab asks whether the session grew, and a hidden one. */
@@ -16,8 +17,12 @@ export const FOLLOW_MS = 1000;
 export const HIDDEN_MS = 5000;
 
 export class SessionTimeline extends Widget {
-  constructor(readonly session: Pick<ISession, 'file' | 'id' | 'label'>) {
+  constructor(
+    readonly session: Pick<ISession, 'file' | 'id' | 'label'>,
+    markdown: MarkdownFill | null = null
+  ) {
     super();
+    this._view = new TimelineView({ note: 'read-only', markdown });
     this.addClass('jp-nbagent-tab');
     this.node.dataset.file = session.file;
     this.node.dataset.session = session.id;
@@ -68,13 +73,16 @@ export class SessionTimeline extends Widget {
     });
   }
 
-  private _view = new TimelineView({ note: 'read-only' });
+  private _view: TimelineView;
   private _status: HTMLElement;
   private _timer = 0;
 }
 
-export function sessionTab(session: Pick<ISession, 'file' | 'id' | 'label'>): MainAreaWidget<SessionTimeline> {
-  const content = new SessionTimeline(session);
+export function sessionTab(
+  session: Pick<ISession, 'file' | 'id' | 'label'>,
+  markdown: MarkdownFill | null = null
+): MainAreaWidget<SessionTimeline> {
+  const content = new SessionTimeline(session, markdown);
   const widget = new MainAreaWidget({ content });
   widget.id = `nbagent-session-${session.id}`;
   widget.title.label = session.label.length > 40 ? `${session.label.slice(0, 39)}…` : session.label;
