@@ -165,7 +165,8 @@ export class SessionsPanel extends Widget {
     li.append(label, meta, file, actions);
     li.addEventListener('dblclick', () => this._open(s));
     li.addEventListener('keydown', e => {
-      if (e.key === 'Enter') {
+      // Enter on the row itself opens; Enter on one of its buttons is that button's own click.
+      if (e.key === 'Enter' && e.target === li) {
         this._open(s);
       }
     });
