@@ -15,6 +15,7 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IMainMenu } from '@jupyterlab/mainmenu';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { download, fetchTranscript, ISession } from './api';
@@ -63,14 +64,15 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbagent:sessions',
   description: 'The Agent sessions side panel, read-only session timelines and transcript export.',
   autoStart: true,
-  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette, IRenderMimeRegistry],
+  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette, IRenderMimeRegistry, IMainMenu],
   activate: (
     app: JupyterFrontEnd,
     labShell: ILabShell | null,
     browser: IDefaultFileBrowser | null,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
-    rendermime: IRenderMimeRegistry | null
+    rendermime: IRenderMimeRegistry | null,
+    mainMenu: IMainMenu | null
   ) => {
     const markdown = markdownFill(rendermime);
     const { commands, shell } = app;
@@ -105,12 +107,15 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
         download(name, text);
       }
     });
-    if (!labShell) {
-      return; // Notebook 7 and other shells: the renderer and the commands only
-    }
+    // JupyterLab's left sidebar; Notebook 7's left area (its notebook, editor and tree pages), shown
+    // with "Show Agent Sessions" (View menu, command palette).
     const panel = new SessionsPanel({ open });
     panel.title.icon = ICON;
-    labShell.add(panel, 'left', { rank: 600 });
+    if (labShell) {
+      labShell.add(panel, 'left', { rank: 600 });
+    } else {
+      shell.add(panel, 'left', { rank: 600 });
+    }
     restorer?.add(panel, 'nbagent-sessions');
     commands.addCommand(COMMANDS.refresh, {
       label: 'Refresh Agent Sessions',
@@ -118,8 +123,9 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     });
     commands.addCommand(COMMANDS.show, {
       label: 'Show Agent Sessions',
-      execute: () => labShell.activateById(panel.id)
+      execute: () => shell.activateById(panel.id)
     });
+    mainMenu?.viewMenu.addGroup([{ command: COMMANDS.show }], 100);
     palette?.addItem({ command: COMMANDS.show, category: 'nbagent' });
     palette?.addItem({ command: COMMANDS.refresh, category: 'nbagent' });
     if (browser) {
