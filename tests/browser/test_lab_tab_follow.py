@@ -1,0 +1,87 @@
+"""The session tab reads like a log viewer: it opens at the newest turns and follows them, a button
+takes it back to the first; a tab opened before the session's first prompt takes its title from it."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Lab, shot
+from notebook_page import open_notebook
+from page_errors import PageErrors
+
+pytestmark = pytest.mark.browser
+
+AT_END_JS = "e => e.scrollHeight - e.scrollTop - e.clientHeight <= 32 && e.scrollTop > 0"
+
+
+async def _write(path: Path, prompts: list[str], session_id: str | None) -> str:
+    import nbagent
+    from nbagent.models import ScriptedModel
+
+    model = ScriptedModel([f"answer {i}" for i in range(len(prompts))])
+    if session_id is None:
+        agent = nbagent.open_session(path, model=model)
+    else:
+        agent = nbagent.resume_session(path, session_id, model=model)
+    for prompt in prompts:
+        await agent.run(prompt)
+    sid = agent.session_id
+    await agent.close()
+    return sid
+
+
+def write(path: Path, prompts: list[str], session_id: str | None = None) -> str:
+    """Add turns (one per prompt) to a session of ``path`` (a new one without ``session_id``)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _write(path, prompts, session_id)).result()
+
+
+def open_tab(page: Any, file: str, sid: str, label: str) -> Any:
+    page.evaluate(
+        "([file, id, label]) => window.jupyterapp.commands.execute('nbagent:open-session', {file, id, label})",
+        [file, sid, label],
+    )
+    return page.locator(f'.jp-nbagent-tab[data-session="{sid}"]')
+
+
+def test_the_tab_opens_at_the_newest_turns_follows_them_and_goes_back_to_the_top(lab: Lab, page: Any) -> None:
+    path = lab.root / "long.nbagent.sqlite"
+    sid = write(path, [f"question {i}" for i in range(1, 31)])
+    errors = PageErrors().watch(page)
+    page.set_viewport_size({"width": 1280, "height": 600})  # 30 turns overflow the tab
+    open_notebook(page, lab.lab_url(lab.write_notebook("follow", []), "follow"))
+    tab = open_tab(page, path.name, sid, "question 1")
+    tab.locator('.nba-turn[data-id="turn-30"]').wait_for()
+    page.wait_for_function(f"e => ({AT_END_JS})(e)", arg=tab.element_handle())
+    assert tab.locator('.nba-turn[data-id="turn-30"]').is_visible()
+    shot(page, "tab-opens-at-newest")
+
+    write(path, ["question 31"], sid)  # another writer: the tab follows it to the new turn
+    tab.locator('.nba-turn[data-id="turn-31"]').wait_for()
+    page.wait_for_function(f"e => ({AT_END_JS})(e)", arg=tab.element_handle())
+
+    page.locator(".jp-nbagent-session .jp-Toolbar").get_by_text("Top").click()
+    page.wait_for_function("e => e.scrollTop === 0", arg=tab.element_handle())
+    write(path, ["question 32"], sid)  # scrolled up, the tab stays where the user is
+    tab.locator('.nba-turn[data-id="turn-32"]').wait_for(state="attached")
+    assert tab.evaluate("e => e.scrollTop") == 0
+    page.locator(".jp-nbagent-session .jp-Toolbar").get_by_text("Newest").click()
+    page.wait_for_function(f"e => ({AT_END_JS})(e)", arg=tab.element_handle())
+    assert errors.uncaught == [] and errors.console == [], errors
+
+
+def test_a_tab_opened_before_the_first_prompt_takes_its_title_from_it(lab: Lab, page: Any) -> None:
+    path = lab.root / "fresh.nbagent.sqlite"
+    sid = write(path, [])
+    open_notebook(page, lab.lab_url(lab.write_notebook("title", []), "title"))
+    open_tab(page, path.name, sid, "(no prompt yet)").locator(".nba-timeline").wait_for()
+    title = page.locator(f'.lm-TabBar-tab[data-id="nbagent-session-{sid}"] .lm-TabBar-tabLabel')
+    assert title.inner_text() == "(no prompt yet)"
+    write(path, ["What changed overnight?"], sid)
+    page.wait_for_function(
+        "e => e.textContent === 'What changed overnight?'", arg=title.element_handle(), polling=200
+    )
