@@ -85,3 +85,17 @@ def test_a_tab_opened_before_the_first_prompt_takes_its_title_from_it(lab: Lab, 
     page.wait_for_function(
         "e => e.textContent === 'What changed overnight?'", arg=title.element_handle(), polling=200
     )
+
+
+def test_the_panel_row_follows_a_session_written_elsewhere_and_keeps_the_focus(lab: Lab, page: Any) -> None:
+    path = lab.root / "grows.nbagent.sqlite"
+    sid = write(path, ["first question"])
+    open_notebook(page, lab.lab_url(lab.write_notebook("grows", []), "grows"))
+    page.evaluate("() => window.jupyterapp.commands.execute('nbagent:show-sessions')")
+    row = page.locator(f'.jp-nbagent-row[data-session="{sid}"]')
+    row.locator(".jp-nbagent-row-meta", has_text="1 turn").wait_for()
+    row.locator(".jp-nbagent-export").focus()
+    write(path, ["second question"], sid)  # no file-browser refresh: the panel notices by itself
+    row.locator(".jp-nbagent-row-meta", has_text="2 turns").wait_for()
+    assert page.evaluate("() => document.activeElement.classList.contains('jp-nbagent-export')")
+    assert page.evaluate("() => document.activeElement.closest('.jp-nbagent-row').dataset.session") == sid
