@@ -102,6 +102,7 @@ def test_errors_name_paths_relative_to_the_root(jp_root_dir: Path, get: Any) -> 
     assert status == 200 and {r["id"] for r in rows if "id" in r} == {sid}
     (error,) = [r["error"] for r in rows if "error" in r]
     assert error.startswith("sub/text.nbagent.sqlite is not")
+    assert error.endswith("nbagent left it unchanged")  # no advice for code (a path, NBAGENT_DB)
     for text in (body["message"], error):
         assert str(jp_root_dir) not in text and str(jp_root_dir.resolve()) not in text
 
