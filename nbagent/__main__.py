@@ -38,7 +38,7 @@ def _event_line(record: ev.TypedEvent) -> str:
                 " (replaced)" if record.inserted else ""
             )
         case ev.Splice():
-            return f"{record.target}: +{[m['source']['kind'] for m in record.inserted]}"
+            return f"{record.target}: +{[m.kind for m in record.inserted]}"
         case ev.UserMessageEvent():
             return f"[{record.source.get('kind')}] {describe_message(record.message).first_line}"
         case ev.TurnEnd():

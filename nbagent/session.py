@@ -7,36 +7,43 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent import _json
 from nbagent._json import gc_paused
 from nbagent.core.agent import Agent
-from nbagent.core.driver import Resumed
+from nbagent.core.driver_state import Resumed
 from nbagent.core.events import (
-    APPROVAL_ASKED,
-    APPROVAL_DECIDED,
     ASSISTANT_MESSAGE,
     INBOX_SPLICED,
     MESSAGE_EVENTS,
     NEXT_STEP,
     NEXT_TURN,
     REQUEST_HEADER,
-    STEP_END,
-    STEP_START,
-    TOOL_CALL,
-    TOOL_RESULT,
     TURN_END,
     TURN_START,
     USER_MESSAGE,
+    ApprovalAsked,
+    ApprovalDecided,
+    AssistantMessageEvent,
     Event,
+    Record,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnd,
+    TurnStart,
+    parse_event,
+    record_type,
 )
 from nbagent.core.inbox import InboxState, replay_raw, replay_splice
-from nbagent.core.journal import Draft
-from nbagent.core.messages import tool_result_message
-from nbagent.core.projections import history_message
+from nbagent.core.messages import Message, message_from_json, tool_result_message
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.tools import Tool
+from nbagent.core.vocabulary import ToolError
 from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
@@ -227,21 +234,28 @@ def _load_state(file: SessionStore, session_id: str, checked: tuple[int, int]) -
     inbox = InboxState()
     for ev in file.events(session_id, start=quiet + 1, types=[INBOX_SPLICED]):
         inbox = replay_splice(inbox, ev.data, ev.seq)
-    repair: list[Draft] = []
+    repair: list[Record] = []
     if last_start is not None and (last_end is None or last_end.seq < last_start.seq):
         repair = _corrupt_if_bad(lambda: repair_drafts(file.events(session_id, start=last_start.seq)))
     header = None
     if header_event is not None:
-        header = {k: v for k, v in header_event.data.items() if k != "reason"}
+        header = RequestHeader.from_json(header_event.data).settings
     return Resumed(
         next_seq=count,
         last_time=last_time,
         inbox=inbox,
-        last_turn=_corrupt_if_bad(lambda: int(last_start.data["turn"])) if last_start else 0,
+        last_turn=_corrupt_if_bad(lambda: _turn_of(last_start)) if last_start else 0,
         last_header=header,
         prefix=lambda: read_prefix(file, session_id, count, inbox),
         repair=repair,
     )
+
+
+def _turn_of(event: Event) -> int:
+    record = parse_event(event)
+    if not isinstance(record, TurnStart):
+        raise ValueError(f"seq {event.seq} is no turn/start")
+    return int(record.turn)
 
 
 def _corrupt_if_bad(fn: Callable[[], Any]) -> Any:
@@ -255,17 +269,22 @@ def _corrupt_if_bad(fn: Callable[[], Any]) -> Any:
         ) from None
 
 
-_REQUIRED: dict[str, frozenset[str]] = {
-    TURN_START: frozenset({"turn"}),
-    TURN_END: frozenset({"turn", "reason"}),
-    STEP_START: frozenset({"turn", "step"}),
-    STEP_END: frozenset({"turn", "step"}),
-    USER_MESSAGE: frozenset({"id", "role", "content", "source"}),
-    ASSISTANT_MESSAGE: frozenset({"turn", "step", "message"}),
-    TOOL_CALL: frozenset({"turn", "step", "call_id", "name", "arguments"}),
-    TOOL_RESULT: frozenset({"turn", "step", "message"}),
-    INBOX_SPLICED: frozenset({"target", "start", "inserted"}),
-}
+def _required(type_: str) -> frozenset[str] | None:
+    """The stored keys a resumed log's event of ``type_`` must have (its record's ``required``)."""
+    cls = record_type(type_)
+    return cls.required if cls is not None and cls.required else None
+
+
+def _stored_message(event: Event) -> Message | None:
+    """The model-visible message of a stored event, strictly decoded (deep-frozen; damage raises).
+
+    The full read of a resumed log runs this on every message event, so it decodes the one stored
+    message straight from the row instead of building the event's record first.
+    """
+    data = event.data if event.type == USER_MESSAGE else event.data.get("message")
+    if event.type == ASSISTANT_MESSAGE and not data.get("content"):
+        return None
+    return message_from_json(data)
 
 
 def read_prefix(
@@ -291,7 +310,7 @@ def read_prefix(
     queues: dict[str, list[Any]] = {NEXT_TURN: [], NEXT_STEP: []}
     history = []
     last_time = 0
-    required = _REQUIRED
+    required = {type_: keys for type_ in {ev.type for ev in events} if (keys := _required(type_))}
     with gc_paused():
         for ev in events:
             try:
@@ -307,7 +326,7 @@ def read_prefix(
                 if type_ == INBOX_SPLICED:
                     replay_raw(queues, data, ev.seq)
                 elif type_ in MESSAGE_EVENTS:
-                    message = history_message(ev)
+                    message = _stored_message(ev)
                     if message is not None:
                         history.append(message)
             except SessionCorruptError:
@@ -335,69 +354,73 @@ _OUTCOME_UNKNOWN = (
 _NOT_STARTED = "Error: the session stopped before this tool call started; it did not run and may be retried."
 
 
-def repair_drafts(events: list[Event]) -> list[Draft]:
+@dataclass(slots=True)
+class _OpenTurn:
+    """Where a log that ends inside a turn stands: what repair must close."""
+
+    turn: int
+    open_step: int | None = None
+    last_step: int = 0
+    calls: list[tuple[str, int]] = field(default_factory=list)
+    """The answers' tool calls, with their step, in order."""
+    started: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    asked: dict[str, ApprovalAsked] = field(default_factory=dict)
+    """Approvals asked and not decided."""
+
+    def fold(self, record: Record) -> None:
+        match record:
+            case StepStart(step=step):
+                self.open_step = self.last_step = step
+            case StepEnd():
+                self.open_step = None
+            case AssistantMessageEvent(step=step, message=message):
+                self.calls += [(b["id"], step) for b in message.content if b.get("type") == "tool-call"]
+            case ToolCallEvent(call_id=call_id):
+                self.started.add(call_id)
+            case ToolResultEvent(message=message):
+                self.answered.add(message.source["call_id"])
+            case ApprovalAsked() as question:
+                self.asked[question.id] = question
+            case ApprovalDecided(id=approval_id):
+                self.asked.pop(approval_id, None)
+
+
+def _interrupted_result(turn: int, step: int, call_id: str, was_started: bool, seq: int) -> ToolResultEvent:
+    message = tool_result_message(
+        call_id,
+        [{"type": "text", "text": _OUTCOME_UNKNOWN if was_started else _NOT_STARTED}],
+        is_error=True,
+        id=f"interrupted-tool-result-{call_id}-{seq}",
+    )
+    error: ToolError = (
+        {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+        if was_started
+        else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+    )
+    return ToolResultEvent(turn, step, message, error)
+
+
+def repair_drafts(events: list[Event]) -> list[Record]:
     """Closers for a log that ends inside a turn (``events`` starts at its ``turn/start``).
 
     In order: ``approval/decided{unavailable}`` for a pending approval, an error ``tool/result``
     for each tool call without one, ``step/end`` if a step is open, ``turn/end{interrupted}``.
     """
-    turn = events[0].data["turn"]
-    open_step: int | None = None
-    last_step = 0
-    calls: list[tuple[str, int]] = []
-    started: set[str] = set()
-    answered: set[str] = set()
-    asked: dict[str, dict[str, Any]] = {}
+    state = _OpenTurn(_turn_of(events[0]))
     for ev in events:
-        t, d = ev.type, ev.data
-        if t == STEP_START:
-            open_step = last_step = d["step"]
-        elif t == STEP_END:
-            open_step = None
-        elif t == ASSISTANT_MESSAGE:
-            calls += [(b["id"], d["step"]) for b in d["message"]["content"] if b.get("type") == "tool-call"]
-        elif t == TOOL_CALL:
-            started.add(d["call_id"])
-        elif t == TOOL_RESULT:
-            answered.add(d["message"]["source"]["call_id"])
-        elif t == APPROVAL_ASKED:
-            asked[d["id"]] = d
-        elif t == APPROVAL_DECIDED:
-            asked.pop(d["id"], None)
-    next_seq = events[-1].seq + 1
-    drafts: list[Draft] = []
-    for a in asked.values():
-        drafts.append(
-            (
-                APPROVAL_DECIDED,
-                {"id": a["id"], "tool": a.get("tool"), "call_id": a.get("call_id"), "outcome": "unavailable"},
-                None,
+        state.fold(parse_event(ev))
+    turn, next_seq = state.turn, events[-1].seq + 1
+    drafts: list[Record] = [
+        ApprovalDecided(a.id, a.tool, a.call_id, outcome="unavailable") for a in state.asked.values()
+    ]
+    for call_id, step in state.calls:
+        if call_id not in state.answered:
+            at = state.open_step or step or state.last_step
+            drafts.append(
+                _interrupted_result(turn, at, call_id, call_id in state.started, next_seq + len(drafts))
             )
-        )
-    for call_id, step in calls:
-        if call_id in answered:
-            continue
-        seq = next_seq + len(drafts)
-        was_started = call_id in started
-        message = tool_result_message(
-            call_id,
-            [{"type": "text", "text": _OUTCOME_UNKNOWN if was_started else _NOT_STARTED}],
-            is_error=True,
-            id=f"interrupted-tool-result-{call_id}-{seq}",
-        )
-        error = (
-            {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
-            if was_started
-            else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
-        )
-        data = {
-            "turn": turn,
-            "step": open_step or step or last_step,
-            "message": message.to_json(),
-            "error": error,
-        }
-        drafts.append((TOOL_RESULT, data, message))
-    if open_step is not None:
-        drafts.append((STEP_END, {"turn": turn, "step": open_step}, None))
-    drafts.append((TURN_END, {"turn": turn, "reason": {"kind": "interrupted"}}, None))
+    if state.open_step is not None:
+        drafts.append(StepEnd(turn, state.open_step))
+    drafts.append(TurnEnd(turn, "interrupted"))
     return drafts

@@ -28,7 +28,7 @@ def _apply(state: InboxState, rec: ev.Splice) -> InboxState:
     start, count = rec.start, rec.removed_count
     if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
         _fail(rec.seq, f"impossible splice start={start} removed={count} on {rec.target} of {len(queue)}")
-    inserted = tuple(message_from_json(m) for m in rec.inserted)
+    inserted = tuple(message_from_json(m.to_json()) for m in rec.inserted)
     state = state.with_queue(rec.target, queue[:start] + inserted + queue[start + count :])
     ids = [m.id for m in state.next_turn + state.next_step]
     if len(ids) != len(set(ids)):

@@ -94,7 +94,7 @@ async def test_repair_closes_a_pending_approval_as_unavailable_first(db):
     drafts = repair_drafts(events[start:])
     assert [
         (t, d.get("outcome") or d.get("error", {}).get("code") or d.get("reason", {}).get("kind"))
-        for t, d, _ in drafts
+        for t, d in ((r.type, r.to_json()) for r in drafts)
     ] == [
         ("approval/decided", "unavailable"),
         ("tool/result", "TOOL_OUTCOME_UNKNOWN"),

@@ -285,3 +285,40 @@ async def test_session_start_listeners_finish_before_the_first_claim(db, source)
     assert [m.plain_text for m in model.requests[0].messages] == ["startup context", "right away"]
     assert trace(agent.events)[:3] == ["INS nt 0 ['right away']", "INS ns 0 ['startup context']", "TS 1"]
     await agent.close()
+
+
+async def test_every_hook_payload_carries_the_agent_itself_and_the_driver_holds_no_agent(db):
+    """SPEC §3.6: listeners get ``agent``; the driver reaches it only as the value its config passes on."""
+    model = ScriptedModel([Response(failure="RATE_LIMIT"), "ok"])
+    agent = nbagent.open_session(db, model=model, retry=FAST)
+    seen: list[tuple[str, object, object]] = []
+
+    async def on_start(start):
+        seen.append(("session_start", start.agent, start.source))
+
+    async def on_pre_step(step, next):
+        seen.append(("pre_step", step.agent, step.step))
+        return await next()
+
+    async def on_error(failure, next):
+        seen.append(("request_error", failure.agent, failure.failure["code"]))
+        return await next()
+
+    async def on_stopping(stop):
+        seen.append(("turn_stopping", stop.agent, stop.turn))
+
+    agent.hooks.session_start.add(on_start)
+    agent.hooks.pre_step.add(on_pre_step)
+    agent.hooks.request_error.add(on_error)
+    agent.hooks.turn_stopping.add(on_stopping)
+    agent.followup("go")
+    await agent.when_idle()
+    await agent.close()
+    assert seen == [
+        ("session_start", agent, "open"),
+        ("pre_step", agent, 1),
+        ("request_error", agent, "RATE_LIMIT"),
+        ("turn_stopping", agent, 1),
+    ]
+    assert all(value is not agent for value in vars(agent.driver).values())
+    assert agent.driver.config.face is agent

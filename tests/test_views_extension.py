@@ -1,7 +1,8 @@
 """Adding an event type touches its record and the view model only; every painting then shows it.
 
-The check is written as the change itself: a record for a new event (here ``memory/compacted``),
-a case in the fold that turns it into a node with ready-made words, and nothing else. The HTML,
+The check is written as the change itself: a record for a new event (here ``example/compacted``),
+a case in the fold that turns it into a node with ready-made words, and nothing else (defining the
+record registers it with ``parse_event``; its JSON is its fields). The HTML,
 text and Markdown renderings show it unchanged; the widget's JS paints such nodes the same way
 (``build`` falls back to a mark with the node's ``text``).
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import nbagent
-from nbagent.core.events import Event, UnknownEvent
+from nbagent.core.events import Event, Record, parse_event
 from nbagent.models import ScriptedModel
 from nbagent.views import Timeline, TurnView, timeline_html, transcript_markdown
 from nbagent.views.plain import live_turn_text
@@ -23,12 +24,10 @@ PACKAGE = Path(nbagent.__file__).parent
 
 
 @dataclass(frozen=True, slots=True)
-class Compacted:
-    """The new event's record (in the real change: in nbagent/core/events.py, with a parser entry)."""
+class Compacted(Record):
+    """The new event's record (in the real change: in nbagent/core/events.py)."""
 
-    type: ClassVar[str] = "memory/compacted"
-    seq: int
-    time: int
+    type: ClassVar[str] = "example/compacted"  # (registered for the whole test run: a name no test uses)
     turn: int
     removed: int
 
@@ -37,8 +36,8 @@ class TimelineWithCompaction(Timeline):
     """The view model's one new case (in the real change: a ``case`` in ``Timeline._fold``)."""
 
     def _fold(self, ev: object) -> None:
-        if isinstance(ev, UnknownEvent) and ev.type == Compacted.type:
-            record = Compacted(ev.seq, ev.time, ev.data["turn"], ev.data["removed"])
+        if isinstance(ev, Compacted):
+            record = ev
             self._add({"id": f"compacted-{record.seq}", "type": "compaction", "parent": f"turn-{record.turn}",
                        "seq": record.seq, "text": f"compacted {record.removed} older messages"})  # fmt: skip
             return
@@ -52,7 +51,10 @@ async def test_a_new_event_type_reaches_every_painting_through_its_record_and_th
     events = list(agent.events)
     await agent.close()
     at = next(i for i, e in enumerate(events) if e.type == "step/start")
-    new = Event(at, events[at].time, Compacted.type, {"turn": 1, "removed": 12})
+    new = Event(at, events[at].time, Compacted.type, Compacted(1, 12).to_json())
+    assert new.data == {"turn": 1, "removed": 12}
+    parsed = parse_event(new)
+    assert parsed == Compacted(1, 12) and (parsed.seq, parsed.time) == (at, events[at].time)
     events = [*events[:at], new, *(Event(e.seq + 1, e.time, e.type, e.data) for e in events[at:])]
 
     timeline = TimelineWithCompaction()
@@ -74,7 +76,16 @@ def test_the_folds_read_typed_records_not_event_payloads() -> None:
     """The views, the widgets, the test helpers, owned runs and the demo never subscript or
     ``.get`` an event's ``data``: they match on the records ``parse_event`` gives."""
     folds = [*PACKAGE.joinpath("views").glob("*.py"), *PACKAGE.joinpath("widgets").glob("*.py")]
-    folds += [PACKAGE / name for name in ("testing.py", "core/runs.py", "__main__.py")]
+    folds += [
+        PACKAGE / name
+        for name in (
+            "testing.py",
+            "core/runs.py",
+            "core/projections.py",
+            "labserver/sessions.py",
+            "__main__.py",
+        )
+    ]
     readers = []
     for path in folds:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -40,7 +40,7 @@ def _direct_messages(events: list[Event]) -> list[dict[str, str]]:
     for event in events:
         match parse_event(event):
             case UserMessageEvent() as typed if typed.is_typed_prompt:
-                role, text = "user", block_text(typed.message.get("content"))
+                role, text = "user", block_text(typed.message.content)
             case AssistantMessageEvent(interrupted=False) as answer:
                 role, text = "assistant", answer.text
             case _:

@@ -4,17 +4,19 @@ the turn loop in ``loop.py``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from nbagent.core.driver import Driver, Resumed, in_driver
+from nbagent.core.driver import Driver, in_driver
+from nbagent.core.driver_state import Approver, DriverConfig, Resumed
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, Event
 from nbagent.core.hooks import Hooks
 from nbagent.core.inbox import Inbox
 from nbagent.core.journal import Plan
+from nbagent.core.loop import drive
 from nbagent.core.messages import UserMessage
-from nbagent.core.notices import LiveNotice
+from nbagent.core.notices import LiveNotice, NoticeName, Status
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
 from nbagent.core.tools import Tool, as_tools
@@ -22,6 +24,9 @@ from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import SessionStore
 from nbagent.store.lease import Lease
+
+if TYPE_CHECKING:
+    from nbagent.mcp.servers import McpServers, ServerInfo
 
 T = TypeVar("T")
 
@@ -55,24 +60,26 @@ class Agent:
             raise ValueError("cancel_grace must be a number of seconds >= 0")
         self.session_id = session_id
         self.path: Path | str | None = file.path if file is not None else None
-        self.model: Model = resolve_model(model)
-        self.tools: dict[str, Tool] = as_tools(tools)
-        self._schemas: tuple[Any, ...] | None = None
-        self.system = system
-        self.max_steps = max_steps
-        self.retry_policy = retry or RetryPolicy()
         self.hooks = Hooks()
-        self.approver: Callable[[Tool, Any], Awaitable[str]] | None = None
-        """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
-        ``"rejected"`` or ``"unavailable"``. With none set, such calls are ``unavailable``."""
         self._file = file
+        self._mcp: McpServers | None = None
+        config = DriverConfig(
+            session_id=session_id,
+            max_steps=max_steps,
+            cancel_grace=float(cancel_grace),
+            retry_policy=retry or RetryPolicy(),
+            hooks=self.hooks,
+            face=self,
+            drive=drive,
+        )
         self.driver = Driver(
-            self,
+            config,
             loop=loop,
             file=file,
             lease=lease,
-            session_id=session_id,
-            cancel_grace=cancel_grace,
+            model=resolve_model(model),
+            tools=as_tools(tools),
+            system=system,
             resumed=resumed,
         )
         """The turn driver: the running state and the seams the loop, the tools and the inbox use.
@@ -93,7 +100,7 @@ class Agent:
         return self.driver.events()
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         """``"idle"``, ``"running"`` (spanning consecutive queued turns) or ``"closed"``."""
         return self.driver.status
 
@@ -104,7 +111,39 @@ class Agent:
     @property
     def cancel_grace(self) -> float:
         """Seconds a cancelled turn waits for a started tool before abandoning it (SPEC §5.6)."""
-        return self.driver.cancel_grace
+        return self.driver.config.cancel_grace
+
+    @property
+    def max_steps(self) -> int:
+        return self.driver.config.max_steps
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return self.driver.config.retry_policy
+
+    @property
+    def model(self) -> Model:
+        """The model of the next request (change it with :meth:`set_model`)."""
+        return self.driver.model
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The offered tools by name (add one with :meth:`add_tool`)."""
+        return self.driver.tools
+
+    @property
+    def system(self) -> str | None:
+        return self.driver.system
+
+    @property
+    def approver(self) -> Approver | None:
+        """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
+        ``"rejected"`` or ``"unavailable"``. With none set, such calls are ``unavailable``."""
+        return self.driver.approver
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        self.driver.approver = approver
 
     def followup(self, message: UserMessage | str) -> UserMessage:
         """Queue ``message`` as its own turn (``next-turn``, FIFO) and wake the driver."""
@@ -145,7 +184,12 @@ class Agent:
 
     async def close(self) -> None:
         """Abort a running turn (cause ``"closed"``), wait for it, keep the inbox, release the lease."""
-        await self._on_own_loop(self.driver.close())
+        await self._on_own_loop(self._close())
+
+    async def _close(self) -> None:
+        await self.driver.close()
+        if self._mcp is not None:
+            await self._mcp.close()
 
     async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` here, or on the agent's loop when the caller runs on another live loop."""
@@ -158,7 +202,7 @@ class Agent:
             return await coro
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
-    def on(self, name: str, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
+    def on(self, name: NoticeName, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
         """Subscribe to a live notice; returns a function that unsubscribes."""
         return self.driver.notices.on(name, callback)
 
@@ -168,19 +212,70 @@ class Agent:
         if added.name in self.tools:
             raise ValueError(f"a tool named {added.name!r} is already offered")
         self.tools[added.name] = added
-        self._schemas = None
+        self.driver.tools_changed()
         return added
+
+    def remove_tool(self, name: str) -> Tool | None:
+        """Stop offering tool ``name`` from the next request on; the removed tool, or ``None``."""
+        removed = self.tools.pop(name, None)
+        self.driver.tools_changed()
+        return removed
+
+    def tool_for(self, name: str) -> Tool | None:
+        """The tool a call named ``name`` runs: an offered one, else an MCP server's stand-in that
+        answers why that server offers no such tool now (SPEC §9.7)."""
+        return self.driver.tool_for(name)
+
+    @property
+    def mcp(self) -> McpServers:
+        """The session's MCP servers (SPEC §9.7): ``list()``, ``await remove(name)``, ``allow_read_only``."""
+        if self._mcp is None:
+            from nbagent.mcp.servers import McpServers
+
+            self._mcp = McpServers(self)
+            self.driver.stand_in = self._mcp.stand_in
+        return self._mcp
+
+    def add_mcp_server(
+        self,
+        name: str,
+        *,
+        command: str | None = None,
+        args: Iterable[str] = (),
+        env: dict[str, str] | None = None,
+        url: str | None = None,
+        allow_read_only: bool = False,
+        start_timeout: float | None = None,
+        call_timeout: float | None = None,
+    ) -> ServerInfo:
+        """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url``) and offer its tools
+        as ``NAME__TOOL``. Returns at once: the server starts in the background and the first request
+        after this waits at most 10 s for its tools. A server that cannot start does not raise here;
+        calls to its tools get error results saying why. ``env`` is added to the kernel's environment.
+        Each call asks for approval unless the tool is annotated read-only and ``allow_read_only``.
+        """
+        from nbagent.mcp.config import CALL_TIMEOUT, START_TIMEOUT, server_spec
+
+        spec = server_spec(
+            name,
+            command=command,
+            args=tuple(args),
+            env=env,
+            url=url,
+            allow_read_only=allow_read_only,
+            start_timeout=START_TIMEOUT if start_timeout is None else start_timeout,
+            call_timeout=CALL_TIMEOUT if call_timeout is None else call_timeout,
+        )
+        return self.mcp.add(spec)
 
     @property
     def tool_schemas(self) -> tuple[Any, ...]:
         """The JSON schemas of the offered tools, as requests carry them (cached until a change)."""
-        if self._schemas is None or len(self._schemas) != len(self.tools):
-            self._schemas = tuple(t.schema for t in self.tools.values())
-        return self._schemas
+        return self.driver.tool_schemas
 
     def set_model(self, model: Model | str) -> None:
         """Use ``model`` for later requests (a ``request/header`` records the change)."""
-        self.model = resolve_model(model)
+        self.driver.model = resolve_model(model)
         if self._file is not None and not self.driver.closed:
             self._file.update_session(self.session_id, model=self.model.name)
 

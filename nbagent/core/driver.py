@@ -1,9 +1,11 @@
 """The turn driver's state and the narrow seams the loop, the tools and the inbox use.
 
 The :class:`Driver` owns what changes while an agent runs: the journal and the projections of
-the log, the status, the driver task and its cancellation signal, the wake latch (SPEC §1), the
-pending ``when_idle()`` waiters, and the batching of streamed chunks. ``Agent`` is the public face;
-``loop.py`` and ``tool_batch.py`` see only the methods here.
+the log, its :class:`DriverState`, the driver task and its cancellation signal, the pending
+``when_idle()`` waiters, the batching of streamed chunks, and what the next request offers (model,
+tools, system prompt, approver). It is given its fixed configuration as a :class:`DriverConfig`
+and never sees the ``Agent``: the agent is the public face over it, and ``loop.py`` and
+``tool_batch.py`` see only the methods here.
 """
 
 from __future__ import annotations
@@ -12,32 +14,24 @@ import asyncio
 import contextvars
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
-from nbagent.core.events import (
-    ASSISTANT_CHUNK,
-    INBOX_SPLICED,
-    NEXT_STEP,
-    NEXT_TURN,
-    REQUEST_HEADER,
-    TURN_START,
-    Event,
-)
+from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
+from nbagent.core.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
 from nbagent.core.hooks import SessionStart
-from nbagent.core.inbox import InboxState, Splice, plan_splice
-from nbagent.core.journal import Build, Draft, Journal, Plan
+from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splice
+from nbagent.core.journal import Build, Journal, Plan
 from nbagent.core.messages import Message, UserMessage, coerce_user_message
-from nbagent.core.notices import LiveNotice, Notices
-from nbagent.core.projections import Prefix, Projections
+from nbagent.core.notices import LiveNotice, Notices, Status
+from nbagent.core.projections import Projections
 from nbagent.core.signal import CancelSignal
+from nbagent.core.tools import Tool
+from nbagent.core.vocabulary import HeaderReason, Target
 from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
+from nbagent.models.base import Model
 from nbagent.store.base import SessionStore
 from nbagent.store.lease import Lease
-
-if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
 
 log = logging.getLogger("nbagent")
 
@@ -45,45 +39,35 @@ in_driver: contextvars.ContextVar[Any] = contextvars.ContextVar("nbagent_in_driv
 """The agent whose driver task (or a task it spawned) is running: ``close()`` refuses to deadlock."""
 
 
-@dataclass(slots=True)
-class OpenTurn:
-    number: int
-    claimed: tuple[UserMessage, ...]
-    signal: CancelSignal
-
-
-@dataclass(frozen=True, slots=True)
-class Resumed:
-    """What a resumed session starts from (read cheaply; the rest of the log is read on first use)."""
-
-    next_seq: int
-    last_time: int
-    inbox: InboxState
-    last_turn: int
-    last_header: dict[str, Any] | None
-    prefix: Callable[[], Prefix]
-    repair: list[Draft]
-
-
 class Driver:
     """One agent's running state; every method named here is a seam for ``loop``/``tool_batch``/``inbox``."""
 
     def __init__(
         self,
-        agent: Agent,
+        config: DriverConfig,
         *,
         loop: asyncio.AbstractEventLoop,
         file: SessionStore | None,
         lease: Lease | None,
-        session_id: str,
-        cancel_grace: float,
+        model: Model,
+        tools: dict[str, Tool],
+        system: str | None,
         resumed: Resumed | None,
     ) -> None:
-        self.agent = agent
+        self.config = config
         self.loop = loop
         self.file = file
         self._lease = lease
-        self.cancel_grace = float(cancel_grace)
+        self.model = model
+        """The model of the next request (a change is recorded by a ``request/header``)."""
+        self.tools = tools
+        """The offered tools by name (shared with ``agent.tools``)."""
+        self.stand_in: Callable[[str], Tool | None] | None = None
+        """Answers a call of a tool not offered now (an MCP server's, while it starts or after it failed)."""
+        self._schemas: tuple[Any, ...] | None = None
+        self.system = system
+        self.approver: Approver | None = None
+        """With none set, calls of tools that need approval are ``unavailable``."""
         self.notices = Notices(loop, threading.get_ident())
         self.notices.after_event_round = self._after_event_round
         self.notices.on_change = self._subscriptions_changed
@@ -92,33 +76,90 @@ class Driver:
         )
         self.journal = Journal(
             file=file,
-            session_id=session_id,
+            session_id=config.session_id,
             next_seq=resumed.next_seq if resumed else 0,
             last_time=resumed.last_time if resumed else 0,
             inbox=resumed.inbox if resumed else InboxState(),
             on_commit=self.projections.add,
             publish=self.notices.enqueue,
         )
-        self.status = "idle"
+        self.state = DriverState.IDLE
+        self.status: Status = "idle"
+        """The status last published (``"status"`` notices go out when it changes)."""
         self.last_turn = resumed.last_turn if resumed else 0
         self._last_header = resumed.last_header if resumed else None
-        self._header_reason = "resume" if resumed and resumed.last_header is not None else "initial"
+        self._header_reason: HeaderReason = (
+            "resume" if resumed and resumed.last_header is not None else "initial"
+        )
         self.signal: CancelSignal | None = None
-        self.driving = False
+        """The running turn's signal: set exactly while a driver task is running."""
         self.task: asyncio.Task[None] | None = None
-        self.latched = False
-        self.closing = False
-        self.closed = False
         self.fault: BaseException | None = None
+        """The failed write that stopped the session (deliveries are refused; resume repairs)."""
         self._deferred_clear = False
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._wakes_in_flight = 0
         self._wake_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._chunk_timer: asyncio.TimerHandle | None = None
         self._last_chunk_flush = 0.0
         self._started = False
         self._start_done: asyncio.Event | None = None
         self._start_task: asyncio.Task[None] | None = None
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def driving(self) -> bool:
+        """A driver task is running (also while closing, until it has wound down)."""
+        return self.signal is not None
+
+    @property
+    def latched(self) -> bool:
+        return self.state is DriverState.LATCHED
+
+    @property
+    def closing(self) -> bool:
+        """``close()`` was called (it stays true once closed)."""
+        return self.state is DriverState.CLOSING or self.state is DriverState.CLOSED
+
+    @property
+    def closed(self) -> bool:
+        return self.state is DriverState.CLOSED
+
+    @property
+    def cancel_grace(self) -> float:
+        return self.config.cancel_grace
+
+    def _move(self, new: DriverState, *, only_from: tuple[DriverState, ...] | None = None) -> bool:
+        """Change the state (from any thread: deliveries and cancels come from others), unless it
+        is not one of ``only_from``; ``True`` if it changed."""
+        with self._state_lock:
+            if only_from is not None and self.state not in only_from:
+                return False
+            self.state = new
+            return True
+
+    def _drop_latch(self) -> None:
+        if self.state is DriverState.LATCHED:
+            new = DriverState.RUNNING if self.driving else DriverState.IDLE
+            self._move(new, only_from=(DriverState.LATCHED,))
+
+    # -- what the next request offers -------------------------------------------------------------
+
+    @property
+    def tool_schemas(self) -> tuple[Any, ...]:
+        """The JSON schemas of the offered tools, as requests carry them (cached until a change)."""
+        if self._schemas is None or len(self._schemas) != len(self.tools):
+            self._schemas = tuple(t.schema for t in self.tools.values())
+        return self._schemas
+
+    def tools_changed(self) -> None:
+        self._schemas = None
+
+    def tool_for(self, name: str) -> Tool | None:
+        tool = self.tools.get(name)
+        return tool if tool is not None or self.stand_in is None else self.stand_in(name)
 
     # -- checks -----------------------------------------------------------------------------------
 
@@ -129,7 +170,7 @@ class Driver:
         """Raise if deliveries and inbox changes are refused now (closed, inside ``"event"``, faulted)."""
         if self.closed:
             raise SessionClosedError(
-                f"session {self.journal.session_id} is closed; resume it with nbagent.resume_session()"
+                f"session {self.config.session_id} is closed; resume it with nbagent.resume_session()"
             )
         if self.notices.in_event:
             raise ReentrantDeliveryError(
@@ -138,7 +179,7 @@ class Driver:
             )
         if self.fault is not None:
             raise NbagentError(
-                f"session {self.journal.session_id} stopped after a failed write ({self.fault}); the "
+                f"session {self.config.session_id} stopped after a failed write ({self.fault}); the "
                 "log on disk is consistent — resume the session to continue"
             )
 
@@ -153,7 +194,7 @@ class Driver:
 
     # -- deliveries -------------------------------------------------------------------------------
 
-    def deliver(self, message: UserMessage | str, target: str, *, wake: bool) -> UserMessage:
+    def deliver(self, message: UserMessage | str, target: Target, *, wake: bool) -> UserMessage:
         msg = self.accept(message)
         if not wake:
             self.mutate(lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,))], checked=True)
@@ -176,7 +217,7 @@ class Driver:
                     self._wakes_in_flight -= 1
             raise
         if aborting and not self.closing:
-            self.latched = True
+            self._move(DriverState.LATCHED, only_from=(DriverState.IDLE, DriverState.RUNNING))
         if on_loop:
             self._wake()
         elif not self._call_soon(self._wake_from_thread, msg.id):
@@ -184,9 +225,7 @@ class Driver:
                 self._wakes_in_flight -= 1
         return msg
 
-    def mutate(
-        self, plan: Callable[[InboxState], Sequence[Splice | None]], *, checked: bool = False
-    ) -> list[Splice]:
+    def mutate(self, plan: SplicePlan, *, checked: bool = False) -> list[PlannedSplice]:
         """Commit the splices ``plan`` makes against the staged inbox; returns them."""
         if not checked:
             self.check_can_mutate()
@@ -196,7 +235,7 @@ class Driver:
             splices = [sp for sp in plan(state) if sp is not None]
             out = Plan(inbox=splices[-1].after if splices else None, result=splices)
             for sp in splices:
-                out.drafts.append((INBOX_SPLICED, sp.data, sp.after))
+                out.drafts.append(sp.event)
                 if "inbox/discarded" in subs:
                     out.notices += [("inbox/discarded", LiveNotice("inbox/discarded", m)) for m in sp.removed]
                 if "inbox/inserted" in subs:
@@ -206,7 +245,7 @@ class Driver:
         return self.submit(build) or []
 
     def clear(self) -> int:
-        def plan(state: InboxState) -> list[Splice | None]:
+        def plan(state: InboxState) -> list[PlannedSplice | None]:
             first = plan_splice(state, NEXT_STEP, 0, None, ())
             second = plan_splice(first.after if first else state, NEXT_TURN, 0, None, ())
             return [first, second]
@@ -221,7 +260,7 @@ class Driver:
             return
         on_loop = self.on_loop_thread()
         if not keep_inbox:
-            self.latched = False
+            self._drop_latch()
             if on_loop and self.notices.in_event:
                 self._deferred_clear = True
             elif self.fault is None:
@@ -245,13 +284,12 @@ class Driver:
     async def close(self) -> None:
         if self.closed:
             return
-        if in_driver.get() is self.agent:
+        if in_driver.get() is self.config.face:
             raise RuntimeError(
                 "close() was called from inside a turn (a tool, hook or model); call agent.cancel() "
                 "there, or close the agent from outside the turn"
             )
-        self.closing = True
-        self.latched = False
+        self._move(DriverState.CLOSING)
         if self.driving and self.signal is not None:
             self.signal.cancel("closed")
         if self._start_task is not None and not self._start_task.done():
@@ -265,9 +303,9 @@ class Driver:
         self.notices.kick()
         if error is not None:
             log.warning(
-                "nbagent: the last staged events of %s were not written: %s", self.journal.session_id, error
+                "nbagent: the last staged events of %s were not written: %s", self.config.session_id, error
             )
-        self.closed = True
+        self._move(DriverState.CLOSED)
         if self._lease is not None:
             self._lease.release()
         if self.file is not None:
@@ -298,22 +336,19 @@ class Driver:
 
     def _wake(self) -> None:
         if self.closed or self.stopping:
-            self.latched = False
+            self._drop_latch()
             return
         if not self.driving:
             self.start()
 
     def start(self) -> None:
         """Reserve the driver and open its first turn (synchronously, SPEC §3.2)."""
-        from nbagent.core.loop import drive
-
-        self.latched = False
+        self._move(DriverState.RUNNING)
         self.signal = CancelSignal(self.loop)
-        self.driving = True
         self.set_status("running")
         ctx = contextvars.copy_context()
-        ctx.run(in_driver.set, self.agent)
-        if not self._started and self.agent.hooks.session_start.listeners:
+        ctx.run(in_driver.set, self.config.face)
+        if not self._started and self.config.hooks.session_start.listeners:
             # SPEC §3.6: every session_start listener finishes before the session's first claim.
             self.task = ctx.run(self.loop.create_task, self._drive_after_start())
             return
@@ -322,15 +357,13 @@ class Driver:
         if turn is None:
             self.converged()
             return
-        self.task = ctx.run(self.loop.create_task, drive(self, turn))
+        self.task = ctx.run(self.loop.create_task, self.config.drive(self, turn))
 
     async def _drive_after_start(self) -> None:
-        from nbagent.core.loop import drive
-
         if self._start_done is not None:
             await self._start_done.wait()
         self._started = True
-        await drive(self, self.open_turn())
+        await self.config.drive(self, self.open_turn())
 
     def next_turn(self) -> OpenTurn | None:
         """Open the next queued turn with a fresh signal (``None`` if none opened)."""
@@ -350,7 +383,7 @@ class Driver:
         number = self.last_turn + 1
 
         def build(state: InboxState) -> Plan:
-            plan = Plan(drafts=[(TURN_START, {"turn": number}, None)])
+            plan = Plan(drafts=[TurnStart(number)])
             plan.result = self._plan_claim(state, plan, number, first=True)
             return plan if plan.result else Plan()
 
@@ -382,13 +415,13 @@ class Driver:
         out: list[UserMessage] = []
         step = plan_splice(state, NEXT_STEP, 0, None, (), claim=True)
         if step is not None:
-            plan.drafts.append((INBOX_SPLICED, step.data, step.after))
+            plan.drafts.append(step.event)
             state = step.after
             out.extend(step.removed)
         if first:
             head = plan_splice(state, NEXT_TURN, 0, 1, (), claim=True)
             if head is not None:
-                plan.drafts.append((INBOX_SPLICED, head.data, head.after))
+                plan.drafts.append(head.event)
                 state = head.after
                 out.extend(head.removed)
         if out:
@@ -399,12 +432,11 @@ class Driver:
 
     def converged(self) -> None:
         """The driver stopped: go idle, replay a latched wake, or resolve ``when_idle()`` waiters."""
-        self.driving = False
         self.signal = None
         self.task = None
         if self.closing:
-            self.latched = False
             return
+        self._move(DriverState.IDLE, only_from=(DriverState.RUNNING,))  # a latch stays: its restart is below
         self.set_status("idle")  # an "idle" callback may start a new driver: it then owns the latch
         if self.driving:
             return
@@ -412,7 +444,7 @@ class Driver:
             self.start()
             if self.driving:
                 return
-        self.latched = False
+        self._drop_latch()
         self._maybe_idle()
 
     def _maybe_idle(self) -> None:
@@ -427,21 +459,21 @@ class Driver:
 
     # -- session start ----------------------------------------------------------------------------
 
-    def begin_session(self, source: str) -> None:
+    def begin_session(self, source: Literal["open", "resume"]) -> None:
         """Run the ``session_start`` listeners soon (they may inject startup context)."""
         self._start_done = asyncio.Event()
         self.loop.call_soon(self._spawn_start, source)
 
-    def _spawn_start(self, source: str) -> None:
+    def _spawn_start(self, source: Literal["open", "resume"]) -> None:
         if self.closing:
             self._finish_start()
             return
         self._start_task = self.loop.create_task(self._session_start(source))
 
-    async def _session_start(self, source: str) -> None:
+    async def _session_start(self, source: Literal["open", "resume"]) -> None:
         try:
-            for listener in self.agent.hooks.session_start.listeners:
-                await listener(SessionStart(self.agent, source))
+            for listener in self.config.hooks.session_start.listeners:
+                await listener(SessionStart(self.config.face, source))
         except Exception as exc:
             log.exception("nbagent session_start listener failed")
             self.report_error(exc, None)
@@ -462,14 +494,14 @@ class Driver:
         finally:
             self.notices.kick()
 
-    def stage(self, change: Build | list[Draft]) -> None:
+    def stage(self, change: Build | list[Record]) -> None:
         """Stage the driver's events: committed before the next external effect."""
         try:
             self.journal.stage(change)
         finally:
             self.notices.kick()
 
-    def commit(self, change: Build | list[Draft] | None = None, *, only_if_planned: bool = False) -> Any:
+    def commit(self, change: Build | list[Record] | None = None, *, only_if_planned: bool = False) -> Any:
         """Commit what the driver staged (and ``change``) before an external effect."""
         self._cancel_chunk_timer()
         try:
@@ -477,9 +509,9 @@ class Driver:
         finally:
             self.notices.kick()
 
-    def stage_chunk(self, data: dict[str, Any]) -> None:
+    def stage_chunk(self, turn: int, step: int, chunk: Mapping[str, Any]) -> None:
         """Stage an ``assistant/chunk``; committed at most 100 ms later, or with the next write."""
-        self.journal.stage([(ASSISTANT_CHUNK, data, None)])
+        self.journal.stage([AssistantChunk(turn, step, chunk)])
         now = self.loop.time()
         if now - self._last_chunk_flush >= 0.1:
             self.flush()
@@ -515,6 +547,10 @@ class Driver:
     # -- what the loop reads ----------------------------------------------------------------------
 
     @property
+    def committed_inbox(self) -> InboxState:
+        return self.journal.inbox
+
+    @property
     def staged_inbox(self) -> InboxState:
         return self.journal.staged_inbox
 
@@ -525,26 +561,20 @@ class Driver:
     def history(self) -> tuple[Message, ...]:
         return self.projections.history()
 
-    def header_draft(self) -> Draft | None:
-        """The ``request/header`` draft when the header is new or changed since the last one."""
-        agent = self.agent
-        tools = list(agent.tool_schemas)
-        header: dict[str, Any] = {"model": agent.model.name}
-        if agent.system is not None:
-            header["system"] = agent.system
-        if tools:
-            header["tools"] = tools
-        last = self._last_header
+    def header_draft(self) -> RequestHeader | None:
+        """The ``request/header`` record when the header is new or changed since the last one."""
         reason = self._header_reason
-        if last is not None and reason == "change" and last == header:
+        header = RequestHeader(self.model.name, reason, self.system, self.tool_schemas)
+        last = self._last_header
+        if last is not None and reason == "change" and last == header.settings:
             return None
-        self._last_header = header
+        self._last_header = header.settings
         self._header_reason = "change"
-        return REQUEST_HEADER, {**header, "reason": reason}, None
+        return header
 
     # -- notices ----------------------------------------------------------------------------------
 
-    def set_status(self, status: str) -> None:
+    def set_status(self, status: Status) -> None:
         if status == self.status:
             return
         self.status = status

@@ -1,17 +1,40 @@
-"""The durable event envelope, the vocabulary of core event types (SPEC §4), and their typed records.
+"""The durable event envelope and the core event types (SPEC §4), each one frozen record.
 
-``Event`` is what the log stores and the journal writes: ``data`` stays plain JSON, and the write
-path never builds anything else. Readers (the views, ``nbagent.testing``, owned runs) turn an
-envelope into a small frozen record with :func:`parse_event`, the one adapter, and ``match`` on the
+An event is written and read as the same record. The loop, the tool batch and the inbox build a
+record (``TurnEnd(3, "completed")``) and stage it; the journal gives it its ``seq`` and ``time``
+and stores ``record.to_json()``. Readers (the views, ``nbagent.testing``, owned runs) turn a stored
+:class:`Event` back into its record with :func:`parse_event`, the one adapter, and ``match`` on the
 record's class instead of reading dict keys. A type this version does not know parses to
 :class:`UnknownEvent`, so old readers tolerate new logs.
+
+Adding an event type means writing its record here: a ``@dataclass(frozen=True, slots=True)``
+subclass of :class:`Record` with its ``type`` tag and its fields. Defining the class registers it
+with the adapter; its JSON is its fields in order (override ``to_json``/``from_json`` only for a
+different shape). The stored JSON of every type is pinned by
+``tests/golden/events_session.jsonl``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from operator import attrgetter
 from typing import Any, ClassVar, Final, NamedTuple
+
+from nbagent._json import FrozenDict, FrozenList
+from nbagent.core.messages import AssistantMessage, UserMessage, message_view
+from nbagent.core.vocabulary import NEXT_STEP as NEXT_STEP
+from nbagent.core.vocabulary import NEXT_TURN as NEXT_TURN
+from nbagent.core.vocabulary import (
+    ApprovalOutcome,
+    Failure,
+    HeaderReason,
+    SpliceOutcome,
+    Target,
+    TokenUsage,
+    ToolError,
+    TurnEndKind,
+)
 
 
 class Event(NamedTuple):
@@ -23,28 +46,7 @@ class Event(NamedTuple):
     data: Any
 
 
-INBOX_SPLICED: Final = "agent/inbox/spliced"
-TURN_START: Final = "turn/start"
-TURN_END: Final = "turn/end"
-STEP_START: Final = "step/start"
-STEP_END: Final = "step/end"
-USER_MESSAGE: Final = "user/message"
-REQUEST_HEADER: Final = "request/header"
-ASSISTANT_CHUNK: Final = "assistant/chunk"
-ASSISTANT_MESSAGE: Final = "assistant/message"
-TOOL_CALL: Final = "tool/call"
-TOOL_RESULT: Final = "tool/result"
-LLM_RETRY: Final = "llm/retry"
-APPROVAL_ASKED: Final = "approval/asked"
-APPROVAL_DECIDED: Final = "approval/decided"
-
-MESSAGE_EVENTS: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
-"""The event types whose ``message`` is model-visible (SPEC §4, "model-visible means logged")."""
-
-NEXT_TURN: Final = "next-turn"
-NEXT_STEP: Final = "next-step"
-
-_EMPTY: Final[Mapping[str, Any]] = {}
+_EMPTY: Final[Mapping[str, Any]] = FrozenDict()
 
 
 def block_text(content: Any) -> str:
@@ -54,26 +56,88 @@ def block_text(content: Any) -> str:
     )
 
 
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def _opt_map(value: Any) -> Any:
+    return value if isinstance(value, Mapping) else None
+
+
 # -- the records -------------------------------------------------------------------------------------
-# Every record starts with the envelope's ``seq`` and ``time``; ``type`` is the class's discriminator.
-# Nested messages stay the stored JSON mappings (the views read them; the model history has its own
-# parser in ``projections``).
+
+_BY_TYPE: dict[str, type[Record]] = {}
+
+
+class Record:
+    """A core event: its ``type`` tag and its fields; ``seq`` and ``time`` once it is in the log.
+
+    Each event type is a ``@dataclass(frozen=True, slots=True)`` subclass. A record being staged
+    has no ``seq``/``time`` yet (the journal assigns them to the stored envelope); a record from
+    :func:`parse_event` carries the envelope's. They are not fields: records compare by content.
+    """
+
+    __slots__ = ("seq", "time")
+    type: ClassVar[str]
+    required: ClassVar[frozenset[str]] = frozenset()
+    """The stored keys a resumed log must have for this type (checked before it is replayed)."""
+    seq: int
+    time: int
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        tag = cls.__dict__.get("type")
+        if isinstance(tag, str):  # the slotted class the dataclass decorator makes replaces the first
+            _BY_TYPE[tag] = cls
+
+    def to_json(self) -> Any:
+        """The ``data`` the log stores for this event: by default its fields, in order."""
+        names, values = _SHAPES.get(type(self)) or _shape(type(self))
+        return FrozenDict(zip(names, values(self)))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
+        """The record of stored ``data``, by default field by field (a field without a default is
+        required: its absence raises ``KeyError``)."""
+        required = _required_fields(cls)
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data or f.name in required})  # type: ignore[arg-type]
+
+
+_SHAPES: dict[type[Record], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
+_REQUIRED_FIELDS: dict[type[Record], frozenset[str]] = {}
+
+
+def _shape(cls: type[Record]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
+    """A record class's field names in order and a getter of their values (worked out once)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+        getter = attrgetter(*names)
+        shape = _SHAPES[cls] = (names, (lambda r: (getter(r),)) if len(names) == 1 else getter)
+    return shape
+
+
+def _required_fields(cls: type[Record]) -> frozenset[str]:
+    required = _REQUIRED_FIELDS.get(cls)
+    if required is None:
+        required = _REQUIRED_FIELDS[cls] = frozenset(
+            f.name
+            for f in fields(cls)  # type: ignore[arg-type]
+            if f.default is MISSING and f.default_factory is MISSING
+        )
+    return required
 
 
 @dataclass(frozen=True, slots=True)
-class Splice:
+class Splice(Record):
     """``agent/inbox/spliced``: one inbox mutation (an insertion, a claim, a cancel, a replacement)."""
 
-    type: ClassVar[str] = INBOX_SPLICED
-    seq: int
-    time: int
-    target: str
-    """``next-step`` or ``next-turn``."""
+    type: ClassVar[str] = "agent/inbox/spliced"
+    required: ClassVar[frozenset[str]] = frozenset({"target", "start", "inserted"})
+    target: Target
     start: int
-    removed_count: int
-    inserted: tuple[Mapping[str, Any], ...]
-    """The stored ``UserMessage`` JSON of each inserted message."""
-    outcome: str | None
+    inserted: tuple[UserMessage, ...] = ()
+    removed_count: int = 0
+    outcome: SpliceOutcome | None = None
     """``canceled`` for a cancel or replacement; ``None`` for an insertion or a claim."""
 
     @property
@@ -90,191 +154,272 @@ class Splice:
     def is_insert(self) -> bool:
         return self.removed_count == 0 and bool(self.inserted)
 
+    def to_json(self) -> FrozenDict:
+        data: dict[str, Any] = {"target": self.target, "start": self.start}
+        if self.removed_count:
+            data["removed_count"] = self.removed_count
+        data["inserted"] = FrozenList([m.to_json() for m in self.inserted])
+        if self.outcome is not None:
+            data["outcome"] = self.outcome
+        return FrozenDict(data)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Splice:
+        inserted = tuple(message_view(m) for m in data.get("inserted") or () if isinstance(m, Mapping))
+        return cls(
+            data["target"],
+            data.get("start", 0),
+            inserted,  # type: ignore[arg-type]
+            data.get("removed_count", 0),
+            data.get("outcome"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class TurnStart:
+class TurnStart(Record):
     """``turn/start``: a driver opened turn ``turn``."""
 
-    type: ClassVar[str] = TURN_START
-    seq: int
-    time: int
+    type: ClassVar[str] = "turn/start"
+    required: ClassVar[frozenset[str]] = frozenset({"turn"})
     turn: int
 
 
 @dataclass(frozen=True, slots=True)
-class TurnEnd:
-    """``turn/end``: every exit from an opened turn, with its ``reason``."""
+class TurnEnd(Record):
+    """``turn/end``: every exit from an opened turn; stored as ``{"turn", "reason": {"kind", ...}}``."""
 
-    type: ClassVar[str] = TURN_END
-    seq: int
-    time: int
+    type: ClassVar[str] = "turn/end"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "reason"})
     turn: int
-    reason: Mapping[str, Any]
-    """``{"kind": completed|max-tokens|blocked|aborted|error|interrupted, ...}`` as stored."""
+    kind: TurnEndKind = "completed"
+    """How the turn ended (read from a newer log, it may be a kind this version does not know)."""
+    cause: str | None = None
+    """Why an ``aborted`` turn was cancelled (``user``, ``closed``…)."""
+    error: Failure | None = None
+    """``{"message", "code", "status"?}`` of an ``error`` turn."""
 
     @property
-    def kind(self) -> str:
-        return str(self.reason.get("kind", "completed"))
+    def reason(self) -> dict[str, Any]:
+        """The stored ``reason``: ``{"kind"}``, plus ``reason: {kind: cause}`` or ``error``."""
+        reason: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "aborted":
+            reason["reason"] = {"kind": self.cause}
+        if self.error is not None:
+            reason["error"] = self.error
+        return reason
 
-    @property
-    def cause(self) -> str | None:
-        """Why an ``aborted`` turn was cancelled (``user``, ``close``…)."""
-        inner = self.reason.get("reason")
-        return str(inner.get("kind")) if isinstance(inner, Mapping) and inner.get("kind") else None
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(turn=self.turn, reason=self.reason)
 
-    @property
-    def error(self) -> Mapping[str, Any]:
-        """``{"message", "code", "status"?}`` of an ``error`` turn, else empty."""
-        err = self.reason.get("error")
-        return err if isinstance(err, Mapping) else _EMPTY
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TurnEnd:
+        reason = _map(data.get("reason"))
+        inner = reason.get("reason")
+        cause = str(inner.get("kind")) if isinstance(inner, Mapping) and inner.get("kind") else None
+        error = reason.get("error")
+        kind = str(reason.get("kind", "completed"))
+        error = error if isinstance(error, Mapping) else None
+        return cls(data["turn"], kind, cause, error)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
-class StepStart:
-    type: ClassVar[str] = STEP_START
-    seq: int
-    time: int
+class StepStart(Record):
+    """``step/start``: step ``step`` of turn ``turn`` begins (its messages follow)."""
+
+    type: ClassVar[str] = "step/start"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "step"})
     turn: int
     step: int
 
 
 @dataclass(frozen=True, slots=True)
-class StepEnd:
-    type: ClassVar[str] = STEP_END
-    seq: int
-    time: int
+class StepEnd(Record):
+    """``step/end``: the step's request and tools are done."""
+
+    type: ClassVar[str] = "step/end"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "step"})
     turn: int
     step: int
 
 
 @dataclass(frozen=True, slots=True)
-class UserMessageEvent:
-    """``user/message``: one message of an entered batch (the model sees it)."""
+class UserMessageEvent(Record):
+    """``user/message``: one message of an entered batch (the model sees it); stored as the message."""
 
-    type: ClassVar[str] = USER_MESSAGE
-    seq: int
-    time: int
-    message: Mapping[str, Any]
-    """The stored ``UserMessage`` JSON (``id``, ``role``, ``content``, ``source``)."""
+    type: ClassVar[str] = "user/message"
+    required: ClassVar[frozenset[str]] = frozenset({"id", "role", "content", "source"})
+    message: UserMessage
 
     @property
     def id(self) -> str:
-        return str(self.message.get("id", ""))
+        return self.message.id
 
     @property
     def source(self) -> Mapping[str, Any]:
-        source = self.message.get("source")
-        return source if isinstance(source, Mapping) else _EMPTY
+        return _map(self.message.source)
 
     @property
     def is_typed_prompt(self) -> bool:
         """SPEC §2.3: a typed prompt is exactly a message whose source kind is ``user``."""
         return self.source.get("kind") == "user"
 
+    def to_json(self) -> FrozenDict:
+        return self.message.to_json()
 
-@dataclass(frozen=True, slots=True)
-class RequestHeader:
-    type: ClassVar[str] = REQUEST_HEADER
-    seq: int
-    time: int
-    model: str
-    reason: str
-    """``initial``, ``resume`` or ``change``."""
-    data: Mapping[str, Any]
-    """The whole stored header (``system``, ``tools``…)."""
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UserMessageEvent:
+        return cls(message_view(data))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantChunk:
-    type: ClassVar[str] = ASSISTANT_CHUNK
-    seq: int
-    time: int
+class RequestHeader(Record):
+    """``request/header``: the model, system prompt and tools of the next request, when new or changed."""
+
+    type: ClassVar[str] = "request/header"
+    model: str = ""
+    reason: HeaderReason = "initial"
+    system: str | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def settings(self) -> tuple[str, str | None, tuple[Mapping[str, Any], ...]]:
+        """What the header says, without why it was written (equal settings need no new header)."""
+        return self.model, self.system, self.tools
+
+    def to_json(self) -> FrozenDict:
+        data: dict[str, Any] = {"model": self.model}
+        if self.system is not None:
+            data["system"] = self.system
+        if self.tools:
+            data["tools"] = list(self.tools)
+        data["reason"] = self.reason
+        return FrozenDict(data)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RequestHeader:
+        system = data.get("system")
+        return cls(
+            str(data.get("model", "")),
+            str(data.get("reason", "")),  # type: ignore[arg-type]
+            None if system is None else str(system),
+            tuple(data.get("tools") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantChunk(Record):
+    """``assistant/chunk``: a streamed piece of an answer (stored in batches, SPEC §6.2)."""
+
+    type: ClassVar[str] = "assistant/chunk"
     turn: int
     step: int
     chunk: Mapping[str, Any]
+    """The chunk as ``nbagent.models.base.chunk_to_json`` stores it: ``{"type": "text", "text"}``…"""
 
     @property
     def kind(self) -> str:
-        """``text``, ``reasoning``, ``tool-call``…"""
+        """``text``, ``reasoning``, ``tool-call``, ``usage``, ``finish``…"""
         return str(self.chunk.get("type", ""))
 
     @property
     def text(self) -> str:
         return str(self.chunk.get("text") or "")
 
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(turn=self.turn, step=self.step, chunk=self.chunk)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AssistantChunk:
+        return cls(data["turn"], data["step"], _map(data.get("chunk")))
+
 
 @dataclass(frozen=True, slots=True)
-class AssistantMessageEvent:
+class AssistantMessageEvent(Record):
     """``assistant/message``: a finished answer, or the visible prefix of one cut off by a cancel."""
 
-    type: ClassVar[str] = ASSISTANT_MESSAGE
-    seq: int
-    time: int
+    type: ClassVar[str] = "assistant/message"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "message"})
     turn: int
     step: int
-    message: Mapping[str, Any]
-    usage: Mapping[str, Any] | None
-    interrupted: bool
+    message: AssistantMessage
+    usage: TokenUsage | None = None
+    interrupted: bool = False
 
     @property
     def blocks(self) -> tuple[Mapping[str, Any], ...]:
-        return tuple(b for b in self.message.get("content") or () if isinstance(b, Mapping))
+        return tuple(self.message.content)
 
     @property
     def text(self) -> str:
-        return block_text(self.message.get("content"))
+        return block_text(self.message.content)
 
     @property
     def reasoning(self) -> str:
-        return "".join(str(b.get("text", "")) for b in self.blocks if b.get("type") == "reasoning")
+        return "".join(str(b.get("text", "")) for b in self.message.content if b.get("type") == "reasoning")
 
     @property
     def call_ids(self) -> tuple[str, ...]:
-        return tuple(str(b.get("id")) for b in self.blocks if b.get("type") == "tool-call")
+        return tuple(str(b.get("id")) for b in self.message.content if b.get("type") == "tool-call")
 
     @property
     def model(self) -> str | None:
-        source = self.message.get("source")
-        return str(source["model"]) if isinstance(source, Mapping) and source.get("model") else None
+        source = _map(self.message.source)
+        return str(source["model"]) if source.get("model") else None
+
+    def to_json(self) -> FrozenDict:
+        data: dict[str, Any] = {"turn": self.turn, "step": self.step, "message": self.message.to_json()}
+        if self.interrupted:
+            data["interrupted"] = True
+        if self.usage is not None:
+            data["usage"] = self.usage
+        return FrozenDict(data)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AssistantMessageEvent:
+        message = message_view(_map(data.get("message")), AssistantMessage)
+        return cls(
+            data["turn"],
+            data["step"],
+            message,  # type: ignore[arg-type]
+            _opt_map(data.get("usage")),
+            bool(data.get("interrupted")),
+        )
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallEvent:
+class ToolCallEvent(Record):
     """``tool/call``: a tool call starts."""
 
-    type: ClassVar[str] = TOOL_CALL
-    seq: int
-    time: int
+    type: ClassVar[str] = "tool/call"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "call_id", "name", "arguments"})
     turn: int
     step: int
     call_id: str
     name: str
-    arguments: str
+    arguments: str = ""
+    """The raw JSON text the model produced."""
 
 
 @dataclass(frozen=True, slots=True)
-class ToolResultEvent:
+class ToolResultEvent(Record):
     """``tool/result``: a call's result message (one ``tool-result`` block, source ``tool``)."""
 
-    type: ClassVar[str] = TOOL_RESULT
-    seq: int
-    time: int
+    type: ClassVar[str] = "tool/result"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "message"})
     turn: int
     step: int
-    message: Mapping[str, Any]
-    error: Mapping[str, Any] | None
+    message: UserMessage
+    error: ToolError | None = None
     """``{"name", "code"}`` when the call failed."""
 
     @property
     def block(self) -> Mapping[str, Any]:
-        content = self.message.get("content") or ()
-        first = content[0] if content else None
-        return first if isinstance(first, Mapping) else _EMPTY
+        content = self.message.content
+        return _map(content[0]) if content else _EMPTY
 
     @property
     def call_id(self) -> str:
-        source = self.message.get("source")
-        from_source = source.get("call_id") if isinstance(source, Mapping) else None
+        from_source = _map(self.message.source).get("call_id")
         return str(self.block.get("tool_call_id") or from_source or "")
 
     @property
@@ -285,58 +430,92 @@ class ToolResultEvent:
     def error_code(self) -> str | None:
         return str(self.error["code"]) if self.error and self.error.get("code") else None
 
+    def to_json(self) -> FrozenDict:
+        data: dict[str, Any] = {"turn": self.turn, "step": self.step, "message": self.message.to_json()}
+        if self.error is not None:
+            data["error"] = self.error
+        return FrozenDict(data)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ToolResultEvent:
+        message = message_view(_map(data.get("message")))
+        return cls(data["turn"], data["step"], message, _opt_map(data.get("error")))  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True, slots=True)
-class LlmRetry:
+class LlmRetry(Record):
     """``llm/retry``: a failed request is about to be retried in the same step."""
 
-    type: ClassVar[str] = LLM_RETRY
-    seq: int
-    time: int
-    turn: int
-    step: int
-    attempt: int
+    type: ClassVar[str] = "llm/retry"
+    turn: int = 0
+    step: int = 0
+    attempt: int = 0
     """The attempt about to be made (2 for the first retry)."""
-    delay_ms: int
-    failure: Mapping[str, Any]
+    delay_ms: int = 0
+    failure: Failure = field(default_factory=lambda: Failure())
     """``{"code", "message", ...}`` of the failed attempt."""
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LlmRetry:
+        return cls(
+            data.get("turn", 0),
+            data.get("step", 0),
+            data.get("attempt", 0),
+            data.get("delay_ms", 0),
+            _map(data.get("failure")),  # type: ignore[arg-type]
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class ApprovalAsked:
+class ApprovalAsked(Record):
     """``approval/asked``: a tool that needs approval waits for a decision."""
 
-    type: ClassVar[str] = APPROVAL_ASKED
-    seq: int
-    time: int
-    id: str
-    tool: str
-    call_id: str
-    turn: int | None
-    step: int | None
+    type: ClassVar[str] = "approval/asked"
+    id: str = ""
+    """nbagent's own id for this question (never the model's call id)."""
+    tool: str = ""
+    call_id: str = ""
+    arguments_sha256: str | None = None
+    """The SHA-256 of the call's raw arguments: what the approval approves (absent in older logs)."""
+    turn: int | None = None
+    step: int | None = None
+
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(_approval(self), turn=self.turn, step=self.step)
 
 
 @dataclass(frozen=True, slots=True)
-class ApprovalDecided:
-    """``approval/decided``: ``allowed-once``, ``rejected``, ``cancelled`` or ``unavailable``."""
+class ApprovalDecided(Record):
+    """``approval/decided``: what became of an asked approval (exactly one per ``approval/asked``)."""
 
-    type: ClassVar[str] = APPROVAL_DECIDED
-    seq: int
-    time: int
-    id: str
-    tool: str
-    call_id: str
-    outcome: str
+    type: ClassVar[str] = "approval/decided"
+    id: str = ""
+    tool: str | None = ""
+    call_id: str | None = ""
+    arguments_sha256: str | None = None
+    outcome: ApprovalOutcome = "unavailable"
+
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(_approval(self), outcome=self.outcome)
+
+
+def _approval(record: ApprovalAsked | ApprovalDecided) -> dict[str, Any]:
+    """The fields both approval events start with (``arguments_sha256`` only when known)."""
+    data = {"id": record.id, "tool": record.tool, "call_id": record.call_id}
+    if record.arguments_sha256 is not None:
+        data["arguments_sha256"] = record.arguments_sha256
+    return data
 
 
 @dataclass(frozen=True, slots=True)
-class UnknownEvent:
+class UnknownEvent(Record):
     """An event type this version does not know (kept, never an error)."""
 
-    seq: int
-    time: int
     type: str  # type: ignore[misc]
-    data: Any = field(default=None)
+    data: Any = None
+
+    def to_json(self) -> Any:
+        return self.data
 
 
 TypedEvent = (
@@ -356,50 +535,33 @@ TypedEvent = (
     | ApprovalDecided
     | UnknownEvent
 )
+"""What :func:`parse_event` returns (every record registered by defining it)."""
+
+INBOX_SPLICED: Final = Splice.type
+TURN_START: Final = TurnStart.type
+TURN_END: Final = TurnEnd.type
+STEP_START: Final = StepStart.type
+STEP_END: Final = StepEnd.type
+USER_MESSAGE: Final = UserMessageEvent.type
+REQUEST_HEADER: Final = RequestHeader.type
+ASSISTANT_CHUNK: Final = AssistantChunk.type
+ASSISTANT_MESSAGE: Final = AssistantMessageEvent.type
+TOOL_CALL: Final = ToolCallEvent.type
+TOOL_RESULT: Final = ToolResultEvent.type
+LLM_RETRY: Final = LlmRetry.type
+APPROVAL_ASKED: Final = ApprovalAsked.type
+APPROVAL_DECIDED: Final = ApprovalDecided.type
+
+MESSAGE_EVENTS: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
+"""The event types whose ``message`` is model-visible (SPEC §4, "model-visible means logged")."""
+
+
+def record_type(type_: str) -> type[Record] | None:
+    """The record class of a stored event type (``None`` for a type this version does not know)."""
+    return _BY_TYPE.get(type_)
 
 
 # -- the adapter -------------------------------------------------------------------------------------
-
-
-def _opt_map(value: Any) -> Mapping[str, Any] | None:
-    return value if isinstance(value, Mapping) else None
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else _EMPTY
-
-
-_PARSERS: Final[dict[str, Callable[[int, int, Mapping[str, Any]], TypedEvent]]] = {
-    INBOX_SPLICED: lambda s, t, d: Splice(
-        s, t, d["target"], d.get("start", 0), d.get("removed_count", 0),
-        tuple(d.get("inserted") or ()), d.get("outcome"),
-    ),
-    TURN_START: lambda s, t, d: TurnStart(s, t, d["turn"]),
-    TURN_END: lambda s, t, d: TurnEnd(s, t, d["turn"], _map(d.get("reason"))),
-    STEP_START: lambda s, t, d: StepStart(s, t, d["turn"], d["step"]),
-    STEP_END: lambda s, t, d: StepEnd(s, t, d["turn"], d["step"]),
-    USER_MESSAGE: lambda s, t, d: UserMessageEvent(s, t, d),
-    REQUEST_HEADER: lambda s, t, d: RequestHeader(s, t, str(d.get("model", "")), str(d.get("reason", "")), d),
-    ASSISTANT_CHUNK: lambda s, t, d: AssistantChunk(s, t, d["turn"], d["step"], _map(d.get("chunk"))),
-    ASSISTANT_MESSAGE: lambda s, t, d: AssistantMessageEvent(
-        s, t, d["turn"], d["step"], _map(d.get("message")), _opt_map(d.get("usage")), bool(d.get("interrupted")),
-    ),
-    TOOL_CALL: lambda s, t, d: ToolCallEvent(
-        s, t, d["turn"], d["step"], str(d["call_id"]), str(d["name"]), str(d.get("arguments", "")),
-    ),
-    TOOL_RESULT: lambda s, t, d: ToolResultEvent(
-        s, t, d["turn"], d["step"], _map(d.get("message")), _opt_map(d.get("error")),
-    ),
-    LLM_RETRY: lambda s, t, d: LlmRetry(
-        s, t, d.get("turn", 0), d.get("step", 0), d.get("attempt", 0), d.get("delay_ms", 0), _map(d.get("failure")),
-    ),
-    APPROVAL_ASKED: lambda s, t, d: ApprovalAsked(
-        s, t, str(d.get("id", "")), str(d.get("tool", "")), str(d.get("call_id", "")), d.get("turn"), d.get("step"),
-    ),
-    APPROVAL_DECIDED: lambda s, t, d: ApprovalDecided(
-        s, t, str(d.get("id", "")), str(d.get("tool", "")), str(d.get("call_id", "")), str(d.get("outcome", "")),
-    ),
-}  # fmt: skip
 
 
 class EventParseError(ValueError):
@@ -412,13 +574,20 @@ def parse_event(event: Event) -> TypedEvent:
     Unknown types become :class:`UnknownEvent`; a known type missing a required field raises
     :class:`EventParseError` naming the seq and the field.
     """
-    parser = _PARSERS.get(event.type)
-    if parser is None or not isinstance(event.data, Mapping):
-        return UnknownEvent(event.seq, event.time, event.type, event.data)
-    try:
-        return parser(event.seq, event.time, event.data)
-    except KeyError as exc:
-        raise EventParseError(
-            f"event seq {event.seq} ({event.type}) has no {exc.args[0]!r} field; the log was not written "
-            "by a compatible nbagent (open it with the version that wrote it)"
-        ) from None
+    cls = _BY_TYPE.get(event.type)
+    if cls is None or not isinstance(event.data, Mapping):
+        record: Record = UnknownEvent(event.type, event.data)
+    else:
+        try:
+            record = cls.from_json(event.data)
+        except KeyError as exc:
+            raise EventParseError(
+                f"event seq {event.seq} ({event.type}) has no {exc.args[0]!r} field; the log was not "
+                "written by a compatible nbagent (open it with the version that wrote it)"
+            ) from None
+    _set(record, "seq", event.seq)
+    _set(record, "time", event.time)
+    return record  # type: ignore[return-value]
+
+
+_set = object.__setattr__

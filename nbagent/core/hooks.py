@@ -4,15 +4,40 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from nbagent.core.events import Event
+from nbagent.core.inbox import Inbox
 from nbagent.core.messages import UserMessage
 from nbagent.core.signal import CancelSignal
-
-if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+from nbagent.core.vocabulary import Failure
 
 L = TypeVar("L")
+
+
+class AgentFace(Protocol):
+    """The agent as listeners see it (``step.agent``): :class:`nbagent.Agent` is the one
+    implementation. Declared here so the hooks, the driver and the loop need not import it."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def inbox(self) -> Inbox: ...
+
+    @property
+    def events(self) -> tuple[Event, ...]: ...
+
+    @property
+    def status(self) -> str: ...
+
+    def followup(self, message: UserMessage | str) -> UserMessage: ...
+
+    def steer(self, message: UserMessage | str) -> UserMessage: ...
+
+    def inject(self, message: UserMessage | str) -> UserMessage: ...
+
+    def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None: ...
 
 
 class Hook(Generic[L]):
@@ -68,7 +93,7 @@ Decision = Enter | Reject
 
 @dataclass(frozen=True, slots=True)
 class PreStep:
-    agent: Agent
+    agent: AgentFace
     messages: tuple[UserMessage, ...]
     turn: int
     step: int
@@ -77,25 +102,25 @@ class PreStep:
 
 @dataclass(frozen=True, slots=True)
 class RequestFailure:
-    agent: Agent
+    agent: AgentFace
     turn: int
     step: int
     attempt: int
-    failure: dict[str, Any]
+    failure: Failure
     signal: CancelSignal
 
 
 @dataclass(frozen=True, slots=True)
 class TurnStopping:
-    agent: Agent
+    agent: AgentFace
     turn: int
     signal: CancelSignal
 
 
 @dataclass(frozen=True, slots=True)
 class SessionStart:
-    agent: Agent
-    source: str
+    agent: AgentFace
+    source: Literal["open", "resume"]
 
 
 Next = Callable[[], Awaitable[Any]]

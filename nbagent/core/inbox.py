@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
-from nbagent._json import FrozenDict, FrozenList
-from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.core.events import NEXT_STEP, NEXT_TURN, Splice
 from nbagent.core.messages import UserMessage, message_from_json
+from nbagent.core.vocabulary import Target
 from nbagent.errors import SessionCorruptError
 
-if TYPE_CHECKING:
-    from nbagent.core.driver import Driver
-
-Target = Literal["next-turn", "next-step"]
 TARGETS: tuple[Target, Target] = (NEXT_TURN, NEXT_STEP)
 
 
@@ -44,10 +40,10 @@ class InboxState(NamedTuple):
         return None
 
 
-class Splice(NamedTuple):
-    """A planned inbox mutation: the event data, what it removed, and the state after it."""
+class PlannedSplice(NamedTuple):
+    """A planned inbox mutation: its event record, what it removed, and the state after it."""
 
-    data: FrozenDict
+    event: Splice
     removed: tuple[UserMessage, ...]
     inserted: tuple[UserMessage, ...]
     after: InboxState
@@ -74,7 +70,7 @@ def plan_splice(
     inserted: Iterable[UserMessage],
     *,
     claim: bool = False,
-) -> Splice | None:
+) -> PlannedSplice | None:
     """Validate a mutation against ``state``; ``None`` when it neither removes nor inserts.
 
     Raises ``ValueError`` for a message id that would be pending twice after the mutation.
@@ -94,13 +90,8 @@ def plan_splice(
             ids = [m.id for m in after.next_turn + after.next_step]
             dup = next(m.id for m in inserted if ids.count(m.id) > 1)
             raise ValueError(f"message {dup} is already pending; a message id can be pending only once")
-    data: dict[str, Any] = {"target": target, "start": start}
-    if count:
-        data["removed_count"] = count
-    data["inserted"] = FrozenList([m.to_json() for m in inserted])
-    if count and not claim:
-        data["outcome"] = "canceled"
-    return Splice(FrozenDict(data), removed, inserted, after)
+    event = Splice(target, start, inserted, count, "canceled" if count and not claim else None)  # type: ignore[arg-type]
+    return PlannedSplice(event, removed, inserted, after)
 
 
 def replay_splice(state: InboxState, data: Mapping[str, Any], seq: int) -> InboxState:
@@ -142,25 +133,42 @@ def replay_raw(queues: dict[str, list[Any]], data: Mapping[str, Any], seq: int) 
     queue[start : start + count] = inserted
 
 
+SplicePlan = Callable[[InboxState], Sequence["PlannedSplice | None"]]
+"""Plans splices against the staged inbox (``None`` entries change nothing)."""
+
+
+class InboxOwner(Protocol):
+    """What :class:`Inbox` needs from the driver that records its changes."""
+
+    @property
+    def committed_inbox(self) -> InboxState: ...
+
+    def accept(self, message: UserMessage | str) -> UserMessage: ...
+
+    def mutate(self, plan: SplicePlan, *, checked: bool = False) -> list[PlannedSplice]: ...
+
+    def clear(self) -> int: ...
+
+
 class Inbox:
     """``agent.inbox``: the pending queues (committed state) and the mutation operations."""
 
     __slots__ = ("_driver",)
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: InboxOwner) -> None:
         self._driver = driver
 
     @property
     def next_turn(self) -> tuple[UserMessage, ...]:
-        return self._driver.journal.inbox.next_turn
+        return self._driver.committed_inbox.next_turn
 
     @property
     def next_step(self) -> tuple[UserMessage, ...]:
-        return self._driver.journal.inbox.next_step
+        return self._driver.committed_inbox.next_step
 
     @property
     def has_pending(self) -> bool:
-        return self._driver.journal.inbox.pending > 0
+        return self._driver.committed_inbox.pending > 0
 
     def append(self, target: Target, message: UserMessage | str) -> UserMessage:
         """Insert at the end of ``target``; returns the recorded message."""
@@ -186,7 +194,7 @@ class Inbox:
         """Replace the pending message ``message_id`` in place; ``False`` if it is not pending."""
         msg = self._driver.accept(message)
 
-        def plan(s: InboxState) -> list[Splice | None]:
+        def plan(s: InboxState) -> list[PlannedSplice | None]:
             found = s.find(message_id)
             return [] if found is None else [plan_splice(s, found[0], found[1], 1, (msg,))]
 
@@ -195,7 +203,7 @@ class Inbox:
     def remove(self, message_id: str) -> bool:
         """Cancel the pending message ``message_id``; ``False`` if it is not pending."""
 
-        def plan(s: InboxState) -> list[Splice | None]:
+        def plan(s: InboxState) -> list[PlannedSplice | None]:
             found = s.find(message_id)
             return [] if found is None else [plan_splice(s, found[0], found[1], 1, ())]
 

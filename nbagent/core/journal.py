@@ -23,27 +23,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent import _json
-from nbagent._json import FrozenDict
-from nbagent.core.events import INBOX_SPLICED, Event
+from nbagent.core.events import Event, Record, Splice
 from nbagent.core.inbox import InboxState
+from nbagent.core.notices import Notice
 from nbagent.errors import SessionClosedError, SessionWriteError
 from nbagent.store.base import SessionStore
-
-Draft = tuple[str, Any, Any]
-"""``(type, data, attachment)``: an event to write and its in-memory companion: the Message of a
-message event, the ``InboxState`` after a splice, else ``None``."""
-
-Notice = tuple[str, Any]
 
 
 @dataclass(slots=True)
 class Plan:
     """What a build function returns: drafts to append and notices for after the commit."""
 
-    drafts: list[Draft] = field(default_factory=list)
+    drafts: list[Record] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
     inbox: InboxState | None = None
-    """The staged inbox after these drafts, when they splice it."""
+    """The staged inbox after these drafts, when they splice it (the state after the last splice)."""
     result: Any = None
     """What the submitting call returns once the plan is durable (e.g. the removed messages)."""
 
@@ -55,7 +49,6 @@ class Ticket:
     """One staged change: how to plan it, its planned events, and who waits for it."""
 
     __slots__ = (
-        "attachments",
         "build",
         "done",
         "drafts",
@@ -65,13 +58,15 @@ class Ticket:
         "inbox",
         "marker",
         "notices",
+        "pending",
+        "records",
         "result",
         "waiter",
         "waiting",
     )
 
     def __init__(
-        self, build: Build | None, waiting: bool, *, drafts: list[Draft] | None = None, marker: bool = False
+        self, build: Build | None, waiting: bool, *, drafts: list[Record] | None = None, marker: bool = False
     ) -> None:
         self.build = build
         """Plans the change against the staged inbox; ``None`` for ``drafts`` that do not need it."""
@@ -82,7 +77,9 @@ class Ticket:
         self.marker = marker
         """The driver's commit of what it staged: done once everything staged before it is durable."""
         self.events: list[Event] = []
-        self.attachments: list[Any] = []
+        self.records: list[Record] = []
+        self.pending: list[int | None] = []
+        """Per event: how many messages are pending after it, for a splice (stored with its row)."""
         self.notices: list[Notice] = []
         self.encoded: list[str] = []
         self.inbox: InboxState | None = None
@@ -93,7 +90,7 @@ class Ticket:
         """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
 
 
-def _ticket(change: Build | list[Draft], waiting: bool) -> Ticket:
+def _ticket(change: Build | list[Record], waiting: bool) -> Ticket:
     return Ticket(None, waiting, drafts=change) if isinstance(change, list) else Ticket(change, waiting)
 
 
@@ -115,7 +112,7 @@ class Journal:
         next_seq: int,
         last_time: int,
         inbox: InboxState,
-        on_commit: Callable[[Sequence[Event], Sequence[Any]], None],
+        on_commit: Callable[[Sequence[Event], Sequence[Record]], None],
         publish: Callable[[list[Notice]], None],
     ) -> None:
         self.file = file
@@ -165,13 +162,13 @@ class Journal:
             self._flush_locked(ticket)
             return ticket.result
 
-    def stage(self, build: Build | list[Draft]) -> None:
+    def stage(self, build: Build | list[Record]) -> None:
         """The driver's change, committed by the driver's next :meth:`commit` (or anyone's write)."""
         with self._lock:
             self._check_open()
             self._stage(_ticket(build, False))
 
-    def commit(self, build: Build | list[Draft] | None = None, *, only_if_planned: bool = False) -> Any:
+    def commit(self, build: Build | list[Record] | None = None, *, only_if_planned: bool = False) -> Any:
         """The driver's commit: everything staged so far (plus ``build``) is durable on return.
 
         With ``only_if_planned``, a ``build`` that plans nothing commits nothing either: what the
@@ -275,24 +272,24 @@ class Journal:
             drafts, plan_inbox, notices = plan.drafts, plan.inbox, plan.notices
         if not drafts:
             return False
+        datas = [d.to_json() for d in drafts]
         encoded: list[str] = []
         if self.file is not None:  # (a session kept in memory only stores nothing, so encodes nothing)
             dumps = _json.dumps
             try:
-                encoded = [dumps(data) for _, data, _ in drafts]
+                encoded = [dumps(data) for data in datas]
             except TypeError:
-                encoded = [_encode(type_, data) for type_, data, _ in drafts]  # names the bad event
+                encoded = [_encode(d.type, data) for d, data in zip(drafts, datas)]  # names the bad event
         now = time.time_ns() // 1_000_000
         if now < self._last_time:
             now = self._last_time
         seq = self._next_seq
-        events = [
-            Event(seq + i, now, type_, FrozenDict(data) if type(data) is dict else data)
-            for i, (type_, data, _) in enumerate(drafts)
-        ]
+        events = [Event(seq + i, now, d.type, data) for i, (d, data) in enumerate(zip(drafts, datas))]
+        pending = self._pending_after(drafts) if self.file is not None else []
         # Nothing above changed the journal: from here on nothing can fail.
         ticket.events = events
-        ticket.attachments = [a for _, _, a in drafts]
+        ticket.records = drafts
+        ticket.pending = pending
         ticket.notices = notices
         ticket.encoded = encoded
         ticket.inbox = plan_inbox
@@ -302,6 +299,18 @@ class Journal:
             self.staged_inbox = plan_inbox
         self._staged.append(ticket)
         return True
+
+    def _pending_after(self, drafts: list[Record]) -> list[int | None]:
+        """Per draft, how many messages are pending after it if it is a splice (its row stores it)."""
+        out: list[int | None] = []
+        count = self.staged_inbox.pending
+        for d in drafts:
+            if type(d) is Splice:
+                count += len(d.inserted) - d.removed_count
+                out.append(count)
+            else:
+                out.append(None)
+        return out
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -345,8 +354,7 @@ class Journal:
         sid = self.session_id
         rows = []
         for ticket in batch:
-            for ev, attached, encoded in zip(ticket.events, ticket.attachments, ticket.encoded):
-                pending = attached.pending if ev.type == INBOX_SPLICED else None
+            for ev, pending, encoded in zip(ticket.events, ticket.pending, ticket.encoded):
                 rows.append((sid, ev.seq, ev.time, ev.type, encoded, pending))
         return rows
 
@@ -354,11 +362,10 @@ class Journal:
         notices: list[Notice] = []
         for ticket in batch:
             if ticket.events:
-                for ev, attached in zip(ticket.events, ticket.attachments):
-                    if ev.type == INBOX_SPLICED:
-                        self.inbox = attached
+                if ticket.inbox is not None:
+                    self.inbox = ticket.inbox
                 self._committed_seq = ticket.events[-1].seq + 1
-                self._on_commit(ticket.events, ticket.attachments)
+                self._on_commit(ticket.events, ticket.records)
                 if self.publish_events:
                     notices.extend(("event", ev) for ev in ticket.events)
                 notices.extend(ticket.notices)

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent._json import fix_text, storable
 from nbagent.core.events import (
-    ASSISTANT_MESSAGE,
-    LLM_RETRY,
-    STEP_END,
-    STEP_START,
-    TURN_END,
-    USER_MESSAGE,
+    AssistantMessageEvent,
+    LlmRetry,
+    Record,
+    StepEnd,
+    StepStart,
+    TurnEnd,
+    UserMessageEvent,
 )
 from nbagent.core.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
 from nbagent.core.hooks import PreStep as PreStepPayload
 from nbagent.core.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
 from nbagent.core.signal import CancelSignal, settle
 from nbagent.core.tool_batch import run_tool_batch
+from nbagent.core.vocabulary import Failure, LoopFailureCode, TokenUsage
 from nbagent.errors import SessionWriteError
 from nbagent.models.base import (
     Finish,
@@ -35,19 +37,28 @@ from nbagent.models.base import (
 from nbagent.redaction import scrub
 
 if TYPE_CHECKING:
-    from nbagent.core.driver import Driver, OpenTurn
+    from nbagent.core.driver import Driver
+    from nbagent.core.driver_state import OpenTurn
 
 
 class Aborted(Exception):
     """The turn's signal was cancelled (raised at a check point)."""
 
 
+StepOutcome = Literal["completed", "max-tokens", "continue"]
+"""How a step ended: ``continue`` means tool results await the model."""
+
+
 class TurnFailed(Exception):
     """The turn ends ``error`` with this failure."""
 
-    def __init__(self, failure: dict[str, Any]) -> None:
+    def __init__(self, failure: Failure) -> None:
         super().__init__(failure.get("message"))
         self.failure = failure
+
+
+def _failure(message: str, code: LoopFailureCode) -> Failure:
+    return {"message": message, "code": code}
 
 
 def check(signal: CancelSignal) -> None:
@@ -81,34 +92,33 @@ async def drive(driver: Driver, turn: OpenTurn | None) -> None:
 
 async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
     """Run one opened turn to its ``turn/end``; ``True`` if the driver may open the next one."""
-    agent = driver.agent
+    config = driver.config
+    hooks = config.hooks
     signal, number = turn.signal, turn.number
     step = 0
     owes_step = False
     max_tokens = False
     claimed = turn.claimed
     first = True
-    reason: dict[str, Any] | None = None
+    end: TurnEnd | None = None
     proceed = False
     try:
         while True:
             if not first:
                 check(signal)
-                if step >= agent.max_steps:  # checked before the claim: nothing is claimed for it
-                    raise TurnFailed(
-                        {"message": f"the turn reached max_steps={agent.max_steps}", "code": "STEP_LIMIT"}
-                    )
+                if step >= config.max_steps:  # checked before the claim: nothing is claimed for it
+                    raise TurnFailed(_failure(f"the turn reached max_steps={config.max_steps}", "STEP_LIMIT"))
                 claimed = driver.claim(number)
             first = False
             check(signal)
             decision = await _pre_step(driver, claimed, number, step + 1, signal)
             check(signal)
             if isinstance(decision, Reject):
-                reason = {"kind": "blocked"}
+                end = TurnEnd(number, "blocked")
                 break
             messages = _entered(decision)
             if not messages and not owes_step:
-                reason = {"kind": "max-tokens" if max_tokens else "completed"}
+                end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
                 proceed = step > 0
                 break
             step += 1
@@ -117,49 +127,47 @@ async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
             owes_step = result == "continue"
             check(signal)
             if not owes_step and not driver.staged_inbox.next_step:
-                if agent.hooks.turn_stopping.listeners:
+                if hooks.turn_stopping.listeners:
                     driver.flush()
-                for listener in agent.hooks.turn_stopping.listeners:
-                    await listener(TurnStopping(agent, number, signal))
+                for listener in hooks.turn_stopping.listeners:
+                    await listener(TurnStopping(config.face, number, signal))
                     check(signal)
                 if not driver.staged_inbox.next_step:
-                    reason = {"kind": "max-tokens" if max_tokens else "completed"}
+                    end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
                     proceed = True
                     break
     except BaseException as exc:
         proceed = False
-        reason = _failure_reason(driver, exc, signal, number)
+        end = _failed_end(driver, exc, signal, number)
         if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit) and not isinstance(
             exc, Aborted
         ):
-            _end_turn(driver, number, signal, reason)
+            _end_turn(driver, signal, end)
             raise
-    return _end_turn(driver, number, signal, reason) and proceed
+    return _end_turn(driver, signal, end) and proceed
 
 
-def _failure_reason(
-    driver: Driver, exc: BaseException, signal: CancelSignal, number: int
-) -> dict[str, Any] | None:
+def _failed_end(driver: Driver, exc: BaseException, signal: CancelSignal, number: int) -> TurnEnd | None:
     if driver.fault is not None:
         return None
     if isinstance(exc, asyncio.CancelledError) and not signal.cancelled:
         signal.cancel("closed")
     if signal.cancelled:
-        return {"kind": "aborted", "reason": {"kind": signal.cause}}
-    failure = exc.failure if isinstance(exc, TurnFailed) else {"message": describe(exc), "code": "UNKNOWN"}
+        return TurnEnd(number, "aborted", cause=signal.cause)
+    failure = exc.failure if isinstance(exc, TurnFailed) else _failure(describe(exc), "UNKNOWN")
     driver.report_error(failure, number)
-    return {"kind": "error", "error": storable(failure)}
+    return TurnEnd(number, "error", error=storable(failure))
 
 
-def _end_turn(driver: Driver, number: int, signal: CancelSignal, reason: dict[str, Any] | None) -> bool:
+def _end_turn(driver: Driver, signal: CancelSignal, end: TurnEnd | None) -> bool:
     """Commit ``turn/end`` (with everything the turn staged); ``False`` if that failed."""
     signal.seal()
-    if reason is None or driver.fault is not None:
+    if end is None or driver.fault is not None:
         return False
     try:
-        driver.commit([(TURN_END, {"turn": number, "reason": reason}, None)])
+        driver.commit([end])
     except (SessionWriteError, ValueError) as exc:
-        driver.fail(exc, number)
+        driver.fail(exc, end.turn)
         return False
     return True
 
@@ -167,7 +175,7 @@ def _end_turn(driver: Driver, number: int, signal: CancelSignal, reason: dict[st
 async def _pre_step(
     driver: Driver, claimed: tuple[UserMessage, ...], turn: int, step: int, signal: CancelSignal
 ) -> Any:
-    listeners = driver.agent.hooks.pre_step.listeners
+    listeners = driver.config.hooks.pre_step.listeners
     if not listeners:
         return Enter(claimed)
     driver.flush()  # the claim is durable before outside code sees it
@@ -175,7 +183,9 @@ async def _pre_step(
     async def default() -> Enter:
         return Enter(claimed)
 
-    return await waterfall(listeners, PreStepPayload(driver.agent, claimed, turn, step, signal), default)
+    return await waterfall(
+        listeners, PreStepPayload(driver.config.face, claimed, turn, step, signal), default
+    )
 
 
 def _entered(decision: Any) -> tuple[UserMessage, ...]:
@@ -192,13 +202,10 @@ def _entered(decision: Any) -> tuple[UserMessage, ...]:
 
 async def run_step(
     driver: Driver, turn: int, step: int, messages: tuple[UserMessage, ...], signal: CancelSignal
-) -> str:
-    """One step: ``step/start``, its messages, the request (with retries), the tools, ``step/end``.
-
-    Returns ``"completed"``, ``"max-tokens"`` or ``"continue"`` (tool results await the model).
-    """
-    drafts: list[Any] = [(STEP_START, {"turn": turn, "step": step}, None)]
-    drafts += [(USER_MESSAGE, m.to_json(), m) for m in messages]
+) -> StepOutcome:
+    """One step: ``step/start``, its messages, the request (with retries), the tools, ``step/end``."""
+    drafts: list[Record] = [StepStart(turn, step)]
+    drafts += [UserMessageEvent(m) for m in messages]
     header = driver.header_draft()
     if header is not None:
         drafts.append(header)
@@ -220,10 +227,7 @@ async def run_step(
             raise TurnFailed(answer.failure)
         calls = answer.calls if answer.finish != "max-tokens" else []
         message = answer.message(driver, with_calls=bool(calls))
-        data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
-        if answer.usage is not None:
-            data["usage"] = answer.usage
-        driver.stage([(ASSISTANT_MESSAGE, data, message)])
+        driver.stage([AssistantMessageEvent(turn, step, message, answer.usage)])
         if answer.finish == "max-tokens":
             return "max-tokens"
         if not calls:
@@ -232,7 +236,7 @@ async def run_step(
         return "completed" if concluded else "continue"
     finally:
         if driver.fault is None:
-            driver.stage([(STEP_END, {"turn": turn, "step": step}, None)])
+            driver.stage([StepEnd(turn, step)])
 
 
 class _Answer:
@@ -244,9 +248,9 @@ class _Answer:
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.calls: list[ToolCallChunk] = []
-        self.usage: dict[str, int] | None = None
+        self.usage: TokenUsage | None = None
         self.finish: str | None = None
-        self.failure: dict[str, Any] | None = None
+        self.failure: Failure | None = None
 
     def feed(self, chunk: Any, stored: dict[str, Any]) -> None:
         """Take ``chunk``, whose storable JSON form is ``stored`` (text made valid Unicode)."""
@@ -263,7 +267,7 @@ class _Answer:
             if chunk.kind == "error":
                 f = chunk.failure
                 self.failure = storable(
-                    f.to_json() if f is not None else {"message": "request failed", "code": "UNKNOWN"}
+                    f.to_json() if f is not None else _failure("request failed", "UNKNOWN")
                 )
 
     @property
@@ -281,7 +285,7 @@ class _Answer:
                 {"type": "tool-call", "id": c.id, "name": c.name, "arguments": c.arguments}
                 for c in self.calls
             ]
-        model = driver.agent.model
+        model = driver.model
         return assistant_message(
             content,
             provider=fix_text(model_provider(model)),
@@ -292,11 +296,10 @@ class _Answer:
 async def _request(driver: Driver, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:
     """Send one request and stream its answer; on cancel, keep the visible prefix and abort."""
     driver.flush()  # everything model-visible is durable before the request is sent
-    agent = driver.agent
     request = ModelRequest(
         messages=driver.history(),
-        tools=agent.tool_schemas,
-        system=agent.system,
+        tools=driver.tool_schemas,
+        system=driver.system,
         turn=turn,
         step=step,
         attempt=attempt,
@@ -318,15 +321,7 @@ async def _request(driver: Driver, turn: int, step: int, attempt: int, signal: C
             prefix = _Answer()
             prefix.text, prefix.reasoning, prefix.usage = answer.text, answer.reasoning, answer.usage
             message = prefix.message(driver, with_calls=False)
-            data: dict[str, Any] = {
-                "turn": turn,
-                "step": step,
-                "message": message.to_json(),
-                "interrupted": True,
-            }
-            if answer.usage is not None:
-                data["usage"] = answer.usage
-            driver.stage([(ASSISTANT_MESSAGE, data, message)])
+            driver.stage([AssistantMessageEvent(turn, step, message, answer.usage, interrupted=True)])
         raise Aborted
     return answer
 
@@ -334,7 +329,7 @@ async def _request(driver: Driver, turn: int, step: int, attempt: int, signal: C
 async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, answer: _Answer) -> None:
     """Stream the model's chunks into the log (batched) and into ``answer``."""
     turn, step = request.turn, request.step
-    stream = driver.agent.model.stream(request, signal)
+    stream = driver.model.stream(request, signal)
     try:
         async for chunk in stream:
             if signal.cancelled:
@@ -344,15 +339,12 @@ async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, 
                 stored["text"] = fix_text(stored["text"])  # a lone surrogate becomes U+FFFD
             else:
                 stored = storable(stored)
-            driver.stage_chunk({"turn": turn, "step": step, "chunk": stored})
+            driver.stage_chunk(turn, step, stored)
             answer.feed(chunk, stored)
             if answer.finish is not None:
                 return
         if not signal.cancelled:
-            answer.failure = {
-                "message": "the model's stream ended without a Finish chunk",
-                "code": "TRANSPORT",
-            }
+            answer.failure = _failure("the model's stream ended without a Finish chunk", "TRANSPORT")
     except asyncio.CancelledError:
         raise
     except ModelError as exc:
@@ -371,35 +363,22 @@ async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, 
 
 
 async def _request_error(
-    driver: Driver, turn: int, step: int, attempt: int, failure: dict[str, Any], signal: CancelSignal
+    driver: Driver, turn: int, step: int, attempt: int, failure: Failure, signal: CancelSignal
 ) -> Any:
-    agent = driver.agent
-    payload = RequestFailure(agent, turn, step, attempt, failure, signal)
-    if agent.hooks.request_error.listeners:
+    config = driver.config
+    payload = RequestFailure(config.face, turn, step, attempt, failure, signal)
+    listeners = config.hooks.request_error.listeners
+    if listeners:
         driver.flush()
 
     async def default() -> Retry | None:
-        policy = agent.retry_policy
+        policy = config.retry_policy
         if not policy.should_retry(failure.get("code", "UNKNOWN"), attempt):
             return None
         delay = policy.delay_ms(attempt, failure.get("retry_after_ms"))
-        driver.commit(
-            [
-                (
-                    LLM_RETRY,
-                    {
-                        "turn": turn,
-                        "step": step,
-                        "attempt": attempt + 1,
-                        "delay_ms": delay,
-                        "failure": failure,
-                    },
-                    None,
-                )
-            ]
-        )
+        driver.commit([LlmRetry(turn, step, attempt + 1, delay, failure)])
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(signal.wait(), delay / 1000)
         return None if signal.cancelled else Retry()
 
-    return await waterfall(agent.hooks.request_error.listeners, payload, default)
+    return await waterfall(listeners, payload, default)

@@ -1,21 +1,175 @@
-"""Identified, frozen message values: what the model sees, what the log stores, what the inbox holds."""
+"""Identified, frozen message values: what the model sees, what the log stores, what the inbox holds.
+
+Blocks and sources are typed as discriminated unions of ``TypedDict``s (on ``type`` and ``kind``):
+at run time they stay deep-frozen plain JSON (``FrozenDict``), exactly what the log stores, so a
+message costs no conversion on the hot path and its stored JSON never changes.
+"""
 
 from __future__ import annotations
 
 import os
 import random
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, field_validator
+from pydantic_core import core_schema
+from typing_extensions import NotRequired, TypedDict
 
 from nbagent._json import FrozenDict, FrozenList, check_str, freeze
 
-Block = Mapping[str, Any]
-"""A content block: ``{"type": "text" | "image" | "tool-call" | "tool-result" | "reasoning", ...}``."""
+# -- blocks (SPEC §2.2) ------------------------------------------------------------------------------
 
-Source = Mapping[str, Any]
-"""Who produced a message: ``{"kind": ..., <producer fields>}``; consumers tolerate unknown kinds."""
+
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImageBlock(TypedDict):
+    type: Literal["image"]
+    mime: str
+    data: NotRequired[str]
+    """Base64 bytes (or ``path``)."""
+    path: NotRequired[str]
+
+
+class ToolCallBlock(TypedDict):
+    type: Literal["tool-call"]
+    id: str
+    name: str
+    arguments: str
+    """The raw JSON text the model produced."""
+
+
+class ToolResultBlock(TypedDict):
+    type: Literal["tool-result"]
+    tool_call_id: str
+    content: list[Block]
+    is_error: bool
+
+
+class ReasoningBlock(TypedDict):
+    type: Literal["reasoning"]
+    text: str
+
+
+Block = TextBlock | ImageBlock | ToolCallBlock | ToolResultBlock | ReasoningBlock
+"""A content block, discriminated by ``type``."""
+
+# -- sources (SPEC §2.3) -----------------------------------------------------------------------------
+
+
+class CellRef(TypedDict, total=False):
+    execution_count: int | None
+    cell_id: str | None
+
+
+class UserSource(TypedDict):
+    """A typed prompt (``%followup``/``%steer`` or the API)."""
+
+    kind: Literal["user"]
+    cell: NotRequired[CellRef]
+
+
+class CellSource(TypedDict):
+    kind: Literal["cell"]
+    label: NotRequired[str]
+    cell: NotRequired[CellRef]
+
+
+class DataFrameSource(TypedDict):
+    kind: Literal["dataframe"]
+    name: str
+    library: str
+    shape: list[int]
+    columns: int
+    truncated: list[str]
+    form: Literal["snapshot"]
+
+
+class VariableSource(TypedDict):
+    kind: Literal["variable"]
+    name: str
+    type: str
+
+
+class ErrorSource(TypedDict):
+    kind: Literal["error"]
+    ename: str
+    evalue: str
+
+
+class SessionReferenceSource(TypedDict):
+    kind: Literal["session-reference"]
+    form: Literal["recall"]
+    references: list[Any]
+
+
+class PluginSource(TypedDict):
+    kind: Literal["plugin"]
+    plugin: str
+    form: NotRequired[str]
+
+
+class NotebookSource(TypedDict):
+    kind: Literal["notebook"]
+    action: str
+    proposal: Any
+    cell: NotRequired[CellRef]
+
+
+class ToolSource(TypedDict):
+    kind: Literal["tool"]
+    call_id: str
+
+
+class ModelSource(TypedDict):
+    kind: Literal["model"]
+    provider: str
+    model: str
+
+
+Source = (
+    UserSource
+    | CellSource
+    | DataFrameSource
+    | VariableSource
+    | ErrorSource
+    | SessionReferenceSource
+    | PluginSource
+    | NotebookSource
+    | ToolSource
+    | ModelSource
+)
+"""Who produced a message, discriminated by ``kind``; producers add their own fields, and consumers
+tolerate kinds they do not know (a newer log may hold one)."""
+
+SourceKind = Literal[
+    "user",
+    "cell",
+    "dataframe",
+    "variable",
+    "error",
+    "session-reference",
+    "plugin",
+    "notebook",
+    "tool",
+    "model",
+]
+
+
+class _PlainJson:
+    """Pydantic sees a field's value as plain JSON (its own validator checks and freezes it); type
+    checkers see the discriminated union the field is annotated with."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.any_schema()
+
+
+PLAIN_JSON = _PlainJson()
 
 USER_SOURCE: FrozenDict = FrozenDict({"kind": "user"})
 M = TypeVar("M", bound="Message")
@@ -68,10 +222,10 @@ class Message(BaseModel):
     """Stable identity: kept by a rewrite, fresh for an addition."""
     role: Literal["user", "assistant"]
     """``user`` for prompts, injected context and tool results; ``assistant`` for model answers."""
-    content: tuple[Any, ...]
-    """Blocks sent to the model verbatim (deep-frozen plain JSON)."""
-    source: Any
-    """The producer (deep-frozen plain JSON with a ``kind``)."""
+    content: Annotated[tuple[Block, ...], PLAIN_JSON]
+    """Blocks sent to the model verbatim (deep-frozen plain JSON, checked by ``freeze_content``)."""
+    source: Annotated[Source, PLAIN_JSON]
+    """The producer (deep-frozen plain JSON with a ``kind``, checked by ``freeze_source``)."""
 
     @field_validator("content", mode="before")
     @classmethod
@@ -186,6 +340,23 @@ def coerce_user_message(value: UserMessage | str) -> UserMessage:
     if isinstance(value, str):
         return UserMessage.text(value)
     raise TypeError(f"expected a UserMessage or str, got {type(value).__name__}")
+
+
+def message_view(data: Mapping[str, Any], cls: type[Message] | None = None) -> Message:
+    """A message read back from a stored event, for readers: not deep-frozen, and tolerant of a
+    damaged record (missing parts read as empty), since views must show any log."""
+    role = data.get("role")
+    content = data.get("content")
+    source = data.get("source")
+    if type(content) is not list or not all(type(b) is dict or isinstance(b, Mapping) for b in content):
+        content = [b for b in content if isinstance(b, Mapping)] if isinstance(content, list | tuple) else ()
+    return _construct(
+        cls or (AssistantMessage if role == "assistant" else UserMessage),
+        str(data.get("id") or ""),
+        role if isinstance(role, str) else "user",
+        tuple(content),
+        source if isinstance(source, Mapping) else FrozenDict(),
+    )
 
 
 def message_from_json(data: Mapping[str, Any]) -> Message:

@@ -8,24 +8,30 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from nbagent.core.events import Event
 from nbagent.core.messages import UserMessage
 
 log = logging.getLogger("nbagent")
 
-Notice = tuple[str, Any]
+NoticeName = Literal["status", "error", "event", "inbox/inserted", "inbox/discarded", "inbox/claimed"]
+"""The live notices an agent posts (SPEC §3.5)."""
+
+Status = Literal["idle", "running", "closed"]
+"""``agent.status``: ``running`` spans consecutive queued turns."""
+
+Notice = tuple[NoticeName, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class LiveNotice:
     """What a live-notice callback receives; the attributes that matter depend on ``name``."""
 
-    name: str
+    name: NoticeName
     message: UserMessage | None = None
     turn: int | None = None
-    status: str | None = None
+    status: Status | None = None
     error: Any = None
     event: Event | None = None
 
@@ -44,10 +50,10 @@ class Notices:
         self.on_change: Callable[[], None] | None = None
         """Called when the set of subscribed names changes."""
 
-    def wants(self, name: str) -> bool:
+    def wants(self, name: NoticeName) -> bool:
         return name in self.subs
 
-    def on(self, name: str, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
+    def on(self, name: NoticeName, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
         self.subs.setdefault(name, []).append(callback)
         if self.on_change is not None:
             self.on_change()
@@ -77,7 +83,7 @@ class Notices:
         if subs:
             self._queue.extend(n for n in notices if n[0] in subs)
 
-    def post(self, name: str, notice: LiveNotice) -> None:
+    def post(self, name: NoticeName, notice: LiveNotice) -> None:
         """Queue one notice if anyone listens, and deliver it now when on the loop thread."""
         if name in self.subs:
             self._queue.append((name, notice))

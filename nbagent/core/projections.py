@@ -8,21 +8,28 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from nbagent._json import gc_paused
-from nbagent.core.events import ASSISTANT_MESSAGE, MESSAGE_EVENTS, Event
-from nbagent.core.messages import Message, message_from_json
+from nbagent.core.events import (
+    MESSAGE_EVENTS,
+    AssistantMessageEvent,
+    Event,
+    Record,
+    ToolResultEvent,
+    UserMessageEvent,
+    parse_event,
+)
+from nbagent.core.messages import Message
 
 
-def history_message(event: Event) -> Message | None:
-    """The model-visible message an event contributes, if any (SPEC §4)."""
-    if event.type not in MESSAGE_EVENTS:
-        return None
-    data = event.data.get("message") if event.type != "user/message" else event.data
-    if event.type == ASSISTANT_MESSAGE and not data.get("content"):
-        return None
-    return message_from_json(data)
+def record_message(record: Record) -> Message | None:
+    """The model-visible message a record contributes, if any (SPEC §4)."""
+    kind = type(record)
+    if kind is UserMessageEvent or kind is ToolResultEvent:
+        return record.message  # type: ignore[attr-defined,no-any-return]
+    if kind is AssistantMessageEvent and record.message.content:  # type: ignore[attr-defined]
+        return record.message  # type: ignore[attr-defined,no-any-return]
+    return None
 
 
 Prefix = tuple[list[Event], list[Message]]
@@ -63,14 +70,14 @@ class Projections:
                 self._prefix = events
                 self._events_cache = self._history_cache = None
 
-    def add(self, events: Sequence[Event], attachments: Sequence[Any]) -> None:
-        """Record committed events (and the messages the history gains from them)."""
+    def add(self, events: Sequence[Event], records: Sequence[Record]) -> None:
+        """Record committed events (and the messages the history gains from their records)."""
         self._items.extend(events)
         self._events_cache = None
-        for event, attached in zip(events, attachments):
+        for event, record in zip(events, records):
             if event.type in MESSAGE_EVENTS:
-                message = attached if isinstance(attached, Message) else history_message(event)
-                if message is not None and (event.type != ASSISTANT_MESSAGE or message.content):
+                message = record_message(record)
+                if message is not None:
                     self._history.append(message)
                     self._history_cache = None
 
@@ -103,7 +110,8 @@ def derive_history(events: Iterable[Event]) -> tuple[Message, ...]:
     out = []
     with gc_paused():
         for event in events:
-            message = history_message(event)
-            if message is not None:
-                out.append(message)
+            if event.type in MESSAGE_EVENTS:
+                message = record_message(parse_event(event))
+                if message is not None:
+                    out.append(message)
     return tuple(out)

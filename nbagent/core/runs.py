@@ -60,7 +60,7 @@ def fold_run(events: Iterable[Event]) -> Run:
                 text = body
             case TurnEnd(turn=turn, reason=reason, kind=kind):
                 if stepped or (claimed and kind != "completed"):
-                    end = {"turn": turn, "reason": dict(reason)}
+                    end = {"turn": turn, "reason": reason}
                     dropped = False
                 open_turn = None
     return Run(tuple(turns), end, text, dropped)

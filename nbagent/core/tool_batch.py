@@ -10,20 +10,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbagent._json import dumps, fix_text, storable
-from nbagent.core.events import (
-    APPROVAL_ASKED,
-    APPROVAL_DECIDED,
-    INBOX_SPLICED,
-    NEXT_STEP,
-    TOOL_CALL,
-    TOOL_RESULT,
-)
+from nbagent.core.events import NEXT_STEP, ApprovalAsked, ApprovalDecided, ToolCallEvent, ToolResultEvent
 from nbagent.core.inbox import InboxState, plan_splice
 from nbagent.core.journal import Plan
 from nbagent.core.messages import UserMessage, coerce_user_message, freeze_content, tool_result_message
 from nbagent.core.notices import LiveNotice
 from nbagent.core.signal import CancelSignal, settle
 from nbagent.core.tools import Tool, ToolArgumentsError, result_blocks
+from nbagent.core.vocabulary import ApprovalOutcome, ToolError, ToolErrorCode
 from nbagent.models.base import ToolCallChunk
 
 if TYPE_CHECKING:
@@ -34,7 +28,7 @@ if TYPE_CHECKING:
 class _Outcome:
     blocks: list[Any]
     is_error: bool = False
-    error: dict[str, str] | None = None
+    error: ToolError | None = None
     contexts: tuple[UserMessage, ...] = ()
     concludes: bool = False
 
@@ -44,12 +38,12 @@ class _Call:
     """One started call: its chunk, and where its approval stands (for an abandoned call)."""
 
     chunk: ToolCallChunk
-    asked: dict[str, Any] | None = None
+    asked: ApprovalAsked | None = None
     decided: bool = False
     task: asyncio.Task[_Outcome] | None = field(default=None, repr=False)
 
 
-def _error(text: str, name: str, code: str) -> _Outcome:
+def _error(text: str, name: str, code: ToolErrorCode) -> _Outcome:
     return _Outcome([{"type": "text", "text": fix_text(text)}], True, {"name": fix_text(name), "code": code})
 
 
@@ -89,7 +83,7 @@ async def run_tool_batch(
             if _parallel(driver, calls[i]):
                 while i + len(group) < len(calls) and _parallel(driver, calls[i + len(group)]):
                     group.append(calls[i + len(group)])
-            driver.commit([(TOOL_CALL, _call_data(turn, step, c), None) for c in group])
+            driver.commit([_call_event(turn, step, c) for c in group])
             started = [_Call(c) for c in group]
             loop = asyncio.get_running_loop()
             for call in started:
@@ -134,7 +128,7 @@ def _close_unanswered(
             )
         else:
             if current.asked is not None and not current.decided:
-                driver.stage([(APPROVAL_DECIDED, {**current.asked, "outcome": "cancelled"}, None)])
+                driver.stage([_decided(current.asked, "cancelled")])
             task = current.task
             if task is not None and task.done() and not task.cancelled() and task.exception() is None:
                 outcome = task.result()
@@ -168,7 +162,7 @@ def _ignore(task: asyncio.Task[_Outcome]) -> None:
 def _abandoned(driver: Driver, call: _Call, grace: float) -> _Outcome:
     """The result of a call still running ``grace`` seconds after the cancel (its approval closed)."""
     if call.asked is not None and not call.decided:
-        driver.stage([(APPROVAL_DECIDED, {**call.asked, "outcome": "cancelled"}, None)])
+        driver.stage([_decided(call.asked, "cancelled")])
     return _error(
         f"Error: tool call aborted; it was still running {grace:g} s after the cancel, so it was "
         "abandoned and whatever it returns later is ignored",
@@ -178,18 +172,22 @@ def _abandoned(driver: Driver, call: _Call, grace: float) -> _Outcome:
 
 
 def _parallel(driver: Driver, call: ToolCallChunk) -> bool:
-    tool = driver.agent.tools.get(call.name)
+    tool = driver.tools.get(call.name)
     return tool is not None and tool.parallel_safe and not tool.requires_approval
 
 
-def _call_data(turn: int, step: int, call: ToolCallChunk) -> dict[str, Any]:
-    return {"turn": turn, "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments}
+def _call_event(turn: int, step: int, call: ToolCallChunk) -> ToolCallEvent:
+    return ToolCallEvent(turn, step, call.id, call.name, call.arguments)
+
+
+def _decided(asked: ApprovalAsked, outcome: ApprovalOutcome) -> ApprovalDecided:
+    return ApprovalDecided(asked.id, asked.tool, asked.call_id, asked.arguments_sha256, outcome)
 
 
 async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
     call = started.chunk
-    tools = driver.agent.tools
-    tool: Tool | None = tools.get(call.name)
+    tools = driver.tools
+    tool: Tool | None = driver.tool_for(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
         return _error(
@@ -246,15 +244,12 @@ async def _approve(
 ) -> str:
     """Ask the agent's approver; exactly one ``approval/decided`` follows each ``approval/asked``."""
     call = started.chunk
-    base = {
-        "id": new_approval_id(),
-        "tool": tool.name,
-        "call_id": call.id,
-        "arguments_sha256": arguments_digest(call.arguments),
-    }
-    driver.commit([(APPROVAL_ASKED, {**base, "turn": turn, "step": step}, None)])
-    started.asked = base
-    approver = driver.agent.approver
+    asked = ApprovalAsked(
+        new_approval_id(), tool.name, call.id, arguments_digest(call.arguments), turn=turn, step=step
+    )
+    driver.commit([asked])
+    started.asked = asked
+    approver = driver.approver
     outcome = "unavailable"
     if approver is not None:
         ask = asyncio.get_running_loop().create_task(approver(tool, call))
@@ -271,7 +266,7 @@ async def _approve(
             remove()
     if signal.cancelled:
         outcome = "cancelled"
-    driver.commit([(APPROVAL_DECIDED, {**base, "outcome": fix_text(outcome)}, None)])
+    driver.commit([_decided(asked, fix_text(outcome))])  # type: ignore[arg-type]
     started.decided = True
     return outcome
 
@@ -292,21 +287,19 @@ def _record(
 ) -> bool:
     """Stage a result (and its contexts' splice) as one change; ``True`` if it concludes the turn."""
     message = tool_result_message(call.id, outcome.blocks, is_error=outcome.is_error)
-    data: dict[str, Any] = {"turn": turn, "step": step, "message": message.to_json()}
-    if outcome.error is not None:
-        data["error"] = outcome.error
+    result = ToolResultEvent(turn, step, message, outcome.error)
     contexts = outcome.contexts
     subs = driver.notices
 
     def build(state: InboxState) -> Plan:
         plan = Plan()
         if with_call:
-            plan.drafts.append((TOOL_CALL, _call_data(turn, step, call), None))
-        plan.drafts.append((TOOL_RESULT, data, message))
+            plan.drafts.append(_call_event(turn, step, call))
+        plan.drafts.append(result)
         if contexts:
             sp = plan_splice(state, NEXT_STEP, len(state.next_step), 0, contexts)
             if sp is not None:
-                plan.drafts.append((INBOX_SPLICED, sp.data, sp.after))
+                plan.drafts.append(sp.event)
                 plan.inbox = sp.after
                 if subs.wants("inbox/inserted"):
                     plan.notices.extend(

@@ -10,11 +10,20 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from nbagent.core.events import INBOX_SPLICED, USER_MESSAGE, Event
+from nbagent.core.events import (
+    INBOX_SPLICED,
+    USER_MESSAGE,
+    Event,
+    EventParseError,
+    Splice,
+    UserMessageEvent,
+    parse_event,
+)
+from nbagent.core.messages import Message
 from nbagent.errors import NbagentError
 from nbagent.labserver.paths import is_session_file_name
 from nbagent.store.base import SessionRow
@@ -37,10 +46,8 @@ def session_files(folder: Path) -> list[Path]:
     )
 
 
-def _prompt_line(content: Any, limit: int = 200) -> str:
-    text = "".join(
-        b.get("text", "") for b in content or () if isinstance(b, Mapping) and b.get("type") == "text"
-    )
+def _prompt_line(message: Message, limit: int = 200) -> str:
+    text = message.plain_text
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
@@ -48,15 +55,22 @@ def _prompt_line(content: Any, limit: int = 200) -> str:
 def first_prompt(events: Iterable[Event]) -> str:
     """The first line of the first typed prompt (source kind ``user``) queued or sent, or ``""``."""
     for ev in events:
-        if ev.type == INBOX_SPLICED:
-            messages: Iterable[Any] = ev.data.get("inserted") or ()
-        elif ev.type == USER_MESSAGE:
-            messages = (ev.data,)
-        else:
+        if ev.type != INBOX_SPLICED and ev.type != USER_MESSAGE:
+            continue  # (only these two are parsed: the scan stays cheap)
+        try:
+            record = parse_event(ev)
+        except EventParseError:
             continue
+        match record:
+            case Splice(inserted=messages):
+                pass
+            case UserMessageEvent(message=message):
+                messages = (message,)
+            case _:
+                continue
         for message in messages:
-            if isinstance(message, Mapping) and (message.get("source") or {}).get("kind") == "user":
-                return _prompt_line(message.get("content"))
+            if message.kind == "user":
+                return _prompt_line(message)
     return ""
 
 

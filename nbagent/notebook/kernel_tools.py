@@ -7,6 +7,7 @@ tool               arguments                  does
 ``describe_variable`` ``name: str``           a DataFrame's §9.3 summary (as ``%inject``), else a preview
 ``recent_cells``   ``count: int = 5``         the last cells' ``In[n]`` source and result or error
 ``run_code``       ``code: str``              runs in the user's namespace (needs approval)
+``read_notebook``  ``include_outputs=True``   the saved notebook's cells (see ``notebook_reader``)
 ================== ========================== ==========================================================
 
 Everything that touches the user's namespace runs on the kernel's main thread (SPEC §9.0), handed
@@ -36,6 +37,7 @@ from nbagent.notebook.namespace_view import (
     list_variables_text,
     shown_safely,
 )
+from nbagent.notebook.notebook_reader import read_notebook_tool
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 OnMain = Callable[[Callable[[], T]], Awaitable[T]]
 
-TOOL_NAMES = ("list_variables", "describe_variable", "recent_cells", "run_code")
+TOOL_NAMES = ("list_variables", "describe_variable", "recent_cells", "run_code", "read_notebook")
 
 
 def _default_on_main() -> OnMain[Any]:
@@ -78,7 +80,7 @@ def _guarded(fn: Callable[[], str]) -> Callable[[], ToolResult]:
 
 
 class KernelTools:
-    """The four tools bound to one IPython shell; ``history.listen()`` makes ``recent_cells`` see errors."""
+    """The built-in tools bound to one IPython shell; ``history.listen()`` makes ``recent_cells`` see errors."""
 
     def __init__(self, shell: Any, *, on_main: OnMain[Any]) -> None:
         self.shell = shell
@@ -136,11 +138,12 @@ class KernelTools:
             nbagent.tool(describe_variable, parallel_safe=True),
             nbagent.tool(recent_cells, parallel_safe=True),
             nbagent.tool(run_code, requires_approval=True),
+            read_notebook_tool(shell),
         )
 
 
 def kernel_tools(shell: Any, *, on_main: OnMain[Any] | None = None) -> tuple[Tool, ...]:
-    """The four built-in tools for ``shell`` (``get_ipython()``), for a plain ``open_session`` agent.
+    """The built-in tools for ``shell`` (``get_ipython()``), for a plain ``open_session`` agent.
 
     ``on_main`` hands a callable to the kernel's main thread; by default the kernel session's
     (``%load_ext nbagent``), else one served by the loop running now. Errors of later cells are

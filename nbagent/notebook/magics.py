@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from nbagent.notebook import tool_commands
+from nbagent.notebook import mcp_commands, tool_commands
 from nbagent.notebook.arguments import pick_options, split_options
 from nbagent.notebook.help import (
     RunFailedError,
@@ -39,6 +39,7 @@ from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
+_COMMANDS += ("mcp",)  # nbagent.notebook.mcp_commands
 
 
 def running_cell_number(shell: Any, stored: bool) -> int:
@@ -72,6 +73,8 @@ class AgentMagics(Magics):
         self.session = KernelSession(shell)
         self.tools = NotebookTools(shell, on_main=self.session.main_thread.call)
         self.session.on_open.append(self.tools.equip)
+        self.mcp = mcp_commands.NotebookMcp()
+        self.session.on_open.append(self.mcp.equip)
         self.last_error: LastError | None = None
         self._shown_error: BaseException | None = getattr(sys, "last_value", None)
         """IPython's last shown error (``sys.last_value``) when last looked at: only later ones count."""
@@ -288,7 +291,8 @@ class AgentMagics(Magics):
         """Inspect and control the kernel's agent session.
 
         status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
-        transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session].
+        transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
+        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME.
         `%%agent` runs one command per line of its body.
         """
         if cell is not None:
@@ -305,6 +309,10 @@ class AgentMagics(Magics):
             show_help(self.agent)
             return
         self._settle()
+        head, _, rest = line.strip().partition(" ")
+        if head == "mcp":  # its own words (`-- COMMAND ARGS…`) are not %agent options
+            mcp_commands.command(self.session, self.mcp, rest)
+            return
         args = _parse(self.agent, line)
         if args.db:
             if self.session.db_override != args.db:

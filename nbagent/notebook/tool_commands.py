@@ -1,4 +1,4 @@
-"""``%agent approve|deny [ID]``, ``%agent tools [on|off]`` and ``%agent approvals [ask|session]``.
+"""``%agent approve|deny [ID]``, ``%agent tools [on|off]`` and ``%agent approvals [ask|session|read-only]``.
 
 ``%agent approve`` decides the pending approval; typed while a turn runs and before it asks (Run All
 runs the next cell at once), it waits for that turn's next question, or for the turn to end, so a
@@ -71,20 +71,28 @@ def tools(session: KernelSession, builtins: NotebookTools, value: list[str]) -> 
 
 
 def approvals(session: KernelSession, value: list[str]) -> None:
-    """``%agent approvals [ask|session]``: show or set whether tools that need approval ask."""
-    if len(value) > 1 or (value and value[0] not in ("ask", "session")):
-        raise UsageError("use %agent approvals ask, %agent approvals session, or %agent approvals to see it")
+    """``%agent approvals [ask|session|read-only]``: show or set whether tools that need approval ask
+    (``read-only``: MCP tools their server annotates read-only run without asking)."""
+    if len(value) > 1 or (value and value[0] not in ("ask", "session", "read-only")):
+        raise UsageError(
+            "use %agent approvals ask, %agent approvals session, %agent approvals read-only, "
+            "or %agent approvals to see it"
+        )
     agent = session.ensure()
     assert agent is not None
+    if value and value[0] == "read-only":
+        agent.mcp.allow_read_only = True
     desk = desk_of(agent)
     if desk is None:
         print(f"nbagent: approvals are decided by agent.approver ({agent.approver!r}); no policy to set")
         return
-    if value:
+    if value and value[0] != "read-only":
         desk.policy = "session" if value[0] == "session" else "ask"
         if desk.policy == "ask":
             desk.allowed_tools.clear()
-    print(f"nbagent: {_policy_line(desk)}")
+            agent.mcp.allow_read_only = False
+    read_only = "; MCP tools annotated read-only run without asking" if agent.mcp.allow_read_only else ""
+    print(f"nbagent: {_policy_line(desk)}{read_only}")
 
 
 def _policy_line(desk: Any) -> str:

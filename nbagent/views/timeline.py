@@ -251,7 +251,7 @@ class Timeline:
         fields: dict[str, Any] = {"streaming": False, "calls": calls, "model": ev.model,
                                   "calls_text": plural(calls, "tool call") if calls else "",
                                   "first_line": first_line(text, LINE_MAX) or ("(reasoning)" if reasoning else ""),
-                                  "message_id": ev.message.get("id")}  # fmt: skip
+                                  "message_id": ev.message.id}  # fmt: skip
         if node["text"] != text:
             fields["text"] = text
         if node["reasoning"] != reasoning:

@@ -1,0 +1,82 @@
+"""What a turn driver is given and where it stands: its configuration, its state, a resumed start.
+
+Kept apart from ``driver.py`` so the agent, the loop and the tool batch can name these types
+without importing the driver's machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from nbagent.core.events import Record
+from nbagent.core.hooks import AgentFace, Hooks
+from nbagent.core.inbox import InboxState
+from nbagent.core.messages import UserMessage
+from nbagent.core.projections import Prefix
+from nbagent.core.retry import RetryPolicy
+from nbagent.core.signal import CancelSignal
+from nbagent.core.tools import Tool
+
+Approver = Callable[[Tool, Any], Awaitable[str]]
+"""Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``, ``"rejected"``
+or ``"unavailable"``."""
+
+
+@dataclass(slots=True)
+class OpenTurn:
+    number: int
+    claimed: tuple[UserMessage, ...]
+    signal: CancelSignal
+
+
+Drive = Callable[[Any, "OpenTurn | None"], Coroutine[Any, Any, None]]
+"""The driver task's body, given the ``Driver`` and its first turn (``nbagent.core.loop.drive``):
+runs turns until there is no waking work. Passed in, so the driver never imports the loop."""
+
+
+@dataclass(frozen=True, slots=True)
+class DriverConfig:
+    """What a driver is given once, by the agent that fronts it."""
+
+    session_id: str
+    max_steps: int
+    """A turn that would start step ``max_steps + 1`` ends ``error`` (``STEP_LIMIT``)."""
+    cancel_grace: float
+    """Seconds a cancelled turn waits for a started tool or request before abandoning it."""
+    retry_policy: RetryPolicy
+    hooks: Hooks
+    face: AgentFace
+    """What hook payloads carry as ``agent`` (and what ``in_driver`` holds while a turn runs)."""
+    drive: Drive
+
+
+class DriverState(Enum):
+    """Where the driver is in its life (the failed-write ``fault`` is kept beside it, as the error)."""
+
+    IDLE = "idle"
+    """No driver task: a waking call starts one."""
+    RUNNING = "running"
+    """A driver task runs turns while there is waking work."""
+    LATCHED = "latched"
+    """A waking call came after ``cancel()`` and before the driver converged: it restarts the
+    driver right after convergence (SPEC §1). Set while running, kept until the restart."""
+    CLOSING = "closing"
+    """``close()`` was called: no new turn opens; a running driver winds down."""
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a resumed session starts from (read cheaply; the rest of the log is read on first use)."""
+
+    next_seq: int
+    last_time: int
+    inbox: InboxState
+    last_turn: int
+    last_header: tuple[str, str | None, tuple[Any, ...]] | None
+    """The settings of the last ``request/header`` (:attr:`RequestHeader.settings`)."""
+    prefix: Callable[[], Prefix]
+    repair: list[Record]

@@ -1,0 +1,320 @@
+"""One MCP server's client, living on the agent's loop: started in the background, stopped with the session.
+
+The official SDK's ``Client`` is entered and left in one task (anyio requires it), so each server gets a
+task that connects, lists the server's tools and then waits to be told to stop; tool calls are made
+from the turn's own tasks through the connected client. Every wait is bounded: a server that does
+not finish starting within ``start_timeout`` is failed (and its process stopped), a call that gets no
+answer within ``call_timeout`` is given up, and a server whose connection ends (its process died)
+fails the calls in flight at once. A stdio server's stderr goes to a temporary file whose last lines
+explain a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import os
+import tempfile
+from collections.abc import Iterable
+from typing import IO, Any, Literal
+
+from nbagent.core.tools import ToolResult
+from nbagent.mcp.config import ServerSpec
+from nbagent.mcp.results import clip, tool_result
+
+State = Literal["starting", "ready", "failed", "stopped"]
+
+STOP_PATIENCE = 8.0
+"""Seconds a stopping server gets to close (the SDK closes stdin, then terminates, then kills)."""
+
+STDERR_TAIL = 600
+"""Characters of a failed stdio server's stderr quoted in its failure."""
+
+STDERR_KEPT = 1_000_000
+"""Bytes of a stdio server's stderr kept at most (the file is emptied after a call past it)."""
+
+_MAX_TOOL_PAGES = 100
+
+
+def require_sdk() -> None:
+    """Raise a clear ``ImportError`` when the ``mcp`` package is missing (without importing it)."""
+    if importlib.util.find_spec("mcp") is None:
+        raise ImportError(
+            'MCP servers need the mcp package, which is not installed: pip install "nbagent[mcp]"'
+        )
+
+
+def _import_sdk() -> None:
+    """Import the SDK's client modules (about a second, once per process)."""
+    for module in ("mcp", "mcp.types", "mcp.client.stdio", "mcp.client.streamable_http"):
+        importlib.import_module(module)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for ``exc``; an exception group is described by its first real failure."""
+    leaves = list(_leaves(exc))
+    real = [e for e in leaves if not isinstance(e, asyncio.CancelledError)] or leaves or [exc]
+    first = real[0]
+    text = str(first).strip().splitlines()[0] if str(first).strip() else ""
+    return f"{type(first).__name__}: {text}" if text else type(first).__name__
+
+
+def _leaves(exc: BaseException) -> Iterable[BaseException]:
+    nested = getattr(exc, "exceptions", None)
+    if isinstance(nested, tuple) and nested:
+        for inner in nested:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+class McpConnection:
+    """A server's state (``starting``, ``ready``, ``failed``, ``stopped``), its tools, and calls to them.
+
+    Built on any thread; :meth:`start`, :meth:`call` and :meth:`stop` run on the agent's loop.
+    """
+
+    def __init__(self, spec: ServerSpec, prefix: str) -> None:
+        self.spec = spec
+        self.prefix = prefix
+        self.state: State = "starting"
+        self.reason: str | None = None
+        """Why the server failed or stopped."""
+        self.tools: tuple[Any, ...] = ()
+        """The server's MCP ``Tool`` records, as it listed them."""
+        self._client: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._started: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+        self._scope: Any = None
+        """The anyio cancel scope of the connection task (its start deadline, and how it is stopped)."""
+        self._errlog: IO[str] | None = None
+        self._stopping = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Begin connecting in the background (on the agent's loop)."""
+        if self._task is not None or self._stopping:
+            return
+        self._started = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._serve(), name=f"nbagent-mcp-{self.name}")
+
+    async def wait_started(self, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds for the server to leave ``starting``."""
+        if self.state != "starting" or self._started is None:
+            return
+        try:
+            await asyncio.wait_for(self._started.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    async def stop(self, reason: str = "stopped") -> None:
+        """Close the connection and end the server's process (bounded by ``STOP_PATIENCE``).
+
+        The SDK's stdio shutdown (close stdin, wait, terminate, kill) runs shielded from anyio
+        cancellation but not from a native ``Task.cancel``, so the task is cancelled through its own
+        anyio scope; a native cancel is only the last resort."""
+        self._stopping = True
+        task = self._task
+        if task is not None and not task.done():
+            assert self._stop is not None
+            self._stop.set()
+            if self.state == "starting" and self._scope is not None:
+                self._scope.cancel()
+            await asyncio.wait({task}, timeout=STOP_PATIENCE)
+            if not task.done() and self._scope is not None:
+                self._scope.cancel()
+                await asyncio.wait({task}, timeout=STOP_PATIENCE)
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=STOP_PATIENCE)
+        if self.state in ("starting", "ready"):
+            self.state, self.reason = "stopped", reason
+        self._close_errlog()
+        if self._started is not None:
+            self._started.set()
+
+    async def _serve(self) -> None:
+        try:
+            import anyio
+
+            await asyncio.to_thread(_import_sdk)  # the first import takes a while: not on the agent's loop
+            if self._stopping:
+                return
+            with anyio.CancelScope(deadline=anyio.current_time() + self.spec.start_timeout) as scope:
+                self._scope = scope
+                await self._connect(scope)
+            if scope.cancelled_caught and self.state == "starting" and not self._stopping:
+                self._fail(f"did not finish starting within {self.spec.start_timeout:g} s")
+        except BaseException as exc:  # the SDK raises exception groups; every failure is the server's
+            if not self._stopping:
+                self._fail(f"could not start: {describe(exc)}" if self.state == "starting" else describe(exc))
+            if isinstance(exc, KeyboardInterrupt | SystemExit | asyncio.CancelledError):
+                raise
+        finally:
+            self._client = None
+            self._scope = None
+            if self._started is not None:
+                self._started.set()
+
+    async def _connect(self, scope: Any) -> None:
+        """Connect, list the tools, then hold the connection until told to stop."""
+        import math
+
+        from mcp import Client
+        from mcp.types import Implementation
+
+        import nbagent
+
+        info = Implementation(name="nbagent", version=nbagent.__version__)
+        async with Client(self._transport(), client_info=info) as client:
+            tools = await _list_tools(client)
+            if self._stopping:
+                return
+            scope.deadline = math.inf
+            self._client, self.tools, self.state = client, tools, "ready"
+            assert self._started is not None and self._stop is not None
+            self._started.set()
+            await self._stop.wait()
+
+    def _fail(self, why: str) -> None:
+        if self.state in ("failed", "stopped"):
+            return
+        tail = self.stderr_tail()
+        self.state = "failed"
+        self.reason = f"{why}; its stderr ends: {tail}" if tail else why
+        if self._started is not None:
+            self._started.set()
+
+    def _transport(self) -> Any:
+        spec = self.spec
+        if spec.url is not None:
+            return spec.url
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        # kept open for the server's life (closed by stop)
+        self._errlog = _append_only(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))  # noqa: SIM115
+        params = StdioServerParameters(
+            command=spec.command or "", args=list(spec.args), env={**os.environ, **spec.env}
+        )
+        return stdio_client(params, errlog=self._errlog)
+
+    def stderr_tail(self) -> str:
+        """The last characters a stdio server wrote to stderr (empty for HTTP or silence)."""
+        log = self._errlog
+        if log is None or log.closed:
+            return ""
+        try:
+            log.flush()
+            log.seek(0, os.SEEK_END)
+            size = log.tell()
+            log.seek(max(0, size - STDERR_TAIL * 4))
+            text = log.read()
+        except (OSError, ValueError):
+            return ""
+        lines = [line for line in text.strip().splitlines() if line.strip()]
+        return clip(" | ".join(lines[-6:]), STDERR_TAIL).replace("\n", " ")
+
+    def _trim_errlog(self) -> None:
+        """Empty the stderr file of a chatty server once it passes ``STDERR_KEPT`` (append mode: the
+        server's later lines start the file again)."""
+        log = self._errlog
+        try:
+            if log is not None and not log.closed and os.fstat(log.fileno()).st_size > STDERR_KEPT:
+                os.ftruncate(log.fileno(), 0)
+        except OSError:
+            pass
+
+    def _close_errlog(self) -> None:
+        if self._errlog is not None:
+            self._errlog.close()
+
+    # -- calls --------------------------------------------------------------------------------------
+
+    def unavailable(self) -> str:
+        """Why the server's tools cannot be called now (for an error result)."""
+        if self.state == "starting":
+            return f"MCP server {self.name!r} is still starting; try again in a moment"
+        if self.state == "stopped":
+            return f"MCP server {self.name!r} is {self.reason or 'stopped'}"
+        return f"MCP server {self.name!r} failed: {self.reason or 'unknown reason'}"
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call ``tool``; every failure is an error result naming the server and the cause."""
+        if self.state == "starting":
+            await self.wait_started(self.spec.start_timeout)
+        client = self._client
+        if self.state != "ready" or client is None:
+            return _error(f"Error: {self.unavailable()}", "MCP_SERVER_UNAVAILABLE")
+        from mcp import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        limit = self.spec.call_timeout
+        try:
+            result = await asyncio.wait_for(
+                client.call_tool(tool, arguments, read_timeout_seconds=limit), limit + 5.0
+            )
+        except asyncio.TimeoutError:
+            return self._timed_out(tool)
+        except MCPError as exc:
+            if exc.code == REQUEST_TIMEOUT:
+                return self._timed_out(tool)
+            if exc.code == CONNECTION_CLOSED or self._client is None:
+                return self._died(tool)
+            return _error(f"Error: MCP server {self.name!r} refused {tool}: {exc}", "MCP_ERROR")
+        except Exception as exc:
+            if self._client is None or self.state != "ready":
+                return self._died(tool)
+            return _error(f"Error: MCP server {self.name!r} failed on {tool}: {describe(exc)}", "MCP_ERROR")
+        self._trim_errlog()
+        return tool_result(self.name, tool, result)
+
+    def _timed_out(self, tool: str) -> ToolResult:
+        return _error(
+            f"Error: MCP server {self.name!r} did not answer {tool} within {self.spec.call_timeout:g} s; "
+            "the call was given up (the server keeps running)",
+            "MCP_TIMEOUT",
+        )
+
+    def _died(self, tool: str) -> ToolResult:
+        self._fail(f"the connection ended during a call to {tool} (the server stopped or crashed)")
+        if self._stop is not None:
+            self._stop.set()  # leave the client's context: the SDK reaps the process
+        return _error(f"Error: {self.unavailable()}", "MCP_SERVER_DIED")
+
+
+def _append_only(log: IO[str]) -> IO[str]:
+    """``log`` with ``O_APPEND`` set (POSIX): the server shares the file offset, so without it reading
+    the tail or emptying the file would move where the server writes."""
+    try:
+        import fcntl
+
+        flags = fcntl.fcntl(log.fileno(), fcntl.F_GETFL)
+        fcntl.fcntl(log.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
+    except (ImportError, OSError):
+        pass
+    return log
+
+
+def _error(text: str, code: str) -> ToolResult:
+    return ToolResult(text, is_error=True, code=code)
+
+
+async def _list_tools(client: Any) -> tuple[Any, ...]:
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(_MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(tools)

@@ -1,0 +1,70 @@
+"""MCP tools as nbagent tools: ``SERVER__TOOL`` with the server's JSON schema, calling through the
+server's connection; and the stand-in that answers a call to a server that is not up."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from nbagent._json import freeze
+from nbagent.core.tools import Tool, ToolResult
+from nbagent.mcp.connection import McpConnection
+from nbagent.mcp.results import clip
+
+DESCRIPTION_CHARS = 4000
+
+SIGNAL_KEY = "_nbagent_signal"
+"""Where the turn's cancellation signal is passed (a key no server's schema uses)."""
+
+
+def is_read_only(mcp_tool: Any) -> bool:
+    """Whether the server annotates ``mcp_tool`` read-only (``readOnlyHint``)."""
+    annotations = getattr(mcp_tool, "annotations", None)
+    return bool(annotations is not None and annotations.read_only_hint)
+
+
+def offered_tool(conn: McpConnection, mcp_tool: Any, name: str, *, allow_read_only: bool) -> Tool:
+    """``mcp_tool`` of ``conn``'s server offered as ``name``; it asks for approval unless it is annotated
+    read-only and read-only tools are allowed."""
+    remote = str(mcp_tool.name)
+
+    async def call(**arguments: Any) -> ToolResult:
+        signal = arguments.pop(SIGNAL_KEY, None)
+        task = asyncio.get_running_loop().create_task(conn.call(remote, arguments))
+        remove = signal.on_cancel(task.cancel) if signal is not None else None
+        try:
+            return await task  # a cancelled turn cancels the call (the SDK tells the server)
+        finally:
+            if remove is not None:
+                remove()
+
+    schema = dict(mcp_tool.input_schema or {})
+    schema.setdefault("type", "object")
+    if schema.get("type") == "object":
+        schema.setdefault("properties", {})
+    title = getattr(mcp_tool, "title", None)
+    description = str(mcp_tool.description or title or f"{remote} (from MCP server {conn.name})")
+    free = allow_read_only and is_read_only(mcp_tool)
+    return Tool(
+        fn=call,
+        name=name,
+        description=clip(f"[MCP server {conn.name}] {description}", DESCRIPTION_CHARS),
+        parameters=freeze(schema, f"the input schema of MCP tool {remote!r}"),
+        parallel_safe=free,
+        requires_approval=not free,
+        _signal_param=SIGNAL_KEY,
+    )
+
+
+def stand_in(conn: McpConnection, name: str) -> Tool:
+    """A tool for a call named ``name`` that ``conn``'s server does not offer now: its result says
+    why (the server is starting, failed, stopped, or has no such tool)."""
+
+    async def explain(**_arguments: Any) -> ToolResult:
+        if conn.state == "ready":
+            known = ", ".join(sorted(str(t.name) for t in conn.tools)) or "none"
+            text = f"Error: MCP server {conn.name!r} has no tool for {name!r} (its tools: {known})"
+            return ToolResult(text, is_error=True, code="TOOL_NOT_FOUND")
+        return ToolResult(f"Error: {conn.unavailable()}", is_error=True, code="MCP_SERVER_UNAVAILABLE")
+
+    return Tool(fn=explain, name=name, description="", parameters=freeze({"type": "object"}))

@@ -1,0 +1,63 @@
+"""An MCP tool result as an nbagent tool result: text, images as image blocks, errors; bounded like the
+notebook's built-in tools (SPEC §9.4) so one answer cannot flood the model's context or the log."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nbagent.core.tools import ToolResult
+
+TEXT_CHARS = 12_000
+"""Characters of text at most in one result (the built-in tools' bound)."""
+
+MAX_IMAGES = 4
+IMAGE_CHARS = 2_000_000
+"""Base64 characters at most of one image (about 1.5 MB of image data)."""
+
+
+def tool_result(server: str, tool: str, result: Any) -> ToolResult:
+    """``result`` (an MCP ``CallToolResult``) for the model; an ``is_error`` result stays an error."""
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for block in getattr(result, "content", None) or ():
+        kind = getattr(block, "type", None)
+        if kind == "image" and len(images) < MAX_IMAGES and len(block.data) <= IMAGE_CHARS:
+            images.append({"type": "image", "mime": block.mime_type, "data": block.data})
+        elif kind == "image":
+            why = "too large" if len(block.data) > IMAGE_CHARS else f"more than {MAX_IMAGES} images"
+            texts.append(f"[image {block.mime_type} left out: {why}]")
+        else:
+            texts.append(_block_text(block))
+    structured = getattr(result, "structured_content", None)
+    if not texts and not images and structured is not None:
+        texts.append(json.dumps(structured, ensure_ascii=False, indent=2, default=str))
+    text = clip("\n".join(texts), TEXT_CHARS)
+    failed = bool(getattr(result, "is_error", False))
+    if failed:
+        text = f"Error from MCP server {server!r} ({tool}): {text or 'no details given'}"
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text or not images else []
+    return ToolResult(blocks + images, is_error=failed, code="MCP_TOOL_ERROR" if failed else None)
+
+
+def _block_text(block: Any) -> str:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return str(block.text)
+    if kind == "audio":
+        return f"[audio {block.mime_type} not shown]"
+    if kind == "resource_link":
+        return f"[resource {getattr(block, 'name', '')}: {block.uri}]"
+    if kind == "resource":
+        resource = block.resource
+        if hasattr(resource, "text"):
+            return f"[resource {resource.uri}]\n{resource.text}"
+        return f"[resource {resource.uri}: {resource.mime_type or 'binary'} data not shown]"
+    return f"[{kind or 'unknown'} content not shown]"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit:,} more characters cut)"

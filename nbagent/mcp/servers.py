@@ -1,0 +1,229 @@
+"""The MCP servers of one agent: added at any time from any thread, offered as tools from the next
+request on, stopped when the agent closes (SPEC §9.7).
+
+Adding a server returns at once and starts it on the agent's loop. Before each model request a
+``pre_step`` listener brings the offered tools up to date; the first request after a server was added
+waits at most ``FIRST_REQUEST_WAIT`` seconds for that server's tool list. A server that is starting,
+failed or stopped offers no tools, and a call to any ``SERVER__…`` name is answered with an error
+result saying why (:meth:`McpServers.stand_in`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nbagent.core.tools import Tool
+from nbagent.mcp.config import FIRST_REQUEST_WAIT, ServerSpec
+from nbagent.mcp.connection import McpConnection, require_sdk
+from nbagent.mcp.names import SEPARATOR, server_prefix, tool_name
+from nbagent.mcp.offered import offered_tool, stand_in
+
+if TYPE_CHECKING:
+    from nbagent.core.agent import Agent
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """One server as ``%agent mcp list`` shows it."""
+
+    name: str
+    transport: str
+    target: str
+    state: str
+    reason: str | None
+    tools: tuple[str, ...]
+    """The names the model sees."""
+    skipped: tuple[str, ...] = ()
+    """Tools not offered, with why (a name clash)."""
+
+
+class McpServers:
+    """The MCP servers of ``agent`` (its ``mcp`` attribute)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+        self._lock = threading.Lock()
+        self._servers: dict[str, McpConnection] = {}
+        self._unwaited: set[str] = set()
+        """Servers no request has waited for yet."""
+        self._offered: dict[str, Tool] = {}
+        self._built: dict[str, tuple[bool, dict[str, Tool], tuple[str, ...]]] = {}
+        self._allow_read_only = False
+        self._unhook: Any = None
+        self._closed = False
+
+    # -- the public surface ---------------------------------------------------------------------
+
+    @property
+    def allow_read_only(self) -> bool:
+        """Whether tools annotated read-only run without approval on every server
+        (``%agent approvals read-only``); each server may also allow it on its own."""
+        return self._allow_read_only
+
+    @allow_read_only.setter
+    def allow_read_only(self, value: bool) -> None:
+        self._allow_read_only = bool(value)
+
+    def add(self, spec: ServerSpec) -> ServerInfo:
+        """Add a server and start it in the background; a name clash is refused with ``ValueError``."""
+        require_sdk()
+        prefix = server_prefix(spec.name)
+        with self._lock:
+            if self._closed or self._agent.closed:
+                raise ValueError(f"cannot add MCP server {spec.name!r}: the session is closed")
+            self._check_clash(spec.name, prefix)
+            conn = McpConnection(spec, prefix)
+            self._servers[spec.name] = conn
+            self._unwaited.add(spec.name)
+            if self._unhook is None:
+                self._unhook = self._agent.hooks.pre_step.add(self._before_step)
+        self._agent.driver.loop.call_soon_threadsafe(conn.start)
+        return self._info(conn)
+
+    async def remove(self, name: str) -> bool:
+        """Stop and forget server ``name`` (on the agent's loop); ``False`` if there is none."""
+        with self._lock:
+            conn = self._servers.pop(name, None)
+            self._unwaited.discard(name)
+            self._built.pop(name, None)
+        if conn is None:
+            return False
+        self._sync_tools()
+        await conn.stop("removed")
+        return True
+
+    def list(self) -> list[ServerInfo]:
+        """Every server, in the order added."""
+        with self._lock:
+            conns = list(self._servers.values())
+        return [self._info(c) for c in conns]
+
+    def connection(self, name: str) -> McpConnection | None:
+        with self._lock:
+            return self._servers.get(name)
+
+    async def close(self) -> None:
+        """Stop every server (the agent is closing)."""
+        with self._lock:
+            self._closed = True
+            conns = list(self._servers.values())
+            if self._unhook is not None:
+                self._unhook()
+                self._unhook = None
+        if conns:
+            await asyncio.gather(*(c.stop("stopped with the session") for c in conns))
+
+    def stand_in(self, name: str) -> Tool | None:
+        """The tool answering a call to ``name`` when no offered tool has that name: for a
+        ``SERVER__…`` name, an error result naming the server and why; else ``None``."""
+        with self._lock:
+            conns = list(self._servers.values())
+        for conn in conns:
+            if name.startswith(conn.prefix + SEPARATOR):
+                return stand_in(conn, name)
+        return None
+
+    # -- before each request --------------------------------------------------------------------
+
+    async def _before_step(self, step: Any, next: Any) -> Any:
+        await self._wait_first_lists(step.signal)
+        self._sync_tools()
+        return await next()
+
+    async def _wait_first_lists(self, signal: Any) -> None:
+        with self._lock:
+            waiting = [self._servers[n] for n in self._unwaited if n in self._servers]
+            self._unwaited.clear()
+        pending = [c for c in waiting if c.state == "starting"]
+        if not pending:
+            return
+        cancelled = asyncio.get_running_loop().create_future()
+        remove = signal.on_cancel(lambda: cancelled.done() or cancelled.set_result(None))
+        deadline = time.monotonic() + FIRST_REQUEST_WAIT
+        try:
+            started = asyncio.gather(
+                *(c.wait_started(max(0.0, deadline - time.monotonic())) for c in pending)
+            )
+            await asyncio.wait({started, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+            if not started.done():
+                started.cancel()
+        finally:
+            remove()
+
+    def _sync_tools(self) -> None:
+        """Offer exactly the tools of the ready servers (on the agent's loop, between requests)."""
+        agent = self._agent
+        with self._lock:
+            conns = list(self._servers.values())
+        wanted: dict[str, Tool] = {}
+        for conn in conns:
+            if conn.state == "ready":
+                wanted.update(self._tools_of(conn))
+        for name, old in list(self._offered.items()):
+            if wanted.get(name) is not old:
+                if agent.tools.get(name) is old:
+                    agent.remove_tool(name)
+                del self._offered[name]
+        for name, tool in wanted.items():
+            if name not in self._offered and name not in agent.tools:
+                agent.add_tool(tool)
+                self._offered[name] = tool
+
+    def _tools_of(self, conn: McpConnection) -> dict[str, Tool]:
+        allow = self._allow_read_only or conn.spec.allow_read_only
+        built = self._built.get(conn.name)
+        if built is not None and built[0] == allow:
+            return built[1]
+        tools: dict[str, Tool] = {}
+        skipped: list[str] = []
+        others = {n for n, t in self._agent.tools.items() if n not in self._offered}
+        for mcp_tool in conn.tools:
+            name = tool_name(conn.prefix, str(mcp_tool.name))
+            if name in tools or name in others:
+                skipped.append(f"{mcp_tool.name} (its name {name} is taken)")
+                continue
+            tools[name] = offered_tool(conn, mcp_tool, name, allow_read_only=allow)
+        self._built[conn.name] = (allow, tools, tuple(skipped))
+        return tools
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _check_clash(self, name: str, prefix: str) -> None:
+        if name in self._servers:
+            raise ValueError(f"an MCP server named {name!r} is already added; remove it first")
+        head = prefix + SEPARATOR
+        for other in self._servers.values():
+            theirs = other.prefix + SEPARATOR
+            if theirs.startswith(head) or head.startswith(theirs):
+                raise ValueError(
+                    f"MCP server {name!r} would offer tools named {head}… like server {other.name!r} "
+                    f"({theirs}…); choose another name"
+                )
+        taken = [t for t in self._agent.tools if t.startswith(head) and t not in self._offered]
+        if taken:
+            raise ValueError(
+                f"MCP server {name!r} would offer tools named {head}…, but tool {taken[0]!r} already "
+                "has that prefix; choose another name"
+            )
+
+    def _info(self, conn: McpConnection) -> ServerInfo:
+        built = self._built.get(conn.name)
+        if conn.state == "ready":
+            names = (
+                tuple(built[1]) if built else tuple(tool_name(conn.prefix, str(t.name)) for t in conn.tools)
+            )
+        else:
+            names = ()
+        return ServerInfo(
+            name=conn.name,
+            transport=conn.spec.transport,
+            target=conn.spec.target,
+            state=conn.state,
+            reason=conn.reason,
+            tools=names,
+            skipped=built[2] if built else (),
+        )

@@ -1,0 +1,54 @@
+"""Asking the front end for the open notebook's cells, for ``read_notebook`` (SPEC §9.7).
+
+The kernel opens a comm with target ``nbagent.notebook`` and the data ``{"request": "cells"}``. A front
+end that knows the target (the lab extension, in a later round) answers once on that comm with::
+
+    {"cells": [{"cell_type": "markdown" | "code" | "raw", "source": str,
+                "execution_count": int | null, "outputs": [nbformat outputs]}, ...],
+     "path": "dir/notebook.ipynb", "dirty": true | false}
+
+JupyterLab closes a comm whose target nobody registered, and then the saved file is read at once;
+a front end that says nothing (nbclient, a busy kernel that cannot read the answer) is waited for
+``timeout`` seconds at most. The answer is data: it is bounded and scrubbed like the saved file's
+cells and never executed.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+TARGET = "nbagent.notebook"
+TIMEOUT = 1.5
+"""Seconds ``read_notebook`` waits for the front end before it reads the saved file."""
+
+
+def ask_front_end(timeout: float = TIMEOUT) -> dict[str, Any] | None:
+    """The front end's answer (see the module doc), or ``None`` when it does not answer in time, closes
+    the comm, or no kernel can open one. Blocks the calling thread (a tool's worker thread)."""
+    try:
+        from comm import create_comm
+
+        answered = threading.Event()
+        box: dict[str, Any] = {}
+
+        def on_msg(msg: dict[str, Any]) -> None:
+            box.setdefault("data", msg.get("content", {}).get("data"))
+            answered.set()
+
+        channel = create_comm(target_name=TARGET, data={"request": "cells"})
+    except Exception:  # no kernel, no comm manager: nobody to ask
+        return None
+    channel.on_msg(on_msg)
+    channel.on_close(lambda _msg: answered.set())
+    try:
+        answered.wait(timeout)
+    finally:
+        try:
+            channel.close()
+        except Exception:
+            pass
+    data = box.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return None
+    return data
