@@ -16,6 +16,8 @@ export const TIMELINE_MIME = 'application/vnd.nbagent.timeline+json';
 export const SUPPORTED_VERSION = 1;
 /** The last turns shown opened (older ones start collapsed), as in the static HTML. */
 export const KEEP_OPEN = 3;
+/** Pending items painted per queue before a "show more" button. */
+export const PENDING_SHOWN = 200;
 
 export interface INode {
   id: string;
@@ -376,8 +378,22 @@ export class TimelineView {
       if (!items.length) {
         queue.append(el('span', 'nba-muted', 'empty'));
       }
-      for (const m of items) {
+      // A long queue shows its first items and a button for more: thousands of pending items
+      // would otherwise all be in the DOM.
+      const shown = this._pendingShown.get(name) ?? PENDING_SHOWN;
+      for (const m of items.slice(0, shown)) {
         queue.append(item('nba-inbox-item', messageRow(m), [pre(str(m.text))], { id: m.id, kind: str(m.kind) }));
+      }
+      if (items.length > shown) {
+        const more = el('button', 'jp-Button jp-mod-minimal jp-mod-small nba-more-pending') as HTMLButtonElement;
+        more.type = 'button';
+        more.textContent = `${items.length - shown} more in ${name}: show ${Math.min(PENDING_SHOWN, items.length - shown)} more`;
+        more.addEventListener('click', () => {
+          this._pendingShown.set(name, shown + PENDING_SHOWN);
+          this._paintPending(bundle, always);
+          this._pending.querySelector<HTMLElement>(`[data-queue="${name}"] .nba-more-pending`)?.focus();
+        });
+        queue.append(more);
       }
       parts.push(queue);
     }
@@ -526,6 +542,7 @@ export class TimelineView {
   }
 
   private _ctx: IPaintContext;
+  private _pendingShown = new Map<string, number>();
   private _bundle: IBundle | null = null;
   private _entries = new Map<string, IEntry>();
   private _order: string[] = [];

@@ -99,3 +99,34 @@ def test_the_panel_row_follows_a_session_written_elsewhere_and_keeps_the_focus(l
     row.locator(".jp-nbagent-row-meta", has_text="2 turns").wait_for()
     assert page.evaluate("() => document.activeElement.classList.contains('jp-nbagent-export')")
     assert page.evaluate("() => document.activeElement.closest('.jp-nbagent-row').dataset.session") == sid
+
+
+async def _pending(path: Path, count: int) -> str:
+    import nbagent
+    from nbagent.context import cell_text
+
+    agent = nbagent.open_session(path, model="echo")
+    for i in range(count):
+        agent.inject(cell_text(f"note {i}", label=f"n{i}"))
+    sid = agent.session_id
+    await agent.close()
+    return sid
+
+
+def test_a_long_pending_queue_paints_its_first_items_and_more_on_demand(lab: Lab, page: Any) -> None:
+    path = lab.root / "queue.nbagent.sqlite"
+    with ThreadPoolExecutor(1) as pool:
+        sid = pool.submit(asyncio.run, _pending(path, 450)).result()
+    open_notebook(page, lab.lab_url(lab.write_notebook("queue", []), "queue"))
+    tab = open_tab(page, path.name, sid, "queue")
+    queue = tab.locator('.nba-pending [data-queue="next-step"]')
+    more = queue.locator("button.nba-more-pending")
+    more.wait_for()
+    assert queue.locator(".nba-inbox-item").count() == 200
+    assert more.inner_text() == "250 more in next-step: show 200 more"
+    more.click()
+    queue.locator(".nba-inbox-item").nth(399).wait_for()
+    assert queue.locator(".nba-inbox-item").count() == 400
+    more.click()
+    queue.locator(".nba-inbox-item").nth(449).wait_for()
+    assert more.count() == 0 and queue.locator(".nba-inbox-item").count() == 450
