@@ -481,6 +481,44 @@ class Bench:
                 )
             )
 
+    async def estimate_overhead(self) -> None:
+        """The in-memory loop step with the ``request/estimate`` measured, and with the measuring
+        replaced by a fixed record (its staging stays): blocks of turns in turn, drift-fair."""
+        import nbagent.core.loop as loop_module
+        from nbagent.core.events import RequestEstimate
+
+        n = self.cfg.loop_sizes[min(1, len(self.cfg.loop_sizes) - 1)]
+        say(f"[3b] loop step with and without the estimate, memory, @{label(n)} prior events")
+        agent, model, block = await self.loop_agent(n, "memory")
+        measured = loop_module.request_estimate
+
+        def fixed(driver: Any, turn: int, step: int, entered: Any) -> RequestEstimate:
+            return RequestEstimate(turn, step, 0, {})
+
+        times: dict[str, list[float]] = {"with": [], "without": []}
+        gc.collect()
+        try:
+            for _ in range(8):
+                for variant in ("with", "without"):
+                    loop_module.request_estimate = measured if variant == "with" else fixed  # type: ignore[assignment]
+                    t0 = perf()
+                    await self._turns(agent, model, block)
+                    times[variant].append((perf() - t0) / (2 * block))
+        finally:
+            loop_module.request_estimate = measured
+        await agent.close()
+        with_, without = median(times["with"]), median(times["without"])
+        self.rows.append(
+            Row(
+                f"loop step (memory) with the estimate @{label(n)}",
+                with_,
+                "s",
+                without,
+                "<= 1.05x",
+                with_ <= 1.05 * without,
+            )
+        )
+
     def step_bare_conn(self, agent: Any, store: str) -> Callable[[], float]:
         """A timed bare ``BEGIN IMMEDIATE; INSERT; COMMIT`` into ``agent``'s file, with the store's
         ``synchronous``, from a second connection (what one of the step's transactions costs bare)."""
@@ -540,11 +578,23 @@ class Bench:
             say(f"[4] resume at {n} events")
             path, sid, count = self.copy(n, "resume")
             ready: list[float] = []
+            first: list[float] = []
+            later: list[float] = []
             for _ in range(cfg.ready_reps):
                 gc.collect()
                 t0 = perf()
                 agent = nb.resume_session(path, sid, model=self.scripted(), tools=tools)
                 ready.append(perf() - t0)
+                await agent.close()
+            written, _, _ = self.copy(n, "first-write")  # (the injects lengthen this copy's log)
+            for _ in range(cfg.ready_reps):  # the first write settles the checks resume owes
+                agent = nb.resume_session(written, sid, model=self.scripted(), tools=tools)
+                gc.collect()
+                for into in (first, later):
+                    t0 = perf()
+                    agent.inject("context")
+                    into.append(perf() - t0)
+                agent.inbox.clear()
                 await agent.close()
             at = f"@{label(n)} events"
             self.rows.append(
@@ -557,6 +607,7 @@ class Bench:
                     median(ready) <= 0.05 if n >= 100_000 else None,
                 )
             )
+            self.rows.append(Row(f"resume, first inject {at}", median(first), "s", median(later)))
             if n > cfg.mat_max:
                 continue
             mat: list[float] = []
@@ -644,6 +695,7 @@ async def amain(bench: Bench, only: set[str]) -> None:
         ("inject", bench.inject_latency),
         ("throughput", bench.throughput),
         ("loop", bench.loop_overhead),
+        ("estimate", bench.estimate_overhead),
         ("resume", bench.resume),
     ]
     for name, fn in steps:
@@ -660,7 +712,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-assert", action="store_true", help="exit 0 even if a target is missed")
     parser.add_argument("--synchronous", choices=["FULL", "NORMAL", "OFF"], help="sets NBAGENT_SYNCHRONOUS")
     parser.add_argument("--dir", help="where to put the session files (default: a temporary directory)")
-    parser.add_argument("--only", action="append", default=[], help="inject|throughput|loop|resume|cold")
+    parser.add_argument(
+        "--only", action="append", default=[], help="inject|throughput|loop|estimate|resume|cold"
+    )
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     if args.synchronous:

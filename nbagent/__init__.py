@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         SessionWriteError,
     )
+    from nbagent.fork import diff, fork_session
     from nbagent.session import open_session, resume_session
     from nbagent.store.base import SessionRow
     from nbagent.store.follow import follow_events
@@ -56,6 +57,7 @@ _HOMES = {
         "SessionNotFoundError",
         "SessionWriteError",
     ),
+    "nbagent.fork": ("diff", "fork_session"),
     "nbagent.session": ("open_session", "resume_session"),
     "nbagent.store.base": ("SessionRow",),
     "nbagent.store.follow": ("follow_events",),
@@ -90,7 +92,9 @@ __all__ = [
     "ToolResult",
     "TurnStopping",
     "UserMessage",
+    "diff",
     "follow_events",
+    "fork_session",
     "list_sessions",
     "open_session",
     "read_events",

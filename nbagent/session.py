@@ -47,8 +47,9 @@ from nbagent.core.vocabulary import ToolError
 from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.store.base import SessionRow, SessionStore, open_store
+from nbagent.store.base import SessionRow, SessionStore
 from nbagent.store.lease import Lease
+from nbagent.store.opening import open_store
 
 PathLike = str | os.PathLike[str]
 
@@ -138,17 +139,21 @@ def resume_session(
     """Reopen a session (the most recent when no id is given), repairing it if it ended mid-turn.
 
     Appends only the repair events of SPEC §6.3; never starts a turn. Before returning it checks
-    in SQL that the log is continuous and every record is valid JSON; the rest of the log is read
-    (and checked) by the first waking call, before that call records anything, so the agent is
-    ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
+    in SQL that the log is continuous and every record is valid JSON. On SQLite, the inbox replay
+    of every splice and (files up to 16 MB) ``PRAGMA quick_check`` run before the first write of
+    any kind (the repair, an ``inject()``, a title), which they refuse on damage; the rest of the
+    log is read (and checked) by the first waking call, before that call records anything, so the
+    agent is ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
     """
     loop = _running_loop()
     # Found and checked read-only first: a non-session or a damaged log changes nothing at all.
-    session_id, row, checked = _find_session(path, session_id)
+    session_id, row, checked, owed = _find_session(path, session_id)
     file = open_store(path, "write")
     lease = None
     try:
         lease = file.lease(session_id)
+        if owed:  # SQLite: the splices' replay and the pages, before the first write
+            file.check_before_first_write(session_id)  # type: ignore[attr-defined]  (SQLite only)
         resumed = _load_state(file, session_id, checked)
     except BaseException:
         _let_go(file, lease)
@@ -171,7 +176,9 @@ def resume_session(
 def _agent(file: SessionStore | None, lease: Lease | None, **settings: Any) -> Agent:
     """The agent over ``file``; if it cannot be built, nothing stays held (lease, connection)."""
     try:
-        return Agent(file=file, lease=lease, **settings)
+        agent = Agent(file=file, lease=lease, **settings)
+        agent.reopen = resume_session  # agent.fork opens its child this way (SPEC §11.1)
+        return agent
     except BaseException:
         _let_go(file, lease)
         raise
@@ -185,8 +192,9 @@ def _let_go(file: SessionStore | None, lease: Lease | None) -> None:
         file.close(checkpoint=False)
 
 
-def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int]]:
-    """The session to resume, its row, and its checked ``(count, last time)``, all read-only."""
+def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int], bool]:
+    """The session to resume, its row, its checked ``(count, last time)``, all read-only, and
+    whether the store owes the rest of its checks to the first write (SQLite)."""
     reader = open_store(path, "read")
     try:
         if session_id is None:
@@ -204,10 +212,8 @@ def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionR
                 )
             row = found
         checked = reader.check_log(row.id)
-        check_resumable = getattr(reader, "check_resumable", None)  # SQLite: splices and pages
-        if check_resumable is not None:
-            check_resumable(row.id)
-        return row.id, row, checked
+        may_wait = getattr(reader, "checks_may_wait", None)
+        return row.id, row, checked, may_wait is not None and may_wait(row.id)
     finally:
         reader.close()
 

@@ -20,13 +20,19 @@ def label(message: Any) -> str:
     return "?"
 
 
-def trace(events: Iterable[Event], *, chunks: bool = False) -> list[str]:
-    """The log as short strings, SPEC §4 vocabulary (consecutive chunks fold into one ``CH``)."""
+def trace(events: Iterable[Event], *, chunks: bool = False, estimates: bool = False) -> list[str]:
+    """The log as short strings, SPEC §4 vocabulary (consecutive chunks fold into one ``CH``).
+
+    ``request/estimate`` (the token meter, SPEC §12) is left out unless ``estimates``: turn-order
+    traces are about what the model saw; tests/test_estimate.py pins the estimates."""
     out: list[str] = []
     for ev in events:
         d = ev.data
         t = ev.type
-        if t == "agent/inbox/spliced":
+        if t == "request/estimate":
+            if estimates:
+                out.append(f"EST {d['turn']}.{d['step']}")
+        elif t == "agent/inbox/spliced":
             q = "nt" if d["target"] == "next-turn" else "ns"
             removed = d.get("removed_count", 0)
             ins = [label(m) for m in d["inserted"]]

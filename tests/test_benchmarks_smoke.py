@@ -47,3 +47,15 @@ def test_synthetic_history_is_a_valid_log(tmp_path: Path) -> None:
         await agent.close()
 
     asyncio.run(main())
+
+
+def test_bench_fork_tiny(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_fork.py"), "--tiny", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for metric in ("fork of a", "replay plan of a", "diff of two"):
+        assert metric in proc.stdout, proc.stdout

@@ -26,11 +26,11 @@ pytestmark = pytest.mark.stores
 CHUNK = "assistant/chunk"
 
 TOOL_STEP = [
-    ["step/start", "user/message", "request/header"],  # before the first request
+    ["step/start", "user/message", "request/header", "request/estimate"],  # before the first request
     ["assistant/message", "tool/call"],  # before the tool body runs
 ]
 TEXT_STEP_AND_END = [
-    ["tool/result", "step/end", "step/start"],  # before the second request: results, no claim
+    ["tool/result", "step/end", "step/start", "request/estimate"],  # before the 2nd request: no claim
     ["assistant/message", "step/end", "turn/end"],
 ]
 
@@ -163,7 +163,19 @@ def test_steering_claimed_at_a_later_boundary_is_committed_with_it(db):
     assert commits[4] == ["agent/inbox/spliced"]  # the steer: durable before steer() returned
     boundary = commits[5:-1]  # the results, the claim of the steer and the second step's start
     assert boundary in (
-        [["tool/result", "step/end", "agent/inbox/spliced"], ["step/start", "user/message"]],
-        [["tool/result", "step/end", "agent/inbox/spliced", "step/start", "user/message"]],
+        [
+            ["tool/result", "step/end", "agent/inbox/spliced"],
+            ["step/start", "user/message", "request/estimate"],
+        ],
+        [
+            [
+                "tool/result",
+                "step/end",
+                "agent/inbox/spliced",
+                "step/start",
+                "user/message",
+                "request/estimate",
+            ]
+        ],
     )
     assert commits[-1] == ["assistant/message", "step/end", "turn/end"]

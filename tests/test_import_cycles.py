@@ -1,8 +1,8 @@
 """No import circles among nbagent's modules where the design says there are none (issue #18).
 
 ``scripts/import_cycles.py`` counts every import, type-only ones included. The core (agent, driver,
-loop, inbox, journal, hooks, tool batch…) must form no circle; the script is tested on a circle it
-must find, so a passing check means something.
+loop, inbox, journal, hooks, tool batch…) and the whole package must form no circle; the script is
+tested on a circle it must find, so a passing check means something.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ def _run(*targets: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_core_has_no_import_circle_counting_type_only_imports() -> None:
     result = _run(ROOT / "nbagent" / "core")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("no import circles among ")
+
+
+def test_the_whole_package_has_no_import_circle_counting_type_only_imports() -> None:
+    result = _run(ROOT / "nbagent")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("no import circles among ")
 

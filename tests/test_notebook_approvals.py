@@ -423,3 +423,78 @@ def test_the_prompt_and_its_record_read_as_text_without_a_front_end():
     assert 'data-state="rejected"' in bundle["text/html"] and "<script" not in bundle["text/html"]
     hostile = {**question, "code": "</pre><img src=x onerror=alert(1)>"}
     assert "<img" not in settled_bundle([(hostile, "rejected", "denied")])["text/html"]
+
+
+def test_a_decided_record_reads_right_when_a_sanitizer_strips_its_styles():
+    """An untrusted notebook's sanitizer drops <style> and class styling: the record's words, with
+    their separators, and its emphasis are in the markup itself."""
+    import re
+    from html.parser import HTMLParser
+
+    class Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts: list[str] = []
+            self.strong = 0
+            self.bold: list[str] = []
+            self.skip = False
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            self.skip = tag == "style"
+            self.strong += tag == "strong"
+
+        def handle_endtag(self, tag: str) -> None:
+            self.skip = False
+            self.strong -= tag == "strong"
+            if tag in ("div", "pre"):
+                self.parts.append("\n")
+
+        def handle_data(self, data: str) -> None:
+            if not self.skip:
+                self.parts.append(data)
+                if self.strong:
+                    self.bold.append(data)
+
+    question = {"id": "approval-c0", "tool": "run_code", "turn": 1, "code": "x = 1", "arguments": "{}"}
+    html = settled_bundle([(question, "allowed-once", "run_code approved (allowed for this session)")])[
+        "text/html"
+    ]
+    reader = Text()
+    reader.feed(html)
+    lines = [line.strip() for line in re.split(r"\n+", "".join(reader.parts)) if line.strip()]
+    assert lines == ["Approval · run_code · turn 1", "x = 1", "run_code approved (allowed for this session)"]
+    assert reader.bold == ["Approval · run_code", "run_code approved (allowed for this session)"]
+
+
+def test_a_decided_cells_bundle_keeps_the_timeline_and_says_each_decision_in_its_words(db):
+    """The %followup cell of a call allowed for the session says so (not "approved once"), in the same
+    three MIME types as every other output."""
+    from nbagent.notebook.approval_prompts import with_records
+    from nbagent.views import TIMELINE_MIME, TurnView
+
+    async def main() -> tuple[nbagent.Agent, Recorder]:
+        ran.clear()
+        agent, desk, seen = opened(db, calls("a", "b"))
+        agent.followup("go")
+        await seen.asked.wait()
+        desk.decide("allowed-once", by="click", remember=True)
+        await agent.when_idle()
+        await agent.close()
+        return agent, seen
+
+    agent, seen = run(main())
+    view = TurnView("followup", "go")
+    view.claimed(1)
+    view.feed(agent.events)
+    records = [
+        (question_data(s.question), s.outcome, s.sentence) for s in seen.seen if isinstance(s, Settled)
+    ]
+    bundle = with_records(view.bundle(), records)
+    assert set(bundle) == {TIMELINE_MIME, "text/html", "text/plain"}
+    marks = [n["text"] for n in bundle[TIMELINE_MIME]["nodes"] if n["type"] == "approval"]
+    assert marks == [
+        "run_code approved (click, and for the rest of the session)",
+        "run_code approved (allowed for this session)",
+    ]
+    assert "approved once" not in bundle["text/plain"] and "approved once" not in bundle["text/html"]
+    assert "run_code approved (allowed for this session)" in bundle["text/plain"]

@@ -30,7 +30,7 @@ def test_markdown_marks_typed_prompts_and_injected_context_apart(tmp_path: Path)
         "# Which city is warmest?\n\n"
         f"*analysis.nbagent.sqlite · session {sid} · model echo*\n\n"
         "## Turn 1\n\n"
-        "### Step 1\n\n"
+        "### Step 1 · ≈11 tokens in\n\n"
         "📎 **cell** notes · 18 B\n\n"
         "```\nPrices are in EUR.\n```\n\n"
         "**You** · followup\n\n"
@@ -39,7 +39,10 @@ def test_markdown_marks_typed_prompts_and_injected_context_apart(tmp_path: Path)
         "echo: I received 2 messages.\\\n"  # the model's lines stay lines (hard breaks)
         "1\\. user · cell · Prices are in EUR.\\\n"  # and its text makes no list
         "2\\. user · user · Which city is warmest?\n\n"
-        "*Turn 1: completed*\n"
+        "*Turn 1: completed*\n\n"
+        "## Totals\n\n"
+        "1 request · ≈11 tokens sent · 25 in · 26 out as reported · cost none (offline model) · last "
+        "request ≈11 tokens\n"
     )
     assert files(tmp_path) == before  # read-only: same bytes, no -wal or -shm
 

@@ -70,7 +70,7 @@ async def test_a_turn_groups_its_steps_and_carries_its_outcome_in_words() -> Non
     assert _without_times(nodes["turn-1"]) == {
         "id": "turn-1", "type": "turn", "parent": None, "seq": 2, "turn": 1, "status": "completed",
         "status_text": "completed", "title": "Summarise df", "outcome": "completed", "why": None,
-        "steps": 1, "steps_text": "1 step",
+        "steps": 1, "steps_text": "1 step", "sent_tokens": 68, "sent_tokens_text": "≈68 tokens sent",
     }  # fmt: skip
     assert [(n["type"], n["parent"]) for n in nodes.values()] == [
         ("turn", None),
@@ -138,6 +138,27 @@ async def test_tool_calls_carry_arguments_results_and_outcome_and_their_contexts
         "step-1-2",
     )
     assert message_nodes(nodes)[0]["via"] is None
+
+
+async def test_a_labelled_one_line_result_shows_its_value_on_the_tool_line() -> None:
+    @nbagent.tool
+    def compute() -> str:
+        """Report as run_code does: a label line, then the value."""
+        return "result:\n2"
+
+    @nbagent.tool
+    def printing() -> str:
+        """Report stdout and a result."""
+        return "stdout:\nhello\n\nresult:\nNone"
+
+    agent = nbagent.open_session(None, model=ScriptedModel([Response(tool_calls=[ToolCall("compute", {}),
+                                 ToolCall("printing", {})]), "ok"]), tools=[compute, printing])  # fmt: skip
+    agent.followup("go")
+    await agent.when_idle()
+    events = agent.events
+    await agent.close()
+    lines = [n["result_line"] for n in project(events).nodes.values() if n["type"] == "tool"]
+    assert lines == ["result: 2", "stdout: hello"]
 
 
 async def test_a_retry_is_its_own_node_and_the_failed_attempt_is_kept_apart() -> None:

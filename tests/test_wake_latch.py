@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
 from eventtrace import trace, without_headers
 
 import nbagent
@@ -185,3 +186,25 @@ async def test_followup_then_cancel_from_a_worker_cancels_the_followup(db):
     assert "CAN nt 0 1" in lines and "UM B" not in lines
     assert not agent.inbox.has_pending
     await agent.close()
+
+
+async def test_wake_starts_a_turn_for_pending_work_and_says_whether_it_did(db):
+    """SPEC §11.1: ``agent.wake()`` starts a turn when idle with something queued, adds no message,
+    and returns whether a turn started; a resumed session's parked followup runs that way."""
+    agent = nbagent.open_session(db, model=ScriptedModel(["first", "parked answered"]))
+    assert agent.wake() is False  # nothing queued: no turn
+    agent.inbox.append("next-turn", "parked")  # queued without waking, as a restart leaves it
+    await agent.close()
+    resumed = nbagent.resume_session(db, agent.session_id, model=ScriptedModel(["parked answered"]))
+    assert resumed.status == "idle" and len(resumed.inbox.next_turn) == 1
+    assert resumed.wake() is True
+    assert resumed.wake() is False  # already running
+    await resumed.when_idle()
+    events = resumed.events
+    assert [e.data["turn"] for e in events if e.type == "turn/start"] == [1]
+    assert sum(e.type == "user/message" for e in events) == 1
+    assert resumed.inbox.has_pending is False
+    check_invariants(events)
+    await resumed.close()
+    with pytest.raises(nbagent.SessionClosedError):
+        resumed.wake()

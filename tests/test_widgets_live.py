@@ -139,7 +139,7 @@ async def test_a_widget_has_a_text_form_for_a_plain_terminal() -> None:
         [
             "Inbox · 1 pending · agent idle",
             "  next-step: 1 message",
-            "    [cell] units — prices in EUR (+1 line) · 29 B",
+            "    [cell] units — prices in EUR (+1 line) · 29 B · ≈8 tokens",
             "  next-turn: empty",
         ]
     )

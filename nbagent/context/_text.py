@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import json
-import math
 import numbers
 import re
 from typing import Any
 
+from nbagent.core.estimate import CHARS
 from nbagent.units import format_size
 
 ELLIPSIS = "…"
@@ -24,10 +24,7 @@ def estimate_tokens(text: str) -> int:
     Real tokenizers average about four characters per token for English and code; scripts outside
     ASCII (CJK, emoji) cost roughly a token per character or more, so they count one each.
     """
-    if text.isascii():
-        return math.ceil(len(text) / 4)
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    return math.ceil((len(text) - non_ascii) / 4) + non_ascii
+    return CHARS.count(text)  # the meter's characters rule (nbagent.core.estimate), to the token
 
 
 def _escape_control(match: re.Match[str]) -> str:

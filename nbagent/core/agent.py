@@ -4,7 +4,8 @@ the turn loop in ``loop.py``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterable
+import os
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +21,7 @@ from nbagent.core.notices import LiveNotice, NoticeName, Status
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
 from nbagent.core.tools import Tool, as_tools
+from nbagent.errors import NbagentError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import SessionStore
@@ -27,6 +29,7 @@ from nbagent.store.lease import Lease
 
 if TYPE_CHECKING:
     from nbagent.mcp.servers import McpServers, ServerInfo
+    from nbagent.replay import Arrival
 
 T = TypeVar("T")
 
@@ -61,6 +64,9 @@ class Agent:
         self.session_id = session_id
         self.path: Path | str | None = file.path if file is not None else None
         self.hooks = Hooks()
+        self.reopen: Callable[..., Agent] | None = None
+        """Opens a stored session as an agent (``resume_session``, set by the session layer): how
+        ``fork`` opens the child without this module importing the session layer."""
         self._file = file
         self._mcp: McpServers | None = None
         config = DriverConfig(
@@ -145,6 +151,18 @@ class Agent:
     def approver(self, approver: Approver | None) -> None:
         self.driver.approver = approver
 
+    @property
+    def context_limit(self) -> str:
+        """``"warn"`` (the default): a request estimated above 90 % of the model's context window
+        carries a warning; ``"block"``: the pre-step rejects it and the turn ends ``blocked``."""
+        return self.driver.context_limit
+
+    @context_limit.setter
+    def context_limit(self, value: str) -> None:
+        if value not in ("warn", "block"):
+            raise ValueError(f"context_limit must be 'warn' or 'block', got {value!r}")
+        self.driver.context_limit = value  # type: ignore[assignment]
+
     def followup(self, message: UserMessage | str) -> UserMessage:
         """Queue ``message`` as its own turn (``next-turn``, FIFO) and wake the driver."""
         return self.driver.deliver(message, NEXT_TURN, wake=True)
@@ -156,6 +174,64 @@ class Agent:
     def inject(self, message: UserMessage | str) -> UserMessage:
         """Queue context for the nearest later boundary without starting the model."""
         return self.driver.deliver(message, NEXT_STEP, wake=False)
+
+    def wake(self) -> bool:
+        """Start a turn when idle and either queue holds something; return whether one started.
+
+        No message is added: a resumed session's parked followup runs (``%agent run``). Call it on
+        the agent's loop thread.
+        """
+        driver = self.driver
+        driver.check_can_mutate()
+        if not driver.on_loop_thread():
+            raise RuntimeError("wake() runs on the agent's loop thread (loop.call_soon_threadsafe)")
+        driver.projections.materialise()  # a resumed log is read before a turn opens (SPEC §6.3)
+        if driver.driving or driver.stopping or not driver.journal.staged_inbox.pending:
+            return False
+        driver.start()
+        return driver.driving
+
+    def fork(
+        self,
+        *,
+        before_turn: int | None = None,
+        at: int | None = None,
+        session_id: str | None = None,
+        model: Model | str | None = None,
+        to: str | os.PathLike[str] | None = None,
+    ) -> Agent:
+        """A new session beginning with this one's log up to a quiet point (SPEC §11.1); see
+        :func:`nbagent.fork_session`. The child gets this agent's tools and system prompt."""
+        from nbagent.store.forking import create_fork
+
+        if self.path is None or self.reopen is None:
+            raise NbagentError("an in-memory session (path=None) has no log to fork from")
+        where = getattr(self._file, "_url", self.path)  # PostgreSQL: the URL with its credentials
+        name = model if isinstance(model, str) else model.name if model is not None else None
+        made = create_fork(where, self.session_id, before_turn=before_turn, at=at, new_session_id=session_id,
+                           model_name=name, to=to)  # fmt: skip
+        return self.reopen(made.location, made.session_id, model=model, tools=tuple(self.tools.values()),
+                           system=self.system)  # fmt: skip
+
+    def replay_plan(self, turn: int) -> tuple[Arrival, ...]:
+        """The parent's arrivals during its turn ``turn`` (SPEC §11.2), for a fork made before it."""
+        from nbagent.replay import replay_plan
+
+        return replay_plan(self, turn)
+
+    async def replay(
+        self,
+        turn: int,
+        *,
+        drop: Iterable[str] = (),
+        move: Mapping[str, int] | None = None,
+        add: Iterable[tuple[UserMessage | str, int]] = (),
+        model: Model | str | None = None,
+    ) -> Run:
+        """Re-enact the parent's turn ``turn`` here with its arrivals (edited); SPEC §11.2."""
+        from nbagent.replay import replay
+
+        return await self._on_own_loop(replay(self, turn, drop=drop, move=move, add=add, model=model))
 
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.

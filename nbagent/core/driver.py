@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
+from nbagent.core.estimate import Meter
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
 from nbagent.core.hooks import SessionStart
 from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splice
@@ -68,6 +69,8 @@ class Driver:
         self.system = system
         self.approver: Approver | None = None
         """With none set, calls of tools that need approval are ``unavailable``."""
+        self.context_limit: Literal["warn", "block"] = "warn"  # "block": see Agent.context_limit
+        self.meter = Meter()  # the running token counts of requests (SPEC §12)
         self.notices = Notices(loop, threading.get_ident())
         self.notices.after_event_round = self._after_event_round
         self.notices.on_change = self._subscriptions_changed

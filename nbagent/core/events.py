@@ -16,13 +16,14 @@ different shape). The stored JSON of every type is pinned by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
-from operator import attrgetter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple
 
 from nbagent._json import FrozenDict, FrozenList
 from nbagent.core.messages import AssistantMessage, UserMessage, message_view
+from nbagent.core.record import EventParseError as EventParseError
+from nbagent.core.record import Record, UnknownEvent, field_shape, record_type
 from nbagent.core.vocabulary import NEXT_STEP as NEXT_STEP
 from nbagent.core.vocabulary import NEXT_TURN as NEXT_TURN
 from nbagent.core.vocabulary import (
@@ -64,67 +65,7 @@ def _opt_map(value: Any) -> Any:
     return value if isinstance(value, Mapping) else None
 
 
-# -- the records -------------------------------------------------------------------------------------
-
-_BY_TYPE: dict[str, type[Record]] = {}
-
-
-class Record:
-    """A core event: its ``type`` tag and its fields; ``seq`` and ``time`` once it is in the log.
-
-    Each event type is a ``@dataclass(frozen=True, slots=True)`` subclass. A record being staged
-    has no ``seq``/``time`` yet (the journal assigns them to the stored envelope); a record from
-    :func:`parse_event` carries the envelope's. They are not fields: records compare by content.
-    """
-
-    __slots__ = ("seq", "time")
-    type: ClassVar[str]
-    required: ClassVar[frozenset[str]] = frozenset()
-    """The stored keys a resumed log must have for this type (checked before it is replayed)."""
-    seq: int
-    time: int
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        tag = cls.__dict__.get("type")
-        if isinstance(tag, str):  # the slotted class the dataclass decorator makes replaces the first
-            _BY_TYPE[tag] = cls
-
-    def to_json(self) -> Any:
-        """The ``data`` the log stores for this event: by default its fields, in order."""
-        names, values = _SHAPES.get(type(self)) or _shape(type(self))
-        return FrozenDict(zip(names, values(self)))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Record:
-        """The record of stored ``data``, by default field by field (a field without a default is
-        required: its absence raises ``KeyError``)."""
-        required = _required_fields(cls)
-        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data or f.name in required})  # type: ignore[arg-type]
-
-
-_SHAPES: dict[type[Record], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
-_REQUIRED_FIELDS: dict[type[Record], frozenset[str]] = {}
-
-
-def _shape(cls: type[Record]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
-    """A record class's field names in order and a getter of their values (worked out once)."""
-    shape = _SHAPES.get(cls)
-    if shape is None:
-        names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
-        getter = attrgetter(*names)
-        shape = _SHAPES[cls] = (names, (lambda r: (getter(r),)) if len(names) == 1 else getter)
-    return shape
-
-
-def _required_fields(cls: type[Record]) -> frozenset[str]:
-    required = _REQUIRED_FIELDS.get(cls)
-    if required is None:
-        required = _REQUIRED_FIELDS[cls] = frozenset(
-            f.name
-            for f in fields(cls)  # type: ignore[arg-type]
-            if f.default is MISSING and f.default_factory is MISSING
-        )
-    return required
+# -- the records (the base class, its registry and UnknownEvent: nbagent/core/record.py) -------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +245,26 @@ class RequestHeader(Record):
             None if system is None else str(system),
             tuple(data.get("tools") or ()),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEstimate(Record):
+    """``request/estimate``: the request's estimated input tokens by source kind (SPEC §12), committed
+    with the step's entered messages; ``window`` and ``warning`` are stored only when known."""
+
+    type: ClassVar[str] = "request/estimate"
+    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "total", "by_source"})
+    turn: int
+    step: int
+    total: int
+    by_source: Mapping[str, int]
+    counter: str = "chars"
+    window: int | None = None
+    warning: Mapping[str, Any] | None = None
+
+    def to_json(self) -> FrozenDict:
+        names, values = field_shape(type(self))
+        return FrozenDict((n, v) for n, v in zip(names, values(self)) if v is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -508,14 +469,18 @@ def _approval(record: ApprovalAsked | ApprovalDecided) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class UnknownEvent(Record):
-    """An event type this version does not know (kept, never an error)."""
+class SessionForked(Record):
+    """``session/forked``: a fork's first own event; ``at`` = last copied seq (§11.1)."""
 
-    type: str  # type: ignore[misc]
-    data: Any = None
+    type: ClassVar[str] = "session/forked"
+    required: ClassVar[frozenset[str]] = frozenset({"parent", "at"})
+    parent: str
+    at: int
+    turn: int | None = None
 
-    def to_json(self) -> Any:
-        return self.data
+    def to_json(self) -> FrozenDict:
+        extra = {} if self.turn is None else {"turn": self.turn}
+        return FrozenDict({"parent": self.parent, "at": self.at, **extra})
 
 
 TypedEvent = (
@@ -526,6 +491,7 @@ TypedEvent = (
     | StepEnd
     | UserMessageEvent
     | RequestHeader
+    | RequestEstimate
     | AssistantChunk
     | AssistantMessageEvent
     | ToolCallEvent
@@ -533,6 +499,7 @@ TypedEvent = (
     | LlmRetry
     | ApprovalAsked
     | ApprovalDecided
+    | SessionForked
     | UnknownEvent
 )
 """What :func:`parse_event` returns (every record registered by defining it)."""
@@ -544,6 +511,7 @@ STEP_START: Final = StepStart.type
 STEP_END: Final = StepEnd.type
 USER_MESSAGE: Final = UserMessageEvent.type
 REQUEST_HEADER: Final = RequestHeader.type
+REQUEST_ESTIMATE: Final = RequestEstimate.type
 ASSISTANT_CHUNK: Final = AssistantChunk.type
 ASSISTANT_MESSAGE: Final = AssistantMessageEvent.type
 TOOL_CALL: Final = ToolCallEvent.type
@@ -551,21 +519,13 @@ TOOL_RESULT: Final = ToolResultEvent.type
 LLM_RETRY: Final = LlmRetry.type
 APPROVAL_ASKED: Final = ApprovalAsked.type
 APPROVAL_DECIDED: Final = ApprovalDecided.type
+SESSION_FORKED: Final = SessionForked.type
 
 MESSAGE_EVENTS: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 """The event types whose ``message`` is model-visible (SPEC §4, "model-visible means logged")."""
 
 
-def record_type(type_: str) -> type[Record] | None:
-    """The record class of a stored event type (``None`` for a type this version does not know)."""
-    return _BY_TYPE.get(type_)
-
-
 # -- the adapter -------------------------------------------------------------------------------------
-
-
-class EventParseError(ValueError):
-    """A stored event of a known type lacks a field its record needs."""
 
 
 def parse_event(event: Event) -> TypedEvent:
@@ -574,7 +534,7 @@ def parse_event(event: Event) -> TypedEvent:
     Unknown types become :class:`UnknownEvent`; a known type missing a required field raises
     :class:`EventParseError` naming the seq and the field.
     """
-    cls = _BY_TYPE.get(event.type)
+    cls = record_type(event.type)
     if cls is None or not isinstance(event.data, Mapping):
         record: Record = UnknownEvent(event.type, event.data)
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple, Protocol
 
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, Splice
@@ -206,6 +207,23 @@ class Inbox:
         def plan(s: InboxState) -> list[PlannedSplice | None]:
             found = s.find(message_id)
             return [] if found is None else [plan_splice(s, found[0], found[1], 1, ())]
+
+        return len(self._driver.mutate(plan)) > 0
+
+    def move(self, message_id: str, target: Target, index: int) -> bool:
+        """Move the pending ``message_id`` to ``index`` of ``target`` (splice coordinates, counted
+        after its removal); ``False`` if it is not pending. One commit of two splices: a removal
+        with ``outcome="moved"`` and an insertion (SPEC §11.1). Does not wake the driver."""
+        _check_target(target)
+
+        def plan(s: InboxState) -> list[PlannedSplice | None]:
+            found = s.find(message_id)
+            if found is None:
+                return []
+            out = plan_splice(s, found[0], found[1], 1, ())
+            assert out is not None
+            moved = out._replace(event=replace(out.event, outcome="moved"), removed=())
+            return [moved, plan_splice(out.after, target, index, 0, out.removed)]
 
         return len(self._driver.mutate(plan)) > 0
 

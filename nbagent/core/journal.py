@@ -123,6 +123,8 @@ class Journal:
         self.staged_inbox = self.inbox = inbox
         self._staged: list[Ticket] = []
         self._writing = False
+        self._in_flight: list[Ticket] = []
+        """The batch being written (no longer staged, not yet committed)."""
         self._lost: BaseException | None = None
         """A driver change that could not be planned again after a failed write (raised by its next commit)."""
         self._closed = False
@@ -145,6 +147,13 @@ class Journal:
     def has_staged(self) -> bool:
         """Whether anything is staged or being written (a commit would have something to wait for)."""
         return bool(self._staged) or self._writing or self._lost is not None
+
+    def with_uncommitted(self, read: Callable[[list[Record]], Any]) -> Any:
+        """``read(records)`` with the records staged or being written (not yet committed, in seq
+        order), under the lock: nothing commits meanwhile, so what ``read`` sees of the committed
+        projections and these records adds up to the log as it will be."""
+        with self._lock:
+            return read([r for t in (*self._in_flight, *self._staged) for r in t.records])
 
     # -- the two kinds of change ----------------------------------------------------------------
 
@@ -323,6 +332,7 @@ class Journal:
                 continue
             self._writing = True
             batch, self._staged = self._staged, []
+            self._in_flight = batch
             rows = self._rows(batch) if self.file is not None else []
             self._lock.release()
             error: BaseException | None = None
@@ -334,6 +344,7 @@ class Journal:
             finally:
                 self._lock.acquire()
             self._writing = False
+            self._in_flight = []
             if error is None:
                 self._commit(batch)
                 finished = batch

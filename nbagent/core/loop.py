@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from nbagent._json import fix_text, storable
+from nbagent._json import FrozenDict, fix_text, storable
+from nbagent.core.estimate import Estimate, context_window
 from nbagent.core.events import (
     AssistantMessageEvent,
     LlmRetry,
     Record,
+    RequestEstimate,
     StepEnd,
     StepStart,
     TurnEnd,
@@ -19,6 +22,7 @@ from nbagent.core.events import (
 from nbagent.core.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
 from nbagent.core.hooks import PreStep as PreStepPayload
 from nbagent.core.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
+from nbagent.core.projections import record_message
 from nbagent.core.signal import CancelSignal, settle
 from nbagent.core.tool_batch import run_tool_batch
 from nbagent.core.vocabulary import Failure, LoopFailureCode, TokenUsage
@@ -121,8 +125,13 @@ async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
                 end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
                 proceed = step > 0
                 break
+            estimate = request_estimate(driver, number, step + 1, messages)
+            if estimate.warning is not None and driver.context_limit == "block":
+                end = TurnEnd(number, "blocked")  # the claimed batch is gone, as for a Reject
+                driver.stage([estimate])
+                break
             step += 1
-            result = await run_step(driver, number, step, messages, signal)
+            result = await run_step(driver, number, step, messages, signal, estimate)
             max_tokens = max_tokens or result == "max-tokens"
             owes_step = result == "continue"
             check(signal)
@@ -201,14 +210,22 @@ def _entered(decision: Any) -> tuple[UserMessage, ...]:
 
 
 async def run_step(
-    driver: Driver, turn: int, step: int, messages: tuple[UserMessage, ...], signal: CancelSignal
+    driver: Driver,
+    turn: int,
+    step: int,
+    messages: tuple[UserMessage, ...],
+    signal: CancelSignal,
+    estimate: RequestEstimate,
 ) -> StepOutcome:
-    """One step: ``step/start``, its messages, the request (with retries), the tools, ``step/end``."""
+    """One step: ``step/start``, its messages, the request (with retries), the tools, ``step/end``.
+
+    ``estimate`` (the request measured before it is sent) commits with the entered messages."""
     drafts: list[Record] = [StepStart(turn, step)]
     drafts += [UserMessageEvent(m) for m in messages]
     header = driver.header_draft()
     if header is not None:
         drafts.append(header)
+    drafts.append(estimate)
     driver.stage(drafts)
     try:
         attempt = 1
@@ -261,7 +278,7 @@ class _Answer:
         elif isinstance(chunk, ToolCallChunk):
             self.calls.append(ToolCallChunk(stored["id"], stored["name"], stored["arguments"]))
         elif isinstance(chunk, Usage):
-            self.usage = {"input_tokens": chunk.input_tokens, "output_tokens": chunk.output_tokens}
+            self.usage = chunk.to_json()  # type: ignore[assignment]
         elif isinstance(chunk, Finish):
             self.finish = chunk.kind
             if chunk.kind == "error":
@@ -382,3 +399,28 @@ async def _request_error(
         return None if signal.cancelled else Retry()
 
     return await waterfall(listeners, payload, default)
+
+
+def request_estimate(driver: Driver, turn: int, step: int, entered: Sequence[Any]) -> RequestEstimate:
+    """The ``request/estimate`` of the driver's next request: the history as it will be at
+    dispatch (committed, staged, then ``entered``), the system prompt and the tools."""
+    model = driver.model
+    provider = model_provider(model)
+    name = getattr(model, "model", None) or model.name
+    window = context_window(model, provider)
+
+    def read(records: list[Any]) -> Estimate:
+        staged = [m for r in records if (m := record_message(r)) is not None]
+        return driver.meter.estimate(
+            provider=provider,
+            model=name,
+            history=driver.projections.history_since,
+            extra=[*staged, *entered],
+            system=driver.system,
+            tools=driver.tool_schemas,
+            window=window,
+        )
+
+    est: Estimate = driver.journal.with_uncommitted(read)
+    warning = FrozenDict(est.warning) if est.warning is not None else None
+    return RequestEstimate(turn, step, est.total, FrozenDict(est.by_source), est.counter, est.window, warning)

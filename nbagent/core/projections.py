@@ -97,6 +97,15 @@ class Projections:
             return self._items[seq - self._base :]
         return list(self.events()[seq:])
 
+    def history_since(self, start: int) -> tuple[int, list[Message]]:
+        """The history's length and its messages from index ``start`` on (no full snapshot is made:
+        the meter reads only what is new since its last count)."""
+        self.materialise()
+        prefix = self._prefix_history
+        if start >= len(prefix):
+            return len(prefix) + len(self._history), self._history[start - len(prefix) :]
+        return len(prefix) + len(self._history), prefix[start:] + self._history
+
     def history(self) -> tuple[Message, ...]:
         """The derived model history (a tuple snapshot, as requests carry it)."""
         if self._history_cache is None:

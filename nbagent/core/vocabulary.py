@@ -61,7 +61,8 @@ class ToolError(TypedDict):
 
 
 class TokenUsage(TypedDict, total=False):
-    """Token usage as the provider reported it."""
+    """Token usage as the provider reported it (``input_tokens`` includes the cached ones)."""
 
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int

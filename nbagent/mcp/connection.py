@@ -167,13 +167,12 @@ class McpConnection:
     async def _connect(self, scope: Any) -> None:
         """Connect, list the tools, then hold the connection until told to stop."""
         import math
+        from importlib.metadata import version
 
         from mcp import Client
         from mcp.types import Implementation
 
-        import nbagent
-
-        info = Implementation(name="nbagent", version=nbagent.__version__)
+        info = Implementation(name="nbagent", version=version("nbagent"))  # nbagent's installed metadata
         async with Client(self._transport(), client_info=info) as client:
             tools = await _list_tools(client)
             if self._stopping:

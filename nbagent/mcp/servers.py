@@ -14,7 +14,7 @@ import asyncio
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nbagent.core.tools import Tool
 from nbagent.mcp.config import FIRST_REQUEST_WAIT, ServerSpec
@@ -23,7 +23,25 @@ from nbagent.mcp.names import SEPARATOR, server_prefix, tool_name
 from nbagent.mcp.offered import offered_tool, stand_in
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.core.hooks import Hooks
+
+
+class Host(Protocol):
+    """What the servers use of their agent (:class:`nbagent.core.agent.Agent`)."""
+
+    hooks: Hooks
+    driver: Any
+    """Its driver: the servers start on ``driver.loop``."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def tools(self) -> dict[str, Tool]: ...
+
+    def add_tool(self, tool: Tool) -> Tool: ...
+
+    def remove_tool(self, name: str) -> Tool | None: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +62,7 @@ class ServerInfo:
 class McpServers:
     """The MCP servers of ``agent`` (its ``mcp`` attribute)."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Host) -> None:
         self._agent = agent
         self._lock = threading.Lock()
         self._servers: dict[str, McpConnection] = {}

@@ -157,6 +157,7 @@ class AnthropicStreamState:
     blocks: dict[int, _Block] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
     stop_reason: str | None = None
     stopped: bool = False
     thinking: list[dict[str, Any]] = field(default_factory=list)
@@ -202,7 +203,7 @@ class AnthropicStreamState:
 
     def end(self) -> list[Chunk]:
         """Usage, then ``Finish``; a stream cut before ``message_stop`` is a ``TRANSPORT`` failure."""
-        usage = Usage(self.input_tokens, self.output_tokens)
+        usage = Usage(self.input_tokens, self.output_tokens, cached_input_tokens=self.cached_input_tokens)
         if not self.stopped:
             failure = Failure("the stream ended before the model finished its answer", code="TRANSPORT")
             return [usage, Finish("error", failure)]
@@ -231,5 +232,6 @@ class AnthropicStreamState:
                 getattr(usage, "cache_read_input_tokens", None) or 0
             )
             self.input_tokens = int(prompt) + int(cached)
+            self.cached_input_tokens = int(getattr(usage, "cache_read_input_tokens", None) or 0)
         if getattr(usage, "output_tokens", None) is not None:
             self.output_tokens = int(usage.output_tokens)

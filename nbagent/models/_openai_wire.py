@@ -148,9 +148,11 @@ class OpenAIStreamState:
         out: list[Chunk] = []
         usage = getattr(chunk, "usage", None)
         if usage is not None:
+            details = getattr(usage, "prompt_tokens_details", None)
             self.usage = Usage(
                 input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                cached_input_tokens=int(_field(details, "cached_tokens") or 0),
             )
         for choice in getattr(chunk, "choices", None) or ():
             if getattr(choice, "index", 0) != 0:
@@ -210,3 +212,10 @@ def _extra(delta: Any, name: str) -> str | None:
         extra = getattr(delta, "model_extra", None) or {}
         value = extra.get(name)
     return value if isinstance(value, str) else None
+
+
+def _field(value: Any, name: str) -> Any:
+    """``value.name`` or ``value[name]`` (the SDK gives objects, or dicts for extra fields)."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)

@@ -76,11 +76,20 @@ class ToolCallChunk:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage reported by the provider."""
+    """Token usage reported by the provider. ``input_tokens`` counts every input token, including
+    the ``cached_input_tokens`` read from the provider's prompt cache."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     type: Literal["usage"] = "usage"
+    cached_input_tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (``cached_input_tokens`` only when the provider reported some)."""
+        out: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cached_input_tokens:
+            out["cached_input_tokens"] = self.cached_input_tokens
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +111,7 @@ def chunk_to_json(chunk: Chunk) -> dict[str, Any]:
     if isinstance(chunk, ToolCallChunk):
         return {"type": "tool-call", "id": chunk.id, "name": chunk.name, "arguments": chunk.arguments}
     if isinstance(chunk, Usage):
-        return {"type": "usage", "input_tokens": chunk.input_tokens, "output_tokens": chunk.output_tokens}
+        return {"type": "usage", **chunk.to_json()}
     if isinstance(chunk, Finish):
         out: dict[str, Any] = {"type": "finish", "kind": chunk.kind}
         if chunk.failure is not None:

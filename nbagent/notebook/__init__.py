@@ -35,13 +35,9 @@ def current_agent() -> Agent:
 def current_kernel_session() -> KernelSession:
     """The kernel's session holder: ``.agent_loop`` (the loop the agent runs on), ``.main_thread``
     (runs callables on the kernel's main thread for the agent), ``.current()`` (the open agent)."""
-    from IPython import get_ipython
+    from nbagent.notebook.kernel_session import current_kernel_session as current
 
-    shell = get_ipython()
-    magics = _instance(shell) if shell is not None else None
-    if magics is None:
-        raise RuntimeError("run `%load_ext nbagent` first")
-    return magics.session
+    return current()
 
 
 def load_ipython_extension(ipython: Any) -> None:

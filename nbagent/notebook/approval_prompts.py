@@ -86,22 +86,12 @@ class _Slot:
     def _composed(self) -> dict[str, Any]:
         from IPython.core.formatters import format_display_data
 
-        from nbagent.views import TIMELINE_MIME
-        from nbagent.widgets.approval import settled_bundle
-
         data = self._data
-        turn_html = str(data.get("text/html", ""))
         if self.records:
-            done = settled_bundle(self.records)
-            # The decisions are drawn in the HTML: the timeline bundle (which a JupyterLab renderer
-            # would prefer) is left out so they stay in view; the timeline shows them as nodes too.
-            data = {
-                **{key: value for key, value in data.items() if key != TIMELINE_MIME},
-                "text/plain": f"{data.get('text/plain', '')}\n{done['text/plain']}",
-                "text/html": turn_html + done["text/html"],
-            }
+            data = with_records(data, self.records)
         if self.question is None or self.widget is None:
             return data
+        turn_html = str(self._data.get("text/html", ""))
         self.widget.context_html = turn_html
         prompt, _ = format_display_data(self.widget)
         return {
@@ -109,6 +99,40 @@ class _Slot:
             "text/plain": f"{data.get('text/plain', '')}\n{prompt['text/plain']}",
             "text/html": f"{data.get('text/html', '')}{prompt['text/html']}",
         }
+
+
+def with_records(data: dict[str, Any], records: list[tuple[dict[str, Any], str, str]]) -> dict[str, Any]:
+    """The turn's bundle with the cell's decided approvals: each approval node of the timeline JSON
+    says its decision in the cell's words ("run_code approved (allowed for this session)"), and the
+    HTML and text end with a static record of each (code and outcome). The same three MIME types as
+    every other output, so a saved cell keeps its view (SPEC §9.2)."""
+    from nbagent.views import TIMELINE_MIME
+    from nbagent.views.html import live_turn_html
+    from nbagent.views.plain import live_turn_text
+    from nbagent.widgets.approval import settled_bundle
+
+    done = settled_bundle(records)
+    bundle = data.get(TIMELINE_MIME)
+    if not isinstance(bundle, dict):
+        return {
+            "text/plain": f"{data.get('text/plain', '')}\n{done['text/plain']}",
+            "text/html": f"{data.get('text/html', '')}{done['text/html']}",
+        }
+    said = [(q.get("call_id"), q.get("tool"), sentence) for q, _state, sentence in records]
+    nodes = []
+    for node in bundle["nodes"]:
+        if node.get("type") == "approval" and node.get("outcome"):
+            match = next((r for r in said if r[:2] == (node.get("call_id"), node.get("tool"))), None)
+            if match is not None:
+                said.remove(match)
+                node = {**node, "text": match[2]}
+        nodes.append(node)
+    bundle = {**bundle, "nodes": nodes}
+    return {
+        TIMELINE_MIME: bundle,
+        "text/plain": f"{live_turn_text(bundle)}\n{done['text/plain']}",
+        "text/html": live_turn_html(bundle) + done["text/html"],
+    }
 
 
 class ApprovalPrompts:

@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 from nbagent.notebook.agent_loop import AgentLoop, agent_loop
+from nbagent.notebook.carried import carried_line, pending_lines, still_pending
 from nbagent.notebook.location import notebook_path, runner_notebook, session_file
 from nbagent.notebook.main_thread import MainThread
+from nbagent.notebook.meter_commands import usage_line
 from nbagent.notebook.shell_pump import ShellPump
 from nbagent.store.pg_location import redact
 
@@ -66,6 +68,8 @@ class KernelSession:
         """Called with every agent opened or resumed, before it is used (the built-in tools equip it)."""
         self.delivery_patience = DELIVERY_PATIENCE
         self.in_use_elsewhere: str | None = None
+        self.carried: list[UserMessage] = []
+        """Followups pending when the session was resumed: the next waking magic shows them first."""
         """The latest session's id when ``ensure`` last found it open in another process."""
         self.runner = runner_notebook()
         """The notebook named by the program that started this kernel (nbconvert), if any."""
@@ -140,7 +144,7 @@ class KernelSession:
 
     def rows(self) -> list[SessionRow]:
         """The sessions in the file, newest first (nothing is created: an absent file has none)."""
-        from nbagent import list_sessions
+        from nbagent.store.reading import list_sessions
 
         path = self.path
         if isinstance(path, Path) and not path.exists():
@@ -180,7 +184,7 @@ class KernelSession:
         known = self.knows_notebook()
         rows = self.rows() if known else []
         if rows:
-            from nbagent import SessionLockedError
+            from nbagent.errors import SessionLockedError
 
             try:
                 self.in_use_elsewhere = None
@@ -209,7 +213,7 @@ class KernelSession:
 
     def new(self, *, announce: bool = True) -> Agent:
         """Close the current agent (if any) and open a fresh session in the file."""
-        from nbagent import open_session
+        from nbagent.session import open_session
 
         self.close()
         path = self.path
@@ -222,7 +226,7 @@ class KernelSession:
                 lambda: open_session(path, notebook=str(notebook) if notebook else None)
             ),
         )
-        for equip in self.on_open:
+        for equip in list(self.on_open):
             equip(self.agent)
         if announce:
             print(
@@ -235,7 +239,7 @@ class KernelSession:
 
         A session held by another process raises ``SessionLockedError`` (``ensure`` words it).
         """
-        from nbagent import resume_session
+        from nbagent.session import resume_session
 
         rows = self.rows() if rows is None else rows
         matches = [r for r in rows if r.id.startswith(session_id)]
@@ -251,7 +255,7 @@ class KernelSession:
         self.close()
         path = self.path
         agent = self._file_call(path, lambda: self.on_agent_loop(lambda: resume_session(path, row.id)))
-        for equip in self.on_open:
+        for equip in list(self.on_open):
             equip(agent)
         self.agent = agent
         after = next((r for r in self.rows() if r.id == row.id), row)
@@ -264,14 +268,23 @@ class KernelSession:
             f"nbagent: resumed session {row.id[:8]} from {_shown(path)} "
             f"({row.turns} turn{'s' if row.turns != 1 else ''}, last active {when(row.last_activity)}){repaired}"
         )
+        self.carried = list(agent.inbox.next_turn)
+        line = carried_line(agent, self.carried)
+        if line is not None:
+            print(line)
         return agent
+
+    def take_carried(self, agent: Agent) -> list[UserMessage]:
+        """The carried-over followups still pending, handed once to the waking magic that shows them."""
+        carried, self.carried = still_pending(agent, self.carried), []
+        return carried
 
     def _file_call(self, path: Path, fn: Callable[[], T]) -> T:
         """``fn()``, with a failure of the session file turned into one line naming the file and the way
         out (a ``UsageError``); a session in use elsewhere passes through as ``SessionLockedError``."""
         import sqlite3
 
-        from nbagent import NbagentError, SessionLockedError
+        from nbagent.errors import NbagentError, SessionLockedError
 
         try:
             return fn()
@@ -288,6 +301,7 @@ class KernelSession:
         for view in self.views:
             view.stop()
         self.views.clear()
+        self.carried = []
         self.agent = None
         self.run(agent.close())
 
@@ -309,7 +323,7 @@ class KernelSession:
 
     def read_events(self, session_id: str) -> tuple[Any, ...]:
         """The events of ``session_id`` in the file, read without opening it for writing."""
-        from nbagent import read_events
+        from nbagent.store.reading import read_events
 
         path = self.path
         return self._file_call(path, lambda: read_events(path, session_id))
@@ -344,6 +358,8 @@ class KernelSession:
             f"model: {agent.model.name}",
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
+            usage_line(agent),
+            *pending_lines(agent, still_pending(agent, self.carried)),
         ]
 
 
@@ -407,3 +423,14 @@ def _shown(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def current_kernel_session() -> KernelSession:
+    """The session holder of this kernel's ``%load_ext nbagent`` (see :mod:`nbagent.notebook`)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = shell.magics_manager.registry.get("AgentMagics") if shell is not None else None
+    if magics is None:
+        raise RuntimeError("run `%load_ext nbagent` first")
+    return magics.session

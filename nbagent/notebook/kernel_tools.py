@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import nbagent
 from nbagent.core.tools import Tool, ToolResult
+from nbagent.core.tools import tool as make_tool
 from nbagent.notebook.approval_prompts import ApprovalPrompts
 from nbagent.notebook.approvals import Approvals
 from nbagent.notebook.cell_history import CellHistory
@@ -50,7 +50,7 @@ TOOL_NAMES = ("list_variables", "describe_variable", "recent_cells", "run_code",
 
 def _default_on_main() -> OnMain[Any]:
     """The kernel session's hand-over to the main thread, or a new one bound to the running loop."""
-    from nbagent.notebook import current_kernel_session
+    from nbagent.notebook.kernel_session import current_kernel_session
     from nbagent.notebook.main_thread import MainThread
 
     try:
@@ -134,10 +134,10 @@ class KernelTools:
             return await on_main(body)
 
         return (
-            nbagent.tool(list_variables, parallel_safe=True),
-            nbagent.tool(describe_variable, parallel_safe=True),
-            nbagent.tool(recent_cells, parallel_safe=True),
-            nbagent.tool(run_code, requires_approval=True),
+            make_tool(list_variables, parallel_safe=True),
+            make_tool(describe_variable, parallel_safe=True),
+            make_tool(recent_cells, parallel_safe=True),
+            make_tool(run_code, requires_approval=True),
             read_notebook_tool(shell),
         )
 

@@ -15,7 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from nbagent.notebook import mcp_commands, tool_commands
+from nbagent.notebook import fork_commands, mcp_commands, meter_commands, tool_commands
 from nbagent.notebook.arguments import pick_options, split_options
 from nbagent.notebook.help import (
     RunFailedError,
@@ -38,8 +38,11 @@ from nbagent.notebook.kernel_tools import NotebookTools
 from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
+_COMMANDS += ("run",)  # starts what is pending (a followup carried over a restart): agent.wake()
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
 _COMMANDS += ("mcp",)  # nbagent.notebook.mcp_commands
+_COMMANDS += ("context", "context-limit")  # nbagent.notebook.meter_commands
+_COMMANDS += fork_commands.COMMANDS  # fork, replay, diff
 
 
 def running_cell_number(shell: Any, stored: bool) -> int:
@@ -183,9 +186,10 @@ class AgentMagics(Magics):
         agent = self.session.ensure()
         assert agent is not None
         agent.inject(message)
-        from nbagent.context import estimate_tokens
+        from nbagent.core.estimate import content_tokens, model_counter
 
         body = message.plain_text
+        tokens = content_tokens(message.content, model_counter(agent.model))  # as the meter counts it
         pending = len(agent.inbox.next_step) + len(agent.inbox.next_turn)
         when_seen = (
             "the running turn reads it at its next step"
@@ -195,7 +199,7 @@ class AgentMagics(Magics):
         as_text = f" · as text ({injection.as_text})" if injection.as_text else ""
         dropped = dropped_note(message, opts.budget or DEFAULT_BUDGET)
         print(
-            f"queued {describe(message)}: {len(body):,} chars, ~{estimate_tokens(body):,} tokens{as_text}"
+            f"queued {describe(message)}: {len(body):,} chars, ~{tokens:,} tokens{as_text}"
             f"{dropped} · inbox {pending} pending · {when_seen}"
         )
 
@@ -246,8 +250,9 @@ class AgentMagics(Magics):
             raise UsageError(f"%{verb} needs a message")
         agent = self.session.ensure()
         assert agent is not None
+        self._show_carried(agent)
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
-        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self._forget, waited=args.wait)
+        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self.forget_view, waited=args.wait)
         view.start()
         self.tools.prompts.reserve(view)
         self.session.views.append(view)
@@ -265,13 +270,28 @@ class AgentMagics(Magics):
         if run.outcome == "error":
             raise RunFailedError.from_run(run)
 
+    def _show_carried(self, agent: Any) -> list[Any]:
+        """Give each followup carried over a restart a live view in this cell, before it runs here."""
+        from nbagent.notebook.carried import quoted
+        from nbagent.notebook.live import DisplaySurface, LiveTurn
+
+        views = []
+        for message in self.session.take_carried(agent):
+            print(f"nbagent: runs first, in this cell: followup {quoted(message)} (from before the restart)")
+            view = LiveTurn(agent, message, "followup", DisplaySurface(), on_final=self.forget_view)
+            view.start()
+            self.tools.prompts.reserve(view)
+            self.session.views.append(view)
+            views.append(view)
+        return views
+
     def _settle(self) -> None:
         """Re-publish views that became final while no cell ran, so every front end has the end."""
         for view in list(self.session.views):
             if view.final:
                 view.refresh()
 
-    def _forget(self, view: Any) -> None:
+    def forget_view(self, view: Any) -> None:
         if view in self.session.views:
             self.session.views.remove(view)
 
@@ -284,7 +304,8 @@ class AgentMagics(Magics):
     @argument(
         "value",
         nargs="*",
-        help="the session id for `resume`, the model for `model`, on|off for `tools`, ask|session for `approvals`",
+        help="the session id for `resume`, the model for `model`, on|off for `tools`, ask|session for "
+        "`approvals`, warn|block for `context-limit`",
     )
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
@@ -292,8 +313,16 @@ class AgentMagics(Magics):
 
         status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
         transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
-        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME.
+        mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME · run ·
+        context (the next request's tokens by source) · context-limit warn|block ·
+        fork --before-turn N|--at SEQ · replay N [--drop ID…] [--move ID=STEP…] [--wait] · diff [S:]TURN [S:]TURN.
         `%%agent` runs one command per line of its body.
+
+        After a kernel restart the first magic says which followups were left pending; they do not
+        start on their own: the next `%followup`, `%steer` or `%agent run` starts them first, each
+        with its live view and approval prompts in that cell. `%agent run` starts a turn for what is
+        pending without sending anything (`agent.wake()`); `%agent status` lists what runs and what
+        is pending.
         """
         if cell is not None:
             if line.strip():
@@ -313,6 +342,9 @@ class AgentMagics(Magics):
         if head == "mcp":  # its own words (`-- COMMAND ARGS…`) are not %agent options
             mcp_commands.command(self.session, self.mcp, rest)
             return
+        if head in fork_commands.COMMANDS:  # fork, replay, diff (SPEC §11.4)
+            fork_commands.command(self, head, rest)
+            return
         args = _parse(self.agent, line)
         if args.db:
             if self.session.db_override != args.db:
@@ -324,14 +356,14 @@ class AgentMagics(Magics):
         command = args.command or "status"
         if command not in _COMMANDS:
             raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(_COMMANDS)}")
-        wants_value = command in ("resume", "model")
+        wants_value = command in ("resume", "model", "context-limit")
         if wants_value and len(args.value) != 1:
             raise UsageError(f"%agent {command} takes exactly one argument")
         if not wants_value and args.value and command not in ("approve", "deny", "tools", "approvals"):
             raise UsageError(f"%agent {command} takes no argument (got {' '.join(args.value)!r})")
         if args.keep_inbox and command != "cancel":
             raise UsageError("--keep-inbox goes with `%agent cancel`")
-        getattr(self, f"_agent_{command}")(*args.value, keep_inbox=args.keep_inbox)
+        getattr(self, f"_agent_{command.replace('-', '_')}")(*args.value, keep_inbox=args.keep_inbox)
 
     def _agent_status(self, *, keep_inbox: bool) -> None:
         self.session.ensure(create=False)
@@ -353,13 +385,14 @@ class AgentMagics(Magics):
         for row in rows:
             mark = "*" if current is not None and current.session_id == row.id else " "
             title = f" · {row.title}" if row.title else ""
+            title += f" · fork of {row.parent[:8]}" if row.parent else ""
             print(
                 f"{mark} {row.id[:8]}  {plural(row.turns, 'turn'):>9}  {plural(row.events, 'event'):>11}  "
                 f"last {when(row.last_activity)}  {row.model or '?'}{title}"
             )
 
     def _agent_model(self, model: str, *, keep_inbox: bool) -> None:
-        from nbagent import NbagentError
+        from nbagent.errors import NbagentError
         from nbagent.models import resolve_model
 
         try:
@@ -386,10 +419,44 @@ class AgentMagics(Magics):
                 f'pip install "nbagent[notebook]" (or use %agent transcript)'
             ) from None
         agent = self.session.ensure(create=False)
-        if agent is None:
-            print(f"no session in {self.session.path} yet; %inject, %followup or %steer starts one")
+        if agent is None and self.session.in_use_elsewhere is None:
+            self._show_before_session(widgets)
             return
-        widgets.show(agent)
+        if agent is not None:
+            widgets.show(agent)
+
+    def _show_before_session(self, widgets: Any) -> None:
+        """``%agent show`` as the first magic: empty widgets now, filled by the session the first
+        delivery opens (nothing is created before it)."""
+        from nbagent.notebook.agent_slot import AgentSlot
+
+        slot = AgentSlot()
+        widgets.show(slot)
+
+        def attach(agent: Any) -> None:
+            self.session.on_open.remove(attach)
+            self.session.on_agent_loop(lambda: slot.attach(agent))
+
+        self.session.on_open.append(attach)
+        print(
+            f"no session in {self.session.shown_path} yet: these show it once %inject, %followup or %steer starts one"
+        )
+
+    def _agent_run(self, *, keep_inbox: bool) -> None:
+        agent = self.session.ensure(create=False)
+        if agent is None:
+            print("no session open; nothing to run")
+            return
+        views = self._show_carried(agent)
+        started = self.session.on_agent_loop(agent.wake)
+        for view in views:
+            view.refresh()
+        if started:
+            print(f"nbagent: started a turn for the pending messages ({agent.status})")
+        elif agent.status == "running":
+            print("nbagent: a turn is running; the pending followups run after it, in order")
+        else:
+            print("nbagent: nothing pending: no turn started")
 
     def _agent_cancel(self, *, keep_inbox: bool) -> None:
         agent = self.session.current()
@@ -435,6 +502,12 @@ class AgentMagics(Magics):
             session_id = rows[0].id
             events = self.session.read_events(session_id)
         display(transcript_output(events, title=f"Session {session_id[:8]}"), raw=True)
+
+    def _agent_context(self, *, keep_inbox: bool) -> None:
+        meter_commands.context(self.session)
+
+    def _agent_context_limit(self, value: str, *, keep_inbox: bool) -> None:
+        meter_commands.context_limit(self.session, value)
 
     def _agent_approve(self, *value: str, keep_inbox: bool) -> None:
         tool_commands.decide(self.session, "allowed-once", list(value))

@@ -138,7 +138,7 @@ def read_notebook_tool(
     """The ``read_notebook`` tool for ``shell``; ``locate`` finds the notebook file when the tool is
     called (by default :func:`notebook_of`), ``ask`` asks the front end for the live document (by
     default over a comm when ``shell`` belongs to a kernel)."""
-    import nbagent
+    from nbagent.core.tools import tool as make_tool
     from nbagent.notebook.live_document import ask_front_end
 
     find = locate or (lambda: notebook_of(shell))
@@ -162,4 +162,4 @@ def read_notebook_tool(
             return ToolResult(f"Error: {type(exc).__name__}: {exc}", is_error=True, code="TOOL_ERROR")
 
     # a sync body: nbagent runs it in a worker thread, off the agent's loop (SPEC §9.7)
-    return nbagent.tool(read_notebook, parallel_safe=True)
+    return make_tool(read_notebook, parallel_safe=True)

@@ -7,7 +7,6 @@ today; another backend implements :class:`SessionStore` and is selected in :func
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,16 +111,3 @@ class SessionStore(Protocol):
 
     def session_tuple(self, session_id: str) -> tuple[Any, ...] | None:
         """The stored ``sessions`` row as written (the ``session=`` argument of :meth:`write`)."""
-
-
-def open_store(location: str | os.PathLike[str], mode: Mode) -> SessionStore:
-    """Open the store at ``location`` (a SQLite file path, or a ``postgresql://`` URL) in ``mode``."""
-    from nbagent.store.pg_location import is_postgres_url
-    from nbagent.store.sqlite import SessionFile
-
-    if is_postgres_url(location):
-        from nbagent.store.postgres import PostgresStore
-
-        return PostgresStore(str(location), mode=mode)
-
-    return SessionFile(location, mode=mode)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nbagent.errors import NbagentError, SessionNotFoundError
-from nbagent.store.base import SessionStore, open_store
+from nbagent.store.base import SessionStore
+from nbagent.store.opening import open_store
 
 PAGE = 5000
 """Rows read, compared and written at a time (each written page is one transaction)."""

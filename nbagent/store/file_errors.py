@@ -16,12 +16,12 @@ from nbagent.store import budget as read_budget
 T = TypeVar("T")
 # SQLite's result codes (``sqlite3`` names them from Python 3.11; ``sqlite_errorcode`` is 3.11+ too).
 _IOERR, _INTERRUPT, _FULL, _TOOBIG = 10, 9, 13, 18
+BUSY_TIMEOUT_MS = 10_000
+"""How long a SQLite statement waits for another connection's lock before it fails."""
 
 
 def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
     """Turn an ``OSError`` or ``sqlite3.Error`` into an nbagent error naming the path and the remedy."""
-    from nbagent.store import sqlite
-
     text = str(exc)
     code = getattr(exc, "sqlite_errorcode", None)
     low = text.lower()
@@ -63,7 +63,7 @@ def file_error(path: Path, exc: BaseException, doing: str) -> SessionFileError:
     if "locked" in low or "busy" in low:
         return SessionWriteError(
             f"{doing} {path} failed: another connection held it locked for "
-            f"{sqlite.BUSY_TIMEOUT_MS // 1000} s ({text}); nothing was recorded — try again, or close the "
+            f"{BUSY_TIMEOUT_MS // 1000} s ({text}); nothing was recorded — try again, or close the "
             "program holding it"
         )
     return SessionFileError(f"{doing} {path} failed ({text}); check the path and its permissions")

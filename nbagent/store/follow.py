@@ -18,7 +18,8 @@ from typing import Any
 
 from nbagent.core.events import Event
 from nbagent.errors import SessionFileError, SessionNotFoundError
-from nbagent.store.base import SessionStore, open_store
+from nbagent.store.base import SessionStore
+from nbagent.store.opening import open_store
 from nbagent.store.pg_location import is_postgres_url
 
 POLL_S = 0.05

@@ -14,14 +14,29 @@ import hashlib
 import os
 import socket
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from nbagent.errors import NbagentError, SessionLockedError
 
 if TYPE_CHECKING:
     import psycopg
 
-    from nbagent.store.postgres import PostgresStore
+
+T = TypeVar("T")
+
+
+class LeaseStore(Protocol):
+    """What a lease uses of its PostgreSQL store (:class:`nbagent.store.postgres.PostgresStore`)."""
+
+    schema: str
+    location: str
+    backend_pid: int | None
+    broken: object
+    """The error that broke the connection, or ``None``."""
+
+    def run(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T: ...
+
 
 LEASE_WAIT_MS = 300
 """How long taking a lease waits for a holder whose connection is closing (a killed writer)."""
@@ -52,7 +67,7 @@ _HOLDER = (
 )
 
 
-def holder_row(store: PostgresStore, key: int) -> tuple[Any, ...] | None:
+def holder_row(store: LeaseStore, key: int) -> tuple[Any, ...] | None:
     """``(backend pid, application_name, client address, backend start)`` of the lock's holder."""
     unsigned = key & 0xFFFFFFFFFFFFFFFF
     return store.run(lambda c: c.execute(_HOLDER, (unsigned >> 32, unsigned & 0xFFFFFFFF)).fetchone())
@@ -72,9 +87,9 @@ def describe_holder(row: tuple[Any, ...] | None) -> str:
 class AdvisoryLease:
     """A session's one-writer lease: a session-level advisory lock on the writer's connection."""
 
-    def __init__(self, store: PostgresStore, session_id: str) -> None:
+    def __init__(self, store: LeaseStore, session_id: str) -> None:
         self.session_id = session_id
-        self._store: PostgresStore | None = store
+        self._store: LeaseStore | None = store
         self._key = lock_key(store.schema, session_id)
         self.backend: int | None = store.backend_pid
         if not store.run(lambda c: self._take(c, LEASE_WAIT_MS)) and not self._end_stale_holder(store):
@@ -99,7 +114,7 @@ class AdvisoryLease:
             return False
         return True
 
-    def _end_stale_holder(self, store: PostgresStore) -> bool:
+    def _end_stale_holder(self, store: LeaseStore) -> bool:
         """If the holder is a backend of this process that no live lease of it uses (its connection
         died silently), end that backend and take the lease; ``True`` on success."""
         row = holder_row(store, self._key)

@@ -274,6 +274,10 @@ class PostgresStore:
         except Exception:
             return None
 
+    def statement(self, text: str) -> bytes:
+        """``text`` as SQL with ``{schema}`` filled in (this store's schema, quoted)."""
+        return self._q(text)
+
     def run(self, fn: Callable[[psycopg.Connection[Any]], T], *, doing: str = "reading") -> T:
         """Run ``fn`` on the connection under the store's lock; database errors become nbagent's."""
         psycopg = _psycopg()

@@ -11,7 +11,8 @@ import os
 
 from nbagent.core.events import Event
 from nbagent.errors import SessionNotFoundError
-from nbagent.store.base import SessionRow, open_store
+from nbagent.store.base import SessionRow
+from nbagent.store.opening import open_store
 from nbagent.store.pg_location import is_postgres_url
 
 

@@ -33,7 +33,7 @@ from nbagent.errors import (
     SessionWriteError,
 )
 from nbagent.store import budget as read_budget
-from nbagent.store import netfs, osfile, sqlite_checks
+from nbagent.store import file_errors, netfs, osfile, sqlite_checks
 from nbagent.store.base import Mode, Row, SessionRow
 from nbagent.store.file_errors import file_error as _file_error
 from nbagent.store.file_errors import guard as _guard
@@ -56,7 +56,6 @@ T = TypeVar("T")
 
 SYNCHRONOUS = os.environ.get("NBAGENT_SYNCHRONOUS", "FULL").upper()
 """``FULL`` (default) makes every commit survive power loss; ``NORMAL`` survives process crashes."""
-BUSY_TIMEOUT_MS = 10_000
 CLOSE_CHECKPOINT_WAIT_MS = 2_000
 """How long a closing writer waits for readers to finish before it checkpoints the WAL."""
 
@@ -67,7 +66,7 @@ def _connect(path: Path, query: str) -> sqlite3.Connection:
     conn = sqlite3.connect(
         f"file:{quote(str(path))}?{query}", uri=True, isolation_level=None, check_same_thread=False
     )
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {file_errors.BUSY_TIMEOUT_MS}")
     return conn
 
 
@@ -96,6 +95,7 @@ class SessionFile:
         self._snapshot: Snapshot | None = None
         """For a log a stopped writer left: the private copy the reader reads."""
         self.header = Header(0)
+        self._owed = sqlite_checks.OwedChecks(self.path)
         try:
             self._open()
         except BaseException:
@@ -275,7 +275,7 @@ class SessionFile:
     def _close(self, checkpoint: bool) -> None:
         conn, self.conn = self.conn, None
         try:
-            if conn is not None:
+            if conn is not None and not self._owed.close_refused(conn):
                 if checkpoint and self.mode != "read":
                     try:
                         conn.execute(f"PRAGMA busy_timeout = {CLOSE_CHECKPOINT_WAIT_MS}")
@@ -298,6 +298,7 @@ class SessionFile:
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
         """Insert ``rows`` (and optionally a new ``sessions`` row) in one transaction: all or nothing."""
         with self.lock:
+            self._owed.settle(self.connection)
             self._write(rows, session)
 
     def _write(self, rows: Sequence[Row], session: tuple[Any, ...] | None) -> None:
@@ -341,6 +342,7 @@ class SessionFile:
                 raise
 
         with self.lock:
+            self._owed.settle(self.connection)
             _guard(self.path, "writing to", update)
 
     # -- reads --------------------------------------------------------------------------------
@@ -434,7 +436,7 @@ class SessionFile:
 
         count, last, last_time, bad = self._read(scan)
         if count != last + 1:
-            missing, before = self._read(lambda c: self._first_gap(c, session_id))
+            missing, before = self._read(lambda c: sqlite_checks.first_gap(c, session_id))
             raise SessionCorruptError(
                 f"session {session_id} in {self.path} has a gap in its log: seq {missing} is missing "
                 f"before seq {before}; restore the file from a copy (nbagent does not truncate logs)"
@@ -446,21 +448,18 @@ class SessionFile:
             )
         return count, last_time
 
-    def check_resumable(self, session_id: str) -> None:
-        """What resume checks beyond :meth:`check_log` (:mod:`nbagent.store.sqlite_checks`): the
-        inbox replays, and on files up to ``QUICK_CHECK_BYTES`` every page is sound."""
-        self._read(lambda c: sqlite_checks.check_splices(c, self.path, session_id))
-        if sqlite_checks.file_bytes(self.path) <= sqlite_checks.QUICK_CHECK_BYTES:
-            self._read(lambda c: sqlite_checks.check_pages(c, self.path))
+    def checks_may_wait(self, session_id: str) -> bool:
+        """Whether the resume checks beyond :meth:`check_log` may wait for the first write; on a log
+        a stopped writer left (a writer opening it rebuilds its -shm) they run now, on this reader."""
+        if self._snapshot is None:
+            return True
+        self._read(lambda c: sqlite_checks.check_all(c, self.path, session_id))
+        return False
 
-    @staticmethod
-    def _first_gap(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
-        expected = 0
-        for (seq,) in conn.execute("SELECT seq FROM events WHERE session_id = ? ORDER BY seq", (session_id,)):
-            if seq != expected:
-                return expected, seq
-            expected += 1
-        return expected, expected
+    def check_before_first_write(self, session_id: str) -> None:
+        """Owe a resumed session the checks beyond :meth:`check_log` (:mod:`~nbagent.store.sqlite_checks`),
+        run before this store's first write of any kind; damage refuses it and every later one."""
+        self._owed.owe(session_id)
 
     def last_of_type(self, session_id: str, type_: str) -> Event | None:
         row = self._read(

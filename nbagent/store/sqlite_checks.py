@@ -1,5 +1,12 @@
-"""The checks ``resume_session`` runs in SQL before it returns (SPEC §6.3), beside the continuity
-and JSON checks of :meth:`~nbagent.store.sqlite.SessionFile.check_log`.
+"""The checks a resumed session owes before its first write of any kind (SPEC §6.3), beside the
+continuity and JSON checks of :meth:`~nbagent.store.sqlite.SessionFile.check_log` that
+``resume_session`` runs before it returns. They read every splice and (on small files) every page,
+so they run when the store is first asked to write for the session (an ``inject()``, a model
+change, the repair of an interrupted turn, the first waking call's records), not at resume: a
+resume that only reads pays nothing for them, and nothing is ever appended to a log they refuse (a
+refused writer closes without a checkpoint, leaving a -wal and -shm it found). On a log a crashed
+writer left in its -wal they run at resume instead, on the reader's copy: a writer opening that log
+rebuilds its -shm.
 
 - Every inbox splice of the session is replayed from the start on queue lengths alone (the
   numbers SQLite extracts from each splice; no message is decoded): an impossible splice (a
@@ -14,12 +21,15 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from nbagent.core.events import INBOX_SPLICED
-from nbagent.errors import SessionCorruptError
+from nbagent.errors import SessionCorruptError, SessionWriteError
+from nbagent.store.file_errors import file_error
 
 QUICK_CHECK_BYTES = 16 << 20
-"""Files (with their -wal) up to this size get ``PRAGMA quick_check`` at resume (~10 ms)."""
+"""Files (with their -wal) up to this size get ``PRAGMA quick_check`` before a resumed session's
+first write (about 2 ms per MB)."""
 QUEUES = ("next-turn", "next-step")
 
 _SPLICES = (
@@ -79,3 +89,77 @@ def check_pages(conn: sqlite3.Connection, path: Path) -> None:
             f"{path} is damaged ({problem}); nbagent will not write to it — restore it from a "
             "copy, or pass another path"
         )
+
+
+def check_all(conn: sqlite3.Connection, path: Path, session_id: str) -> None:
+    """The splices' replay, then (files up to :data:`QUICK_CHECK_BYTES`) every page."""
+    check_splices(conn, path, session_id)
+    if file_bytes(path) <= QUICK_CHECK_BYTES:
+        check_pages(conn, path)
+
+
+def first_gap(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+    """``(the first missing seq, the seq found in its place)`` of a log whose count is off."""
+    expected = 0
+    for (seq,) in conn.execute("SELECT seq FROM events WHERE session_id = ? ORDER BY seq", (session_id,)):
+        if seq != expected:
+            return expected, seq
+        expected += 1
+    return expected, expected
+
+
+class CorruptLogError(SessionCorruptError, SessionWriteError):
+    """A write refused because the log it would extend is damaged: nothing was written."""
+
+
+class OwedChecks:
+    """The sessions whose resume checks are still owed, settled before the store's next write."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sessions: set[str] = set()
+        self.refusal: str | None = None
+        """Why the file was refused: every later write is refused the same way."""
+        self.had_wal = all(os.path.exists(f"{path}{suffix}") for suffix in ("-wal", "-shm"))
+        """Whether -wal and -shm were there before the writer opened (a refused file keeps them)."""
+
+    def owe(self, session_id: str) -> None:
+        self.sessions.add(session_id)
+
+    def settle(self, conn: sqlite3.Connection) -> None:
+        """Run what is owed on ``conn``; raise :class:`CorruptLogError` (and keep refusing) on damage."""
+        if self.refusal is None and self.sessions:
+            try:
+                for session_id in sorted(self.sessions):
+                    check_all(conn, self.path, session_id)
+            except SessionCorruptError as exc:
+                self.refusal = f"{exc}; nothing was recorded"
+            except sqlite3.Error as exc:  # damage too deep to read past, or a passing failure
+                error = file_error(self.path, exc, "checking")
+                if not isinstance(error, SessionCorruptError):
+                    raise error from exc  # (not damage: the checks stay owed)
+                self.refusal = f"{error}; nothing was recorded"
+            else:
+                self.sessions.clear()
+        if self.refusal is not None:
+            raise CorruptLogError(self.refusal)
+
+    def close_refused(self, conn: sqlite3.Connection) -> bool:
+        """Close a refused writer's ``conn`` leaving the files as they were (no checkpoint, and a
+        -wal and -shm found at opening stay); ``False`` (nothing done) when nothing was refused."""
+        if self.refusal is None:
+            return False
+        holder = None
+        if self.had_wal:  # a reader inside a transaction keeps SQLite from removing them at close
+            holder = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, isolation_level=None)
+            try:
+                holder.execute("BEGIN")
+                holder.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.Error:
+                pass
+        try:
+            conn.close()
+        finally:
+            if holder is not None:
+                holder.close()
+        return True

@@ -6,14 +6,14 @@ the widgets paint with these). The fold is :class:`Timeline`; every display rend
 
 from __future__ import annotations
 
-from nbagent.views.bundle import TIMELINE_MIME, timeline_json
+from nbagent.views.bundle import TIMELINE_MIME
 from nbagent.views.coalesce import Coalescer
 from nbagent.views.html import inbox_html, live_turn_html, stylesheet, timeline_html
 from nbagent.views.inbox import inbox_item, inbox_model, inbox_text
 from nbagent.views.labels import Label, describe_message
 from nbagent.views.markdown import transcript, transcript_markdown
 from nbagent.views.plain import live_turn_text, timeline_text
-from nbagent.views.timeline import Node, Patch, Timeline, apply_patches, message_nodes, project
+from nbagent.views.timeline import Node, Patch, Timeline, apply_patches, message_nodes, project, timeline_json
 from nbagent.views.turn import TurnView
 
 __all__ = [

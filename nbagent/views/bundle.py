@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from nbagent.core.events import NEXT_STEP, NEXT_TURN, Event
+from nbagent.core.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.text import clip, plural
 
-if TYPE_CHECKING:
-    from nbagent.views.timeline import Node, Timeline
+Node = dict[str, Any]
+
+
+class Folded(Protocol):
+    """What the bundle reads of a fold (:class:`nbagent.views.timeline.Timeline`)."""
+
+    nodes: dict[str, Node]
+    pending: dict[str, list[Node]]
+    open_turn: int | None
+    seq: int
+
+    def turn_nodes(self, turn: int) -> list[Node]: ...
+
 
 TIMELINE_MIME = "application/vnd.nbagent.timeline+json"
 VERSION = 1
@@ -48,7 +58,7 @@ def recent_nodes(nodes: list[Node], max_turns: int) -> tuple[list[Node], int]:
 
 
 def bundle_json(
-    timeline: Timeline,
+    timeline: Folded,
     *,
     turn: int | None = None,
     headline: str | None = None,
@@ -84,18 +94,5 @@ def bundle_json(
         "nodes": [cut_node(n, max_text) for n in nodes],
         "pending": pending,
         "omitted_turns": omitted,
+        "usage": timeline.usage.summary() if turn is None else None,
     }
-
-
-def timeline_json(
-    events: Iterable[Event],
-    *,
-    turn: int | None = None,
-    headline: str | None = None,
-    max_text: int | None = 4000,
-    max_turns: int | None = None,
-) -> dict[str, Any]:
-    """Fold ``events`` and return their bundle (see :meth:`Timeline.to_json`)."""
-    from nbagent.views.timeline import project
-
-    return bundle_json(project(events), turn=turn, headline=headline, max_text=max_text, max_turns=max_turns)

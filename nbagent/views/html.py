@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from nbagent.views.escape import escape_html
+from nbagent.views.meter import bar_html
 from nbagent.views.text import clip, plural
 
 Node = Mapping[str, Any]
@@ -80,7 +81,10 @@ def message_row(n: Node) -> str:
     row += _span("nba-line", n["first_line"])
     if n["more_text"]:
         row += _span("nba-more", n["more_text"])
-    return row + _span("nba-size", n["size_text"])
+    row += _span("nba-size", n["size_text"])
+    if n.get("tokens_text"):  # a pending item: what it will add to the next request (SPEC §12)
+        row += _span("nba-size", n["tokens_text"])
+    return row
 
 
 def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
@@ -116,7 +120,8 @@ def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
         return _details(cls, row, detail, id=n["id"], outcome=n["outcome"])
     if t == "step":
         inner = "".join(_node(k, kids) for k in kids.get(n["id"], ()))
-        return f'<div class="nba-step" data-id="{escape_html(n["id"])}"><div class="nba-step-head">{escape_html(n["label"])}</div>{inner}</div>'
+        head = f"{escape_html(n['label'])} {bar_html(n)}".rstrip()
+        return f'<div class="nba-step" data-id="{escape_html(n["id"])}"><div class="nba-step-head">{head}</div>{inner}</div>'
     if t == "turn":
         return turn_html(n, kids, opened=True)
     if t == "retry":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nbagent.core.estimate import CHARS, TokenCounter, content_tokens
 from nbagent.core.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.labels import describe_message
 from nbagent.views.text import plural
@@ -16,11 +17,15 @@ QUEUES = (
 STATUS_TEXT = {"idle": "agent idle", "running": "agent running", "closed": "session closed"}
 
 
-def inbox_item(message: Any, queue: str) -> dict[str, Any]:
-    """One pending message as every inbox shows it (a ``Message`` or its stored JSON)."""
+def inbox_item(message: Any, queue: str, counter: TokenCounter = CHARS) -> dict[str, Any]:
+    """One pending message as every inbox shows it (a ``Message`` or its stored JSON), with the
+    tokens it will add to the next request (counted as the meter counts it)."""
     label = describe_message(message, queue=queue)
     ident = message.id if hasattr(message, "id") else message.get("id", "")
-    return {"id": str(ident), "queue": queue, **label.fields(), "summary": label.summary}
+    content = message.content if hasattr(message, "content") else message.get("content") or ()
+    tokens = content_tokens(content, counter)
+    return {"id": str(ident), "queue": queue, **label.fields(), "summary": label.summary,
+            "tokens": tokens, "tokens_text": f"≈{tokens:,} token{'' if tokens == 1 else 's'}"}  # fmt: skip
 
 
 def inbox_model(
@@ -53,6 +58,9 @@ def inbox_text(inbox: Mapping[str, Any]) -> str:
         lines.append(f"  {queue['name']}: {plural(len(queue['items']), 'message')}")
         for m in queue["items"]:
             more = f" ({m['more_text']})" if m["more_text"] else ""
+            tokens = f" · {m['tokens_text']}" if m.get("tokens_text") else ""
             line = f" — {m['first_line']}" if m["label"] and m["first_line"] else ""
-            lines.append(f"    [{m['badge']}] {m['label'] or m['first_line']}{line}{more} · {m['size_text']}")
+            lines.append(
+                f"    [{m['badge']}] {m['label'] or m['first_line']}{line}{more} · {m['size_text']}{tokens}"
+            )
     return "\n".join(lines)

@@ -54,6 +54,8 @@ def message_markdown(n: Node, esc: Escape = escape_markdown) -> str:
     via = f" · via {_one_line(n['via'], esc)}" if n.get("via") else ""
     label = f" {_one_line(n['label'], esc)}" if n["label"] else ""
     size = _one_line(n["size_text"], esc)
+    if n.get("tokens_text"):
+        size += f" · {_one_line(n['tokens_text'], esc)}"
     return f"📎 **{badge}**{label}{via} · {size}\n\n{fence(n['text'])}"
 
 
@@ -62,7 +64,8 @@ def _node(n: Node, esc: Escape) -> str | None:
         case "turn":
             return f"## Turn {_one_line(n['turn'], esc)}"
         case "step":
-            return f"### Step {_one_line(n['step'], esc)}"
+            tokens = f" · {_one_line(n['tokens_text'], esc)}" if n.get("tokens_text") else ""
+            return f"### Step {_one_line(n['step'], esc)}{tokens}"
         case "message":
             return message_markdown(n, esc)
         case "assistant" if n["text"].strip():
@@ -116,6 +119,9 @@ def transcript_markdown(bundle: Mapping[str, Any], *, title: str | None = None, 
     if waiting:
         out.append("## Pending (the model has not seen these yet)")
         out.extend(f"*{queue}*\n\n{message_markdown(m, esc)}" for queue, m in waiting)
+    usage = bundle.get("usage")
+    if usage and usage.get("requests"):
+        out.append(f"## Totals\n\n{_one_line(usage['text'], esc)}")
     return "\n\n".join(out) + "\n"
 
 
@@ -130,6 +136,6 @@ def _queues(bundle: Mapping[str, Any]) -> list[dict[str, Any]]:
 def transcript(events: Iterable[Event], *, title: str | None = None, escape: bool = True) -> str:
     """Markdown for a session log: turns, steps, prompts vs. context, answers, tools, outcomes,
     and the messages still pending in the inbox (not yet seen by the model)."""
-    from nbagent.views.bundle import timeline_json
+    from nbagent.views.timeline import timeline_json
 
     return transcript_markdown(timeline_json(events, max_text=None), title=title, escape=escape)

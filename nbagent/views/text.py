@@ -33,6 +33,15 @@ def first_line(text: str, limit: int = 120) -> str:
     return ""
 
 
+def summary_line(text: str, limit: int = 120) -> str:
+    """The first line of ``text`` that says something: a label line (``result:``) takes the line after
+    it, so a labelled report reads ``result: 2`` instead of ``result:``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":") and " " not in lines[0]:
+        return clip(f"{lines[0]} {lines[1]}", limit)
+    return clip(lines[0], limit) if lines else ""
+
+
 def content_line(text: str, limit: int = 120) -> tuple[str, int]:
     """The first line that says something, and how many lines come after it.
 

@@ -31,6 +31,9 @@ from nbagent.core.events import (
     AssistantMessageEvent,
     Event,
     LlmRetry,
+    RequestEstimate,
+    RequestHeader,
+    SessionForked,
     Splice,
     StepEnd,
     StepStart,
@@ -41,12 +44,13 @@ from nbagent.core.events import (
     UserMessageEvent,
     parse_event,
 )
+from nbagent.views.bundle import Node, bundle_json
 from nbagent.views.inbox import inbox_item
 from nbagent.views.labels import describe_message, full_text
+from nbagent.views.meter import UsageTally, counter_from_model_name, estimate_fields, warning_text
 from nbagent.views.outcomes import approval_text, turn_outcome
-from nbagent.views.text import clip, first_line, plural
+from nbagent.views.text import clip, first_line, plural, summary_line
 
-Node = dict[str, Any]
 Patch = list[Any]
 LINE_MAX = 160
 
@@ -71,6 +75,10 @@ class Timeline:
         self._via: dict[str, str] = {}  # message id -> tool whose result added it
         self._last_result: str | None = None  # tool name, while its result is the latest event
         self._out: list[Patch] = []
+        self.usage = UsageTally()
+        """Tokens, usage and cost so far (the meter's part of the model, nbagent.views.meter)."""
+        self.counter = counter_from_model_name("")
+        """How pending items' tokens are counted: as the last ``request/header``'s model counts."""
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -89,7 +97,7 @@ class Timeline:
         """Start from the inbox as it is (a fold that begins mid-log, as a live cell's does), so
         its claim marks name the messages they took."""
         for queue, messages in ((NEXT_STEP, next_step), (NEXT_TURN, next_turn)):
-            self.pending[queue] = [inbox_item(m, queue) for m in messages]
+            self.pending[queue] = [inbox_item(m, queue, self.counter) for m in messages]
             for m in self.pending[queue]:
                 self._queued[m["id"]] = queue
 
@@ -106,8 +114,6 @@ class Timeline:
         max_turns: int | None = None,
     ) -> dict[str, Any]:
         """The ``application/vnd.nbagent.timeline+json`` bundle (docs/timeline-json.md)."""
-        from nbagent.views.bundle import bundle_json
-
         return bundle_json(self, turn=turn, headline=headline, max_text=max_text, max_turns=max_turns)
 
     def turn_nodes(self, turn: int) -> list[Node]:
@@ -183,10 +189,19 @@ class Timeline:
                 self._add({"id": node_id, "type": "approval", "parent": self._step or self._turn,
                            "seq": ev.seq, "tool": ev.tool, "call_id": ev.call_id, "outcome": None,
                            "text": approval_text(ev.tool, None)})  # fmt: skip
+            case SessionForked():
+                where = f"before turn {ev.turn}" if ev.turn is not None else f"at seq {ev.at}"
+                self._add({"id": f"forked-{ev.seq}", "type": "forked", "parent": None, "seq": ev.seq,
+                           "parent_session": ev.parent, "at": ev.at, "turn": ev.turn,
+                           "text": f"forked from {ev.parent} {where}"})  # fmt: skip
             case ApprovalDecided():
                 node_id = self._approvals.pop(ev.id, None)
                 if node_id in self.nodes:
                     self._set(node_id, outcome=ev.outcome, text=approval_text(ev.tool, ev.outcome))
+            case RequestEstimate():
+                self._estimate(ev)
+            case RequestHeader():
+                self.counter = counter_from_model_name(ev.model)
 
     def _open_turn(self, turn: int, seq: int, time: int) -> str:
         self._turn = f"turn-{turn}"
@@ -260,14 +275,30 @@ class Timeline:
             fields.update(interrupted=True, outcome="interrupted")
         if ev.usage is not None:
             fields["usage"] = thaw(ev.usage)
+            self.usage.add_answer(ev)
         self._set(node_id, **fields)
+
+    def _estimate(self, ev: RequestEstimate) -> None:
+        """A request's estimate: its step's tokens and bar, the turn's sum, a warning node if any."""
+        self.usage.add_estimate(ev)
+        target = self._step or self._turn
+        if target is None:
+            return
+        self._set(target, **estimate_fields(ev))
+        turn = self._turn
+        if turn is not None and turn != target:
+            sent = self.nodes[turn].get("sent_tokens", 0) + ev.total
+            self._set(turn, sent_tokens=sent, sent_tokens_text=f"≈{sent:,} tokens sent")
+        if ev.warning is not None:
+            self._add({"id": f"warning-{ev.seq}", "type": "warning", "parent": target, "seq": ev.seq,
+                       "warning": thaw(ev.warning), "text": warning_text(ev.warning)})  # fmt: skip
 
     def _tool_result(self, ev: ToolResultEvent) -> None:
         block = ev.block
         result = full_text(block.get("content", ()))
         code = ev.error_code
         outcome = f"failed: {code}" if ev.is_error and code else "failed" if ev.is_error else "done"
-        fields = {"result": result, "result_line": first_line(result, LINE_MAX), "is_error": ev.is_error,
+        fields = {"result": result, "result_line": summary_line(result, LINE_MAX), "is_error": ev.is_error,
                   "error_code": code, "outcome": outcome}  # fmt: skip
         node_id = self._tools.get(ev.call_id) or f"tool-{ev.turn}-{ev.step}-{ev.call_id}"
         if node_id in self.nodes:
@@ -295,7 +326,7 @@ class Timeline:
         queue = self.pending.setdefault(ev.target, [])
         start = min(max(ev.start, 0), len(queue))
         removed = queue[start : start + ev.removed_count]
-        inserted = [inbox_item(m, ev.target) for m in ev.inserted]
+        inserted = [inbox_item(m, ev.target, self.counter) for m in ev.inserted]
         queue[start : start + ev.removed_count] = inserted
         for m in inserted:
             self._queued[m["id"]] = ev.target
@@ -313,6 +344,8 @@ class Timeline:
             what = "replaced in" if inserted else "canceled from"
             self._mark(ev, "replace" if inserted else "cancel", gone, ev.removed_count,
                        f"{what} {ev.target} before the model saw it")  # fmt: skip
+        elif ev.outcome == "moved":
+            self._mark(ev, "move", removed, ev.removed_count, f"moved out of {ev.target}")
 
     def _mark(self, ev: Splice, mark: str, items: list[Node], count: int, words: str) -> None:
         names = [m["summary"] for m in items] or [plural(count, "message")]
@@ -354,3 +387,15 @@ def apply_patches(nodes: dict[str, Node], patches: Iterable[Patch]) -> dict[str,
 def message_nodes(nodes: Mapping[str, Node]) -> list[Node]:
     """The user-role message nodes in log order (what the model received, in order)."""
     return [n for n in nodes.values() if n["type"] == "message"]
+
+
+def timeline_json(
+    events: Iterable[Event],
+    *,
+    turn: int | None = None,
+    headline: str | None = None,
+    max_text: int | None = 4000,
+    max_turns: int | None = None,
+) -> dict[str, Any]:
+    """Fold ``events`` and return their bundle (see :meth:`Timeline.to_json`)."""
+    return bundle_json(project(events), turn=turn, headline=headline, max_text=max_text, max_turns=max_turns)

@@ -4,7 +4,9 @@
 // questions of the same cell decided before this one: {question, state, outcome}), "context_html"
 // (the cell's live turn view as HTML, made and escaped by nbagent, shown above). While the
 // question is pending and the prompt is on screen, the view tells the kernel so every few seconds
-// (somebody is there to ask). Plain ES module, no bundler.
+// (somebody is there to ask). A prompt whose kernel is gone (restarted, shut down: the widget
+// manager marks the view "jupyter-widgets-disconnected", or a send fails) says so and offers nothing
+// to click; it never throws. Plain ES module, no bundler.
 
 const SEEN_EVERY_MS = 5000;
 
@@ -27,13 +29,17 @@ function card(q, state, outcome) {
   return box;
 }
 
-function draw(root, model) {
+const GONE = "its kernel is gone (restarted or shut down): this prompt can no longer be answered; " +
+  "a resumed session asks again if the model still wants to run it";
+
+function draw(root, model, send, gone) {
   const q = model.get("question") || {};
   const outcome = model.get("outcome") || "";
   const earlier = (model.get("history") || []).map((r) => card(r.question || {}, r.state, r.outcome));
-  const current = card(q, outcome ? model.get("state") || "decided" : "pending", outcome);
+  const current = card(q, outcome ? model.get("state") || "decided" : gone ? "gone" : "pending", outcome);
   const parts = [];
-  if (!outcome) {
+  if (gone && !outcome) parts.push(h("div", "nba-approval-notice", GONE));
+  if (!outcome && !gone) {
     const row = h("div", "nba-approval-buttons");
     const button = (action, label, title, msg) => {
       const b = h("button", null, label);
@@ -41,7 +47,7 @@ function draw(root, model) {
       b.title = title;
       b.addEventListener("click", () => {
         for (const other of row.querySelectorAll("button")) other.disabled = true;
-        model.send({ type: "decide", id: q.id, ...msg });
+        send({ type: "decide", id: q.id, ...msg });
       });
       return b;
     };
@@ -57,7 +63,7 @@ function draw(root, model) {
     parts.push(row);
   }
   const notice = model.get("notice");
-  if (notice) parts.push(h("div", "nba-approval-notice", notice));
+  if (notice && !gone) parts.push(h("div", "nba-approval-notice", notice));
   current.append(...parts);
   const context = h("div", "nba-approval-context");
   context.innerHTML = model.get("context_html") || ""; // nbagent's own escaped rendering of the turn
@@ -67,18 +73,39 @@ function draw(root, model) {
 function render({ model, el }) {
   const root = h("div", "nba-approvals");
   el.append(root);
-  const redraw = () => draw(root, model);
-  redraw();
-  const seen = () => {
-    if (!model.get("outcome") && root.isConnected) model.send({ type: "seen", id: (model.get("question") || {}).id });
+  let gone = false;
+  const disconnected = () => el.classList.contains("jupyter-widgets-disconnected");
+  const redraw = () => draw(root, model, send, gone);
+  const markGone = () => {
+    if (gone) return;
+    gone = true;
+    clearInterval(timer);
+    redraw();
   };
-  seen();
+  function send(msg) {
+    if (gone || disconnected()) return markGone();
+    try {
+      model.send(msg);
+    } catch (err) {
+      markGone(); // the kernel's connection is closed ("Cannot send"): say so instead of throwing
+    }
+  }
+  const seen = () => {
+    if (!model.get("outcome") && root.isConnected) send({ type: "seen", id: (model.get("question") || {}).id });
+  };
   const timer = setInterval(seen, SEEN_EVERY_MS);
+  const live = () => {
+    if (disconnected()) markGone();
+  };
+  redraw();
+  seen();
   const names = ["change:question", "change:outcome", "change:notice", "change:state", "change:history", "change:context_html"];
   for (const n of names) model.on(n, redraw);
+  model.on("comm_live_update", live);
   return () => {
     clearInterval(timer);
     for (const n of names) model.off(n, redraw);
+    model.off("comm_live_update", live);
   };
 }
 

@@ -116,6 +116,7 @@ def question_data(question: Any) -> dict[str, Any]:
     return {
         "id": question.id,
         "tool": question.tool,
+        "call_id": getattr(question, "call_id", None),
         "turn": question.turn,
         "code": question.code,
         "arguments": question.arguments,
@@ -157,17 +158,19 @@ def _id_hint(question: Mapping[str, Any]) -> str:
 def prompt_html(question: Mapping[str, Any], *, outcome: str | None = None, state: str = "pending") -> str:
     """The prompt as static HTML (no buttons): pending, or with its ``outcome`` sentence."""
     turn = question.get("turn")
-    where = f'<span class="nba-approval-where">turn {escape(str(turn))}</span>' if turn is not None else ""
+    # Readable without the stylesheet (an untrusted notebook's sanitizer drops it): separators are
+    # text, emphasis is markup, the code is a <pre>.
+    where = f' · <span class="nba-approval-where">turn {escape(str(turn))}</span>' if turn is not None else ""
     title = "Approval" if outcome else "Approval needed"
     tail = (
-        f'<div class="nba-approval-outcome">{escape(outcome)}</div>'
+        f'<div class="nba-approval-outcome"><strong>{escape(outcome)}</strong></div>'
         if outcome
         else f'<div class="nba-approval-hint">%agent approve or %agent deny{escape(_id_hint(question))}</div>'
     )
     return (
         f"<div><style>{_stylesheet()}</style>"
         f'<div class="nba-approval" data-state="{escape(state)}">'
-        f'<div class="nba-approval-head"><span>{title} · {escape(str(question.get("tool")))}</span>{where}</div>'
+        f'<div class="nba-approval-head"><strong>{title} · {escape(str(question.get("tool")))}</strong>{where}</div>'
         f'<pre class="nba-approval-code">{escape(_shown(question))}</pre>{tail}</div></div>'
     )
 

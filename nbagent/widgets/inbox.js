@@ -24,6 +24,7 @@ function item(m, ui, send) {
   row.append(line);
   if (m.more_text) row.append(h("span", "nba-more", m.more_text));
   row.append(h("span", "nba-size", m.size_text));
+  if (m.tokens_text) row.append(h("span", "nba-size", m.tokens_text)); // the context meter (SPEC §12)
   const remove = h("button", "nba-remove", "remove");
   remove.type = "button";
   // Removing needs the kernel: the button works once the kernel has answered this view.

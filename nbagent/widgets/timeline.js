@@ -28,6 +28,32 @@ const pill = (status, text) => {
 
 const pre = (text) => h("pre", null, text);
 
+// The context meter (SPEC §12): a step's stacked bar by source kind, coloured like the badges
+// (their CSS variables, so dark themes follow), numbers in the tooltip and the total in words.
+// Replaces the bar already in the step head, if any (estimates arrive as a "set" on the step).
+function paintStepMeter(stepEl, n) {
+  const head = stepEl.querySelector(":scope > .nba-step-head");
+  if (!head) return;
+  head.querySelector(":scope > .nba-meter")?.remove();
+  if (!n.bar || !n.bar.length) return;
+  const meter = h("span", "nba-meter");
+  meter.style.cssText = "display:inline-flex;align-items:center;gap:6px;margin-left:6px";
+  meter.title = n.bar.map((p) => p.text).join(" · ");
+  const bar = h("span");
+  bar.style.cssText = "display:inline-flex;width:120px;height:8px;border-radius:2px;overflow:hidden;gap:1px";
+  for (const p of n.bar) {
+    const part = h("span");
+    part.dataset.part = p.kind;
+    part.title = p.text;
+    const name = p.kind === "user" ? "followup" : p.kind;
+    part.style.flexGrow = String(p.share);
+    part.style.background = /^[a-z-]+$/.test(name) ? `var(--nba-${name}, var(--nba-neutral))` : "var(--nba-neutral)";
+    bar.append(part);
+  }
+  meter.append(bar, h("span", "nba-muted", n.tokens_text || ""));
+  head.append(meter);
+}
+
 function messageRow(n) {
   const parts = [badge(n.kind, n.badge, n.role)];
   if (n.via) parts.push(h("span", "nba-muted", `via ${n.via}`));
@@ -201,6 +227,7 @@ class TimelineView {
 
   refresh(n) {
     const old = this.els.get(n.id);
+    if (old && n.type === "step") return paintStepMeter(old, n);
     if (!old || n.type === "step") return;
     if (n.type === "turn") return this.fillTurn(old, n);
     old.replaceWith(this.build(n));
@@ -278,6 +305,7 @@ class TimelineView {
   build_step(n) {
     const e = h("div", "nba-step");
     e.append(h("div", "nba-step-head", n.label));
+    paintStepMeter(e, n);
     this.bodies.set(n.id, e);
     this.buildChildren(n.id, e);
     return e;

@@ -4,11 +4,13 @@ cell blocks the kernel."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from conftest import Lab, shot
-from notebook_page import open_notebook, output_text, run_cell, run_cell_async, set_theme
+from notebook_page import READY_JS, open_notebook, output_text, run_cell, run_cell_async, save, set_theme
+from page_errors import PageErrors
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +47,16 @@ def records(page: Any, index: int, count: int) -> list[str]:
     return [str(s) for s in decided.evaluate_all("els => els.map(e => e.dataset.state)")]
 
 
+def decided(page: Any, index: int, count: int) -> list[str]:
+    """Once the cell's turn is done: its output is the turn's timeline bundle, painted, whose approval
+    marks say each decision in the cell's words; their outcomes, once ``count`` are there."""
+    marks = cell(page, index).locator(
+        '.jp-nbagent-output .nba-mark[data-mark="approval"]:not([data-outcome="asked"])'
+    )
+    marks.nth(count - 1).wait_for()
+    return [str(s) for s in marks.evaluate_all("els => els.map(e => e.dataset.outcome)")]
+
+
 def test_approve_and_deny_clicked_under_a_finished_followup_cell(lab: Lab, page: Any) -> None:
     name = lab.write_notebook(
         "approve-click",
@@ -72,7 +84,7 @@ def test_approve_and_deny_clicked_under_a_finished_followup_cell(lab: Lab, page:
     assert records(page, 1, 1) == ["allowed-once"]  # the cell's earlier decision stays in view
     shot(page, "approvals-02-second-question", cell(page, 1))
     prompt.locator('button[data-action="deny"]').click()
-    assert records(page, 1, 2) == ["allowed-once", "rejected"]
+    assert decided(page, 1, 2) == ["allowed-once", "rejected"]
     cell(page, 1).get_by_text("turn 1 · done").wait_for()
     text = output_text(page, 1)
     assert "run_code approved (clicked in the notebook)" in text
@@ -109,7 +121,7 @@ def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) ->
     prompt.locator('button[data-action="approve"]').click()
     pending_prompt(page, 1, "second = 1").locator('button[data-action="deny"]').click()
     pending_prompt(page, 1, "third = 1").locator('button[data-action="session"]').click()
-    assert records(page, 1, 4) == ["allowed-once", "rejected", "allowed-once", "allowed-once"]
+    assert decided(page, 1, 4) == ["allowed-once", "rejected", "allowed-once", "allowed-once"]
     cell(page, 1).get_by_text("turn 1 · done").wait_for()
     text = output_text(page, 1)
     assert "run_code approved (clicked in the notebook, and for the rest of the session)" in text
@@ -118,3 +130,73 @@ def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) ->
 
     run_cell(page, 2)
     cell(page, 2).get_by_text("['first', 'fourth', 'third']").wait_for()
+
+
+RESTART_JS = """async () => {
+  await window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart();
+}"""
+
+
+def test_a_prompt_whose_kernel_restarted_says_so_and_offers_nothing_to_click(lab: Lab, page: Any) -> None:
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook("approve-restart", [setup(["never = 1"]), "%followup go"])
+    open_notebook(page, lab.lab_url(name, "approve-restart"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    prompt = pending_prompt(page, 1, "never = 1")
+    assert prompt.locator("button").count() == 3
+
+    page.evaluate(RESTART_JS)  # what Kernel › Restart Kernel does, without its dialog
+    page.wait_for_function(READY_JS, timeout=90_000, polling=200)
+    gone = cell(page, 1).locator('.nba-approval[data-state="gone"]')
+    gone.wait_for()
+    assert "its kernel is gone (restarted or shut down)" in gone.inner_text()
+    assert gone.locator("button").count() == 0
+    assert cell(page, 1).locator(".nba-approvals button, button[data-action]").count() == 0
+    shot(page, "approvals-07-kernel-gone", cell(page, 1))
+    ours = [
+        e for e in errors.uncaught + errors.console if "Cannot send" in e or "nbagent" in e or "nba-" in e
+    ]
+    assert ours == [], errors
+
+
+TIMELINE_MIME = "application/vnd.nbagent.timeline+json"
+
+
+def test_a_saved_approval_cell_keeps_its_view_when_reopened_untrusted(lab: Lab, page: Any) -> None:
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook("approve-saved", [setup(["kept = 1"]), "%followup go"])
+    open_notebook(page, lab.lab_url(name, "approve-saved"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    pending_prompt(page, 1, "kept = 1").locator('button[data-action="session"]').click()
+    assert decided(page, 1, 1) == ["allowed-once"]
+    cell(page, 1).get_by_text("turn 1 · done").wait_for()
+    save(page)
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000, polling=200
+    )
+
+    saved = json.loads((lab.root / name).read_text())
+    (output,) = saved["cells"][1]["outputs"]
+    assert {TIMELINE_MIME, "text/html", "text/plain"} <= set(output["data"])
+    (mark,) = [n for n in output["data"][TIMELINE_MIME]["nodes"] if n["type"] == "approval"]
+    said = "run_code approved (clicked in the notebook, and for the rest of the session)"
+    assert mark["text"] == said
+    plain = "".join(output["data"]["text/plain"])
+    assert said in plain and "kept = 1" in plain
+
+    saved["metadata"]["reopened"] = True  # another content: its signature no longer matches (untrusted)
+    copy = "approve-saved-untrusted.ipynb"
+    (lab.root / copy).write_text(json.dumps(saved))
+    open_notebook(page, lab.lab_url(copy, "approve-saved-untrusted"))
+    trusted = page.evaluate(
+        "() => [...window.jupyterapp.shell.currentWidget.content.model.cells].map(c => c.trusted)"
+    )
+    assert trusted == [False, False]
+    painted = cell(page, 1).locator('.jp-nbagent-output .nba-mark[data-mark="approval"]')
+    painted.wait_for()
+    assert painted.inner_text() == said
+    assert "turn 1 · done" in output_text(page, 1)
+    shot(page, "approvals-08-saved-untrusted", cell(page, 1))
+    assert errors.uncaught == [], errors

@@ -1,0 +1,152 @@
+"""``%agent fork``, ``%agent replay`` and ``%agent diff`` (SPEC §11.4)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shlex
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from nbagent.errors import NbagentError
+
+COMMANDS = ("fork", "replay", "diff")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse would exit the kernel's process
+        raise UsageError(f"%agent {self.prog}: {message}")
+
+
+def command(magics: Any, head: str, rest: str) -> None:
+    """Run ``%agent fork|replay|diff REST`` for the kernel's ``AgentMagics``."""
+    try:
+        argv = shlex.split(rest)
+    except ValueError as exc:
+        raise UsageError(f"%agent {head}: {exc}") from None
+    if head == "replay":
+        _replay(magics, argv)
+    else:
+        {"fork": _fork, "diff": _diff}[head](magics.session, argv)
+
+
+def _current(session: Any) -> Any:
+    agent = session.ensure(create=False)
+    if agent is None:
+        raise UsageError("no session open; start one with %followup or %agent resume ID")
+    return agent
+
+
+def _fork(session: Any, argv: list[str]) -> None:
+    parser = _Parser(prog="fork", add_help=False)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--before-turn", type=int)
+    where.add_argument("--at", type=int)
+    args = parser.parse_args(argv)
+    parent = _current(session)
+    try:
+        child = session.on_agent_loop(lambda: parent.fork(before_turn=args.before_turn, at=args.at))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    session.run(child.close())
+    with contextlib.redirect_stdout(io.StringIO()):  # one line of our own below
+        resumed = session.resume(child.session_id)
+    for tool in parent.tools.values():  # the forking agent's tools (SPEC §11.1), the kernel's are there
+        if tool.name not in resumed.tools:
+            session.on_agent_loop(lambda tool=tool: resumed.add_tool(tool))
+    point = f"before turn {args.before_turn}" if args.before_turn is not None else f"at seq {args.at}"
+    print(
+        f"nbagent: forked session {parent.session_id[:8]} {point} into {child.session_id[:8]}, now the "
+        f"current session (switch back: %agent resume {parent.session_id[:8]})"
+    )
+
+
+def _replay(magics: Any, argv: list[str]) -> None:
+    session = magics.session
+    parser = _Parser(prog="replay", add_help=False)
+    parser.add_argument("turn", type=int)
+    parser.add_argument("--drop", nargs="+", default=[])
+    parser.add_argument("--move", nargs="+", default=[])
+    parser.add_argument("--wait", action="store_true")
+    args = parser.parse_args(argv)
+    agent = _current(session)
+    try:
+        plan = session.on_agent_loop(lambda: agent.replay_plan(turn=args.turn))
+    except (ValueError, NbagentError) as exc:
+        raise UsageError(f"%agent replay: {exc}") from None
+    ids = [a.message_id for a in plan]
+    drop = [_one_id(ids, given) for given in args.drop]
+    move = {}
+    for item in args.move:
+        given, sep, step = item.partition("=")
+        if not sep or not step.isdigit():
+            raise UsageError(f"%agent replay --move takes ID=STEP, not {item!r}")
+        move[_one_id(ids, given)] = int(step)
+    view = _live_view(magics, agent, args.wait)
+    future = session.agent_loop.submit(agent.replay(turn=args.turn, drop=drop, move=move))
+    if not args.wait:
+        if view is None:
+            print(f"nbagent: replaying turn {args.turn}; %agent wait blocks until it ends")
+        return
+    run, interrupted = session.wait(future, on_interrupt=lambda: agent.cancel("interrupt"))
+    if view is not None:
+        view.refresh()
+    if interrupted:
+        raise UsageError("the replay was cancelled")
+    print(f"nbagent: replayed turn {args.turn}: {run.outcome}; compare: %agent diff {args.turn} {args.turn}")
+
+
+def _live_view(magics: Any, agent: Any, waited: bool) -> Any:
+    """The replayed turn shown live in this cell, as ``%followup`` shows its turn: it follows the
+    first message the turn will claim (``None`` when nothing is pending yet)."""
+    from nbagent.notebook.live import DisplaySurface, LiveTurn
+
+    pending = agent.inbox.next_step[:1] or agent.inbox.next_turn[:1]
+    if not pending:
+        return None
+    view = LiveTurn(
+        agent, pending[0], "followup", DisplaySurface(), on_final=magics.forget_view, waited=waited
+    )
+    view.start()
+    magics.tools.prompts.reserve(view)
+    magics.session.views.append(view)
+    return view
+
+
+def _one_id(ids: list[str], given: str) -> str:
+    found = [i for i in ids if i.startswith(given)]
+    if len(found) != 1:
+        what = "no arrival" if not found else f"{len(found)} arrivals"
+        raise UsageError(f"{given!r} names {what} of this turn (see agent.replay_plan(turn=N))")
+    return found[0]
+
+
+def _diff(session: Any, argv: list[str]) -> None:
+    from nbagent.views.diff import diff_markdown, diff_text, turn_diff
+
+    if len(argv) != 2:
+        raise UsageError("%agent diff takes two turns: [SESSION:]TURN [SESSION:]TURN")
+    agent = _current(session)
+    rows = session.rows()
+    sides = []
+    for spec in argv:
+        sid, _, turn = spec.rpartition(":")
+        if not turn.isdigit():
+            raise UsageError(f"%agent diff: {spec!r} is not [SESSION:]TURN")
+        if sid:
+            found = [r.id for r in rows if r.id.startswith(sid)]
+            if len(found) != 1:
+                raise UsageError(f"%agent diff: {sid!r} matches {len(found)} sessions; see %agent sessions")
+            sid = found[0]
+        sides.append((sid or agent.session_id, int(turn)))
+    (a, turn_a), (b, turn_b) = sides
+    if a == b == agent.session_id:  # a fork's own turn beside its parent's is the usual question
+        parent = next((r.parent for r in rows if r.id == agent.session_id), None)
+        a = parent or a
+    events = {sid: session.read_events(sid) for sid in {a, b}}
+    diff = turn_diff(events[a], events[b], turn_a=turn_a, turn_b=turn_b, names=(a, b))
+    from IPython.display import display
+
+    display({"text/plain": diff_text(diff), "text/markdown": diff_markdown(diff)}, raw=True)

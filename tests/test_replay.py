@@ -1,0 +1,124 @@
+"""What-if replays (SPEC §11.2): an unedited replay sends the parent's requests again, message for
+message; each edit (drop, move, add) changes exactly what it names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.replay import Arrival
+from nbagent.testing import check_invariants
+
+pytestmark = pytest.mark.stores
+
+
+def _key(message: Any) -> tuple[Any, ...]:
+    """What the model sees of a message; ids only for messages a replay re-delivers (a replayed
+    answer or tool result is a new message with a new id)."""
+    kept_id = message.role == "user" and message.kind != "tool"
+    return (message.role, message.content, message.source, message.id if kept_id else None)
+
+
+def _requests(model: ScriptedModel, turn: int) -> list[list[tuple[Any, ...]]]:
+    return [[_key(m) for m in r.messages] for r in model.requests if r.turn == turn]
+
+
+def _script() -> list[Any]:
+    """The turn's answers without side effects (the fork's model)."""
+    return [
+        Response(tool_calls=[ToolCall("lookup", {"key": "a"}, id="c1")]),
+        Response(tool_calls=[ToolCall("lookup", {"key": "b"}, id="c2")]),
+        "done",
+    ]
+
+
+async def _parent(db) -> tuple[nbagent.Agent, ScriptedModel, dict[str, str]]:
+    """Turn 2 has three steps: a steer arrives during step 1's request, a note during step 1's tool
+    batch, and another steer during step 2's request."""
+    ids: dict[str, str] = {}
+    live: list[nbagent.Agent] = []
+
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        if live and key == "a":
+            ids["note"] = live[0].inject(nbagent.UserMessage.text("a note", {"kind": "note"})).id
+        return f"value of {key}"
+
+    def steering(name: str, answer: Response) -> Any:
+        def respond(request: Any) -> Response:
+            ids[name] = live[0].steer(name).id
+            return answer
+
+        return respond
+
+    first, second, third = _script()
+    model = ScriptedModel(["hello there", steering("s1", first), steering("s2", second), third])
+    agent = nbagent.open_session(db, model=model, tools=[lookup])
+    live.append(agent)
+    await agent.run("hello")
+    agent.inject(nbagent.UserMessage.text("context before turn two", {"kind": "note"}))
+    await agent.run("turn two")
+    live.clear()
+    return agent, model, ids
+
+
+async def test_an_unedited_replay_sends_the_parents_requests_message_for_message(db) -> None:
+    parent, model, ids = await _parent(db)
+    child_model = ScriptedModel(_script())
+    child = parent.fork(before_turn=2, model=child_model)
+    try:
+        assert child.replay_plan(turn=2) == (
+            Arrival(ids["s1"], "steer", 1),
+            Arrival(ids["note"], "inject", 1),
+            Arrival(ids["s2"], "steer", 2),
+        )
+        run = await child.replay(turn=2)
+        assert run.turns == (2,) and run.outcome == "completed" and run.text == "done"
+        parent_requests = _requests(model, 2)
+        assert len(parent_requests) == 3
+        assert _requests(child_model, 2) == parent_requests
+        check_invariants(child.events)
+    finally:
+        await child.close()
+        await parent.close()
+
+
+async def test_each_edit_changes_exactly_what_it_names(db) -> None:
+    parent, model, ids = await _parent(db)
+    before = _requests(model, 2)
+    children = []
+    try:
+        dropped_model = ScriptedModel(_script())
+        children.append(parent.fork(before_turn=2, model=dropped_model))
+        await children[-1].replay(turn=2, drop=[ids["note"]])
+        without_note = [[k for k in r if k[3] != ids["note"]] for r in before]
+        assert without_note != before and _requests(dropped_model, 2) == without_note
+
+        moved_model = ScriptedModel(_script())
+        children.append(parent.fork(before_turn=2, model=moved_model))
+        assert children[-1].replay_plan(turn=2)[-1] == Arrival(ids["s2"], "steer", 2)
+        await children[-1].replay(turn=2, move={ids["s2"]: 1})
+        step1, step2, step3 = _requests(moved_model, 2)
+        s2 = next(k for k in before[2] if k[3] == ids["s2"])
+        assert step1 == before[0]
+        assert step2 == [*before[1], s2]  # claimed one step earlier, after the step-1 arrivals
+        assert [k for k in step3 if k[3] != ids["s2"]] == [k for k in before[2] if k[3] != ids["s2"]]
+        assert step3.index(s2) == len(before[1])
+
+        added_model = ScriptedModel(_script())
+        children.append(parent.fork(before_turn=2, model=added_model))
+        extra = nbagent.UserMessage.text("a DataFrame snapshot", {"kind": "note"})
+        await children[-1].replay(turn=2, add=[(extra, 0)])
+        after = _requests(added_model, 2)
+        assert [[k for k in r if k[3] != extra.id] for r in after] == before
+        assert all(sum(k[3] == extra.id for k in r) == 1 for r in after)
+
+        with pytest.raises(ValueError, match="not arrivals of this turn: nope"):
+            await children[-1].replay(turn=2, drop=["nope"])
+    finally:
+        for child in children:
+            await child.close()
+        await parent.close()
