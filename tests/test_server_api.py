@@ -168,6 +168,20 @@ def test_a_foreign_file_gets_a_clear_4xx_and_is_left_byte_identical(jp_root_dir:
     assert snapshot(jp_root_dir) == before  # same bytes, and no -wal or -shm appeared
 
 
+def test_an_empty_session_file_is_listed_with_the_reason(jp_root_dir: Path, get: Any) -> None:
+    (jp_root_dir / "sub").mkdir()
+    (jp_root_dir / "sub" / "empty.nbagent.sqlite").write_bytes(b"")
+    status, rows = get(*API, path="sub")
+    assert status == 200
+    assert rows == [
+        {
+            "file": "sub/empty.nbagent.sqlite",
+            "error": "sub/empty.nbagent.sqlite is empty (0 bytes): no session has been written to it yet",
+        }
+    ]
+    assert (jp_root_dir / "sub" / "empty.nbagent.sqlite").read_bytes() == b""  # still untouched
+
+
 def test_reading_creates_no_file_beside_a_session(jp_root_dir: Path, get: Any) -> None:
     sid = write_session(jp_root_dir / "s.nbagent.sqlite", ["hello"], context="ctx")
     before = snapshot(jp_root_dir)

@@ -102,6 +102,7 @@ def test_errors_name_paths_relative_to_the_root(jp_root_dir: Path, get: Any) -> 
     assert status == 200 and {r["id"] for r in rows if "id" in r} == {sid}
     (error,) = [r["error"] for r in rows if "error" in r]
     assert error.startswith("sub/text.nbagent.sqlite is not")
+    assert error.endswith("nbagent left it unchanged")  # no advice for code (a path, NBAGENT_DB)
     for text in (body["message"], error):
         assert str(jp_root_dir) not in text and str(jp_root_dir.resolve()) not in text
 
@@ -278,7 +279,9 @@ def test_a_folder_with_too_many_session_files_is_refused_not_read(
     status, body = get(*API, path="")
     assert status == 422 and "holds 3 session files, more than the 2" in body["message"]
     monkeypatch.setattr(handlers, "MAX_FILES", 3)
-    assert get(*API, path="") == (200, [])
+    status, rows = get(*API, path="")
+    assert status == 200 and sorted(r["file"] for r in rows) == [f"f{i}.nbagent.sqlite" for i in range(3)]
+    assert all("is empty (0 bytes)" in r["error"] for r in rows)  # listed with the reason, not left out
 
 
 def test_a_timeline_holds_a_bounded_fold_per_session(jp_root_dir: Path, get: Any, jp_serverapp: Any) -> None:

@@ -53,6 +53,11 @@ export async function listSessions(folder: string): Promise<Listing> {
   return (await get('', { path: folder })).json();
 }
 
+/** The sessions of one session file (its rows as the folder listing shows them). */
+export async function fileSessions(file: string): Promise<Listing> {
+  return (await get('', { file })).json();
+}
+
 /** The timeline bundle of a session, or `null` when `known` (a bundle's seq) is still current. */
 export async function fetchTimeline(file: string, id: string, known?: number): Promise<IBundle | null> {
   const params: Record<string, string | number> = { file };

@@ -15,9 +15,11 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IMainMenu } from '@jupyterlab/mainmenu';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { download, fetchTranscript, ISession } from './api';
+import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
 import { RANK, timelineFactory } from './renderer';
 import { watchSavedState } from './savedstate';
@@ -46,11 +48,11 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
   requires: [IRenderMimeRegistry],
   optional: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, notebooks: INotebookTracker | null) => {
-    rendermime.addFactory(timelineFactory(null), RANK);
+    rendermime.addFactory(timelineFactory(null, markdownFill(rendermime)), RANK);
     // Inside a notebook the renderer can hand over to the live widget of the same output.
     const adopt = (panel: NotebookPanel): void => {
       const registry = panel.content.rendermime;
-      registry.addFactory(timelineFactory(registry), RANK);
+      registry.addFactory(timelineFactory(registry, markdownFill(registry)), RANK);
       watchSavedState(panel);
     };
     notebooks?.forEach(adopt);
@@ -62,14 +64,17 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbagent:sessions',
   description: 'The Agent sessions side panel, read-only session timelines and transcript export.',
   autoStart: true,
-  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette],
+  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette, IRenderMimeRegistry, IMainMenu],
   activate: (
     app: JupyterFrontEnd,
     labShell: ILabShell | null,
     browser: IDefaultFileBrowser | null,
     restorer: ILayoutRestorer | null,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    rendermime: IRenderMimeRegistry | null,
+    mainMenu: IMainMenu | null
   ) => {
+    const markdown = markdownFill(rendermime);
     const { commands, shell } = app;
     const open = (s: Pick<ISession, 'file' | 'id' | 'label'>): void => {
       void commands.execute(COMMANDS.open, { file: s.file, id: s.id, label: s.label });
@@ -89,7 +94,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
             return w;
           }
         }
-        const tab = sessionTab(session);
+        const tab = sessionTab(session, markdown);
         shell.add(tab, 'main');
         shell.activateById(tab.id);
         return tab;
@@ -102,12 +107,15 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
         download(name, text);
       }
     });
-    if (!labShell) {
-      return; // Notebook 7 and other shells: the renderer and the commands only
-    }
+    // JupyterLab's left sidebar; Notebook 7's left area (its notebook, editor and tree pages), shown
+    // with "Show Agent Sessions" (View menu, command palette).
     const panel = new SessionsPanel({ open });
     panel.title.icon = ICON;
-    labShell.add(panel, 'left', { rank: 600 });
+    if (labShell) {
+      labShell.add(panel, 'left', { rank: 600 });
+    } else {
+      shell.add(panel, 'left', { rank: 600 });
+    }
     restorer?.add(panel, 'nbagent-sessions');
     commands.addCommand(COMMANDS.refresh, {
       label: 'Refresh Agent Sessions',
@@ -115,8 +123,9 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     });
     commands.addCommand(COMMANDS.show, {
       label: 'Show Agent Sessions',
-      execute: () => labShell.activateById(panel.id)
+      execute: () => shell.activateById(panel.id)
     });
+    mainMenu?.viewMenu.addGroup([{ command: COMMANDS.show }], 100);
     palette?.addItem({ command: COMMANDS.show, category: 'nbagent' });
     palette?.addItem({ command: COMMANDS.refresh, category: 'nbagent' });
     if (browser) {

@@ -10,10 +10,14 @@
  * is first opened, so a long session paints its first screen quickly.
  */
 
+import type { MarkdownFill } from './markdown';
+
 export const TIMELINE_MIME = 'application/vnd.nbagent.timeline+json';
 export const SUPPORTED_VERSION = 1;
 /** The last turns shown opened (older ones start collapsed), as in the static HTML. */
 export const KEEP_OPEN = 3;
+/** Pending items painted per queue before a "show more" button. */
+export const PENDING_SHOWN = 200;
 
 export interface INode {
   id: string;
@@ -115,8 +119,92 @@ function section(title: string, text: string): HTMLElement[] {
   return [el('div', 'nba-source', title), pre(text)];
 }
 
+function answerRow(n: INode): HTMLElement[] {
+  const row = [badge('assistant', 'assistant')];
+  if (n.outcome) {
+    row.push(el('span', 'nba-outcome', str(n.outcome)));
+  }
+  return row;
+}
+
+function answerClass(n: INode): string {
+  return 'nba-answer' + (n.failed ? ' nba-failed' : '') + (n.streaming ? ' nba-streaming' : '');
+}
+
+/** An answer as text (as in the static HTML): no Markdown renderer, or still streaming. */
+function plainAnswer(n: INode): HTMLElement {
+  const row = answerRow(n);
+  row.push(el('span', 'nba-answer-text', str(n.text) || str(n.first_line)));
+  if (n.calls_text) {
+    row.push(el('span', 'nba-muted', str(n.calls_text)));
+  }
+  const detail = n.reasoning ? section('reasoning', str(n.reasoning)) : [];
+  return item(answerClass(n), row, detail, { id: n.id });
+}
+
+/**
+ * An answer rendered as Markdown (sanitized, see `markdown.ts`), with its raw text one click away
+ * (the "Raw" button; the choice is kept per answer across repaints). Reasoning stays collapsed.
+ */
+function answer(n: INode, ctx: IPaintContext): HTMLElement {
+  const raw = ctx.raw.has(n.id);
+  const box = el('div', `nba-item ${answerClass(n)} nba-answer-md`, undefined, { id: n.id });
+  const row = el('div', 'nba-row');
+  row.append(...answerRow(n));
+  if (n.calls_text) {
+    row.append(el('span', 'nba-muted', str(n.calls_text)));
+  }
+  const toggle = el('button', 'jp-Button jp-mod-minimal jp-mod-small nba-raw-toggle') as HTMLButtonElement;
+  toggle.type = 'button';
+  const rendered = el('div', 'nba-answer-text nba-md jp-RenderedHTMLCommon');
+  const source = pre(str(n.text));
+  source.classList.add('nba-answer-raw');
+  const show = (asRaw: boolean): void => {
+    rendered.hidden = asRaw;
+    source.hidden = !asRaw;
+    toggle.textContent = asRaw ? 'Markdown' : 'Raw';
+    toggle.title = asRaw ? 'Show the answer rendered as Markdown' : 'Show the answer as the model wrote it';
+    toggle.setAttribute('aria-pressed', String(asRaw));
+    box.dataset.show = asRaw ? 'raw' : 'markdown';
+  };
+  toggle.addEventListener('click', () => {
+    const asRaw = !ctx.raw.has(n.id);
+    if (asRaw) {
+      ctx.raw.add(n.id);
+    } else {
+      ctx.raw.delete(n.id);
+    }
+    show(asRaw);
+  });
+  show(raw);
+  row.append(el('span', 'nba-grow'), toggle);
+  box.append(row, rendered, source);
+  ctx.markdown!(str(n.text), rendered)
+    .then(() => {
+      box.dataset.rendered = 'true';
+    })
+    .catch(() => {
+      rendered.replaceChildren(pre(str(n.text))); // the parser failed: the text as written
+      box.dataset.rendered = 'failed';
+    });
+  if (n.reasoning) {
+    const reasoning = el('details', 'nba-reasoning');
+    reasoning.append(el('summary', 'nba-source', 'reasoning'), pre(str(n.reasoning)));
+    box.append(reasoning);
+  }
+  return box;
+}
+
+/** What painting a leaf may use besides the node. */
+interface IPaintContext {
+  /** Renders an answer's Markdown, or `null` to keep answers as text. */
+  markdown: MarkdownFill | null;
+  /** The answers whose raw text is shown instead of their rendering. */
+  raw: Set<string>;
+}
+
 /** The element of one node that is not a turn or a step, or `null` for an unknown type. */
-function leaf(n: INode): HTMLElement | null {
+function leaf(n: INode, ctx: IPaintContext): HTMLElement | null {
   switch (n.type) {
     case 'message':
       return item('nba-msg', messageRow(n), [pre(str(n.text))], {
@@ -124,21 +212,8 @@ function leaf(n: INode): HTMLElement | null {
         kind: str(n.kind),
         role: str(n.role)
       });
-    case 'assistant': {
-      const row = [badge('assistant', 'assistant')];
-      if (n.outcome) {
-        row.push(el('span', 'nba-outcome', str(n.outcome)));
-      }
-      row.push(el('span', 'nba-answer-text', str(n.text) || str(n.first_line)));
-      if (n.calls_text) {
-        row.push(el('span', 'nba-muted', str(n.calls_text)));
-      }
-      const detail = n.reasoning ? section('reasoning', str(n.reasoning)) : [];
-      let cls = 'nba-answer';
-      cls += n.failed ? ' nba-failed' : '';
-      cls += n.streaming ? ' nba-streaming' : '';
-      return item(cls, row, detail, { id: n.id });
-    }
+    case 'assistant':
+      return ctx.markdown && n.text && !n.streaming ? answer(n, ctx) : plainAnswer(n);
     case 'tool': {
       const running = n.result === null || n.result === undefined;
       const row = [
@@ -199,6 +274,8 @@ interface IEntry {
 export interface ITimelineViewOptions {
   /** Words after the summary in the head, e.g. `saved view` or `following`. */
   note?: string;
+  /** Renders assistant answers as Markdown (see `markdown.ts`); without it they stay text. */
+  markdown?: MarkdownFill | null;
 }
 
 /** A timeline painted from bundles; `render` again with a newer bundle to update in place. */
@@ -208,6 +285,7 @@ export class TimelineView {
 
   constructor(options: ITimelineViewOptions = {}) {
     this.note = options.note ?? '';
+    this._ctx = { markdown: options.markdown ?? null, raw: new Set() };
     this.node = el('div', 'nbagent nba-timeline');
     this._head = el('div', 'nba-head');
     this._notice = el('div', 'nba-note');
@@ -300,8 +378,22 @@ export class TimelineView {
       if (!items.length) {
         queue.append(el('span', 'nba-muted', 'empty'));
       }
-      for (const m of items) {
+      // A long queue shows its first items and a button for more: thousands of pending items
+      // would otherwise all be in the DOM.
+      const shown = this._pendingShown.get(name) ?? PENDING_SHOWN;
+      for (const m of items.slice(0, shown)) {
         queue.append(item('nba-inbox-item', messageRow(m), [pre(str(m.text))], { id: m.id, kind: str(m.kind) }));
+      }
+      if (items.length > shown) {
+        const more = el('button', 'jp-Button jp-mod-minimal jp-mod-small nba-more-pending') as HTMLButtonElement;
+        more.type = 'button';
+        more.textContent = `${items.length - shown} more in ${name}: show ${Math.min(PENDING_SHOWN, items.length - shown)} more`;
+        more.addEventListener('click', () => {
+          this._pendingShown.set(name, shown + PENDING_SHOWN);
+          this._paintPending(bundle, always);
+          this._pending.querySelector<HTMLElement>(`[data-queue="${name}"] .nba-more-pending`)?.focus();
+        });
+        queue.append(more);
       }
       parts.push(queue);
     }
@@ -386,7 +478,7 @@ export class TimelineView {
         this._built.add(entry.root);
       }
     } else {
-      entry.element = leaf(n);
+      entry.element = leaf(n, this._ctx);
       if (n.parent === null) {
         this._built.add(entry.root);
       }
@@ -439,7 +531,7 @@ export class TimelineView {
       old.querySelector(':scope > .nba-step-head')!.textContent = str(n.label);
       return;
     }
-    const fresh = leaf(n);
+    const fresh = leaf(n, this._ctx);
     if (fresh) {
       if (old instanceof HTMLDetailsElement && fresh instanceof HTMLDetailsElement) {
         fresh.open = old.open;
@@ -449,6 +541,8 @@ export class TimelineView {
     }
   }
 
+  private _ctx: IPaintContext;
+  private _pendingShown = new Map<string, number>();
   private _bundle: IBundle | null = null;
   private _entries = new Map<string, IEntry>();
   private _order: string[] = [];

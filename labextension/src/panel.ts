@@ -40,6 +40,9 @@ function button(cls: string, icon: LabIcon | null, label: string, tooltip: strin
   return b;
 }
 
+/** How often a shown panel asks the server for its folder's sessions. */
+export const POLL_MS = 3000;
+
 const SESSION_FILE = /(^|\.)nbagent\.sqlite(-wal)?$/;
 
 export class SessionsPanel extends Widget {
@@ -110,8 +113,25 @@ export class SessionsPanel extends Widget {
     }
   }
 
+  /** While shown, the list polls the server, so a session another kernel writes stays current
+   * without the file browser noticing its files first. */
   protected onAfterShow(): void {
     void this.refresh();
+    window.clearInterval(this._poll);
+    this._poll = window.setInterval(() => {
+      if (this.isVisible && !document.hidden) {
+        void this.refresh();
+      }
+    }, POLL_MS);
+  }
+
+  protected onAfterHide(): void {
+    window.clearInterval(this._poll);
+    this._poll = 0;
+  }
+
+  protected onBeforeDetach(): void {
+    this.onAfterHide();
   }
 
   private async _fetch(): Promise<void> {
@@ -132,13 +152,38 @@ export class SessionsPanel extends Widget {
   private _paint(rows: Listing): void {
     this._folderLine.textContent = `/${this._folder}`;
     const items = rows.map(r => ('error' in r ? this._unreadable(r) : this._row(r)));
+    const focus = this._focused();
     this._list.replaceChildren(...items);
+    this._refocus(focus);
     this._message.textContent = rows.length
       ? ''
       : 'No agent sessions in this folder. A notebook using nbagent keeps them in <notebook>.nbagent.sqlite beside it.';
     this.node.dataset.state = 'ready';
     this.node.dataset.count = String(rows.filter(r => !('error' in r)).length);
     this.node.dataset.folder = this._folder;
+  }
+
+  /** The focused row (file and session) and the class of its focused button, if any. */
+  private _focused(): { file: string; session: string; button: string } | null {
+    const active = document.activeElement as HTMLElement | null;
+    const li = active?.closest<HTMLElement>('.jp-nbagent-row');
+    if (!active || !li || !this._list.contains(li)) {
+      return null;
+    }
+    const button = active === li ? '' : Array.from(active.classList).find(c => c.startsWith('jp-nbagent-') && c !== 'jp-nbagent-button') ?? '';
+    return { file: li.dataset.file ?? '', session: li.dataset.session ?? '', button };
+  }
+
+  /** A repaint keeps the keyboard focus on the same row (and button). */
+  private _refocus(focus: { file: string; session: string; button: string } | null): void {
+    if (!focus) {
+      return;
+    }
+    const li = Array.from(this._list.querySelectorAll<HTMLElement>('.jp-nbagent-row')).find(
+      r => r.dataset.file === focus.file && (r.dataset.session ?? '') === focus.session
+    );
+    const target = focus.button ? li?.querySelector<HTMLElement>(`.${focus.button}`) : li;
+    target?.focus();
   }
 
   private _row(s: ISession): HTMLElement {
@@ -165,7 +210,8 @@ export class SessionsPanel extends Widget {
     li.append(label, meta, file, actions);
     li.addEventListener('dblclick', () => this._open(s));
     li.addEventListener('keydown', e => {
-      if (e.key === 'Enter') {
+      // Enter on the row itself opens; Enter on one of its buttons is that button's own click.
+      if (e.key === 'Enter' && e.target === li) {
         this._open(s);
       }
     });
@@ -195,4 +241,5 @@ export class SessionsPanel extends Widget {
   private _folderLine: HTMLElement;
   private _running: Promise<void> | null = null;
   private _again = false;
+  private _poll = 0;
 }

@@ -17,6 +17,7 @@ import { MimeModel, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Panel, Widget } from '@lumino/widgets';
 
+import { MarkdownFill } from './markdown';
 import { IBundle, SUPPORTED_VERSION, TIMELINE_MIME, TimelineView, unsupported } from './paint';
 
 export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
@@ -26,8 +27,9 @@ const GAVE_UP_CLASS = 'jupyter-widgets';
 export const RANK = -20;
 
 export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
-  constructor(registry: IRenderMimeRegistry | null) {
+  constructor(registry: IRenderMimeRegistry | null, markdown: MarkdownFill | null = null) {
     super();
+    this._view = new TimelineView({ note: 'saved view', markdown });
     this.addClass('jp-nbagent-output');
     this._registry = registry;
     this._painted = new Widget({ node: this._view.node });
@@ -105,19 +107,25 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   private _registry: IRenderMimeRegistry | null;
-  private _view = new TimelineView({ note: 'saved view' });
+  private _view: TimelineView;
   private _painted: Widget;
   private _live: IRenderMime.IRenderer | null = null;
   private _modelId = '';
   private _observer: MutationObserver | null = null;
 }
 
-/** A renderer factory; with `registry` (a notebook's), saved outputs defer to the live widget. */
-export function timelineFactory(registry: IRenderMimeRegistry | null): IRenderMime.IRendererFactory {
+/**
+ * A renderer factory; with `registry` (a notebook's), saved outputs defer to the live widget; with
+ * `markdown`, assistant answers render as sanitized Markdown.
+ */
+export function timelineFactory(
+  registry: IRenderMimeRegistry | null,
+  markdown: MarkdownFill | null = null
+): IRenderMime.IRendererFactory {
   return {
     safe: true,
     mimeTypes: [TIMELINE_MIME],
     defaultRank: RANK,
-    createRenderer: () => new TimelineRenderer(registry)
+    createRenderer: () => new TimelineRenderer(registry, markdown)
   };
 }

@@ -5,24 +5,50 @@
  */
 
 import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
-import { downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
+import { caretDownIcon, caretUpIcon, downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { download, fetchTimeline, fetchTranscript, ISession } from './api';
+import { download, fetchTimeline, fetchTranscript, fileSessions, ISession } from './api';
+import { MarkdownFill } from './markdown';
 import { el, TimelineView } from './paint';
 
 /** How often a visible tab asks whether the session grew, and a hidden one. */
 export const FOLLOW_MS = 1000;
 export const HIDDEN_MS = 5000;
+/** The label of a session with no title and no prompt (the server's words). */
+export const NO_PROMPT = '(no prompt yet)';
+/** How close to the end (px) still counts as "at the newest turns", so the tab keeps following. */
+const AT_END_PX = 32;
 
 export class SessionTimeline extends Widget {
-  constructor(readonly session: Pick<ISession, 'file' | 'id' | 'label'>) {
+  constructor(
+    public session: Pick<ISession, 'file' | 'id' | 'label'>,
+    markdown: MarkdownFill | null = null
+  ) {
     super();
+    this._view = new TimelineView({ note: 'read-only', markdown });
     this.addClass('jp-nbagent-tab');
     this.node.dataset.file = session.file;
     this.node.dataset.session = session.id;
     this._status = el('div', 'jp-nbagent-tab-status', 'loading…');
     this.node.append(this._status, this._view.node);
+    // Like a log viewer: open at the newest turns and keep following them while the view is at
+    // the end; scrolled up, it stays where the user put it.
+    this.node.addEventListener('scroll', () => {
+      this._stick = this.node.scrollHeight - this.node.scrollTop - this.node.clientHeight <= AT_END_PX;
+    });
+    // Content also grows after a paint (answers' Markdown renders asynchronously): follow that too.
+    this._resize = new ResizeObserver(() => {
+      if (this._stick) {
+        this.scrollToNewest();
+      }
+    });
+    this._resize.observe(this._view.node);
+  }
+
+  dispose(): void {
+    this._resize.disconnect();
+    super.dispose();
   }
 
   /** Fetch now (if the log grew) and paint; resolves once painted. */
@@ -36,12 +62,41 @@ export class SessionTimeline extends Widget {
       if (bundle) {
         this._view.render(bundle);
         this.node.dataset.seq = String(bundle.seq);
+        if (this._stick) {
+          this.scrollToNewest();
+        }
+        void this._relabel();
       }
       this._status.textContent = `${this.session.file} · following · checked ${new Date().toLocaleTimeString()}`;
       this._status.dataset.state = 'ok';
     } catch (error) {
       this._status.textContent = `${this.session.file}: ${(error as Error).message}`;
       this._status.dataset.state = 'error';
+    }
+  }
+
+  /** Called with the session's label when it changes (its first prompt arrived, it was titled). */
+  onLabel: ((label: string) => void) | null = null;
+
+  scrollToNewest(): void {
+    this.node.scrollTop = this.node.scrollHeight;
+  }
+
+  scrollToTop(): void {
+    this.node.scrollTop = 0;
+  }
+
+  /** A session opened before its first prompt learns its label once the log has grown. */
+  private async _relabel(): Promise<void> {
+    const label = this.session.label;
+    if (label !== NO_PROMPT && label !== '' && label !== this.session.id) {
+      return;
+    }
+    const rows = await fileSessions(this.session.file).catch(() => []);
+    const row = rows.find(r => 'id' in r && r.id === this.session.id) as ISession | undefined;
+    if (row && row.label !== this.session.label) {
+      this.session = { ...this.session, label: row.label };
+      this.onLabel?.(row.label);
     }
   }
 
@@ -52,6 +107,12 @@ export class SessionTimeline extends Widget {
 
   protected onAfterAttach(): void {
     this._follow();
+  }
+
+  protected onAfterShow(): void {
+    if (this._stick) {
+      this.scrollToNewest();
+    }
   }
 
   protected onBeforeDetach(): void {
@@ -68,17 +129,26 @@ export class SessionTimeline extends Widget {
     });
   }
 
-  private _view = new TimelineView({ note: 'read-only' });
+  private _view: TimelineView;
   private _status: HTMLElement;
   private _timer = 0;
+  private _stick = true;
+  private _resize: ResizeObserver;
 }
 
-export function sessionTab(session: Pick<ISession, 'file' | 'id' | 'label'>): MainAreaWidget<SessionTimeline> {
-  const content = new SessionTimeline(session);
+export function sessionTab(
+  session: Pick<ISession, 'file' | 'id' | 'label'>,
+  markdown: MarkdownFill | null = null
+): MainAreaWidget<SessionTimeline> {
+  const content = new SessionTimeline(session, markdown);
   const widget = new MainAreaWidget({ content });
   widget.id = `nbagent-session-${session.id}`;
-  widget.title.label = session.label.length > 40 ? `${session.label.slice(0, 39)}…` : session.label;
-  widget.title.caption = `${session.label}\n${session.file} · session ${session.id}`;
+  const setLabel = (label: string): void => {
+    widget.title.label = label.length > 40 ? `${label.slice(0, 39)}…` : label;
+    widget.title.caption = `${label}\n${session.file} · session ${session.id}`;
+  };
+  setLabel(session.label);
+  content.onLabel = setLabel;
   widget.title.closable = true;
   widget.addClass('jp-nbagent-session');
   widget.toolbar.addItem(
@@ -88,6 +158,19 @@ export function sessionTab(session: Pick<ISession, 'file' | 'id' | 'label'>): Ma
       label: 'Export Markdown',
       tooltip: 'Download the transcript as Markdown',
       onClick: () => void content.exportMarkdown()
+    })
+  );
+  widget.toolbar.addItem(
+    'top',
+    new ToolbarButton({ icon: caretUpIcon, label: 'Top', tooltip: 'Back to the first turn', onClick: () => content.scrollToTop() })
+  );
+  widget.toolbar.addItem(
+    'newest',
+    new ToolbarButton({
+      icon: caretDownIcon,
+      label: 'Newest',
+      tooltip: 'To the newest turns (the tab follows them from there)',
+      onClick: () => content.scrollToNewest()
     })
   );
   widget.toolbar.addItem(

@@ -41,6 +41,8 @@ from nbagent.labserver.sessions import TimelineCache, event_json, listing, sessi
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
 
+KERNEL_ADVICE = " — pass another path (or set NBAGENT_DB)"
+"""The way out a store error offers code that opens a session; the panel's reader cannot take it."""
 T = TypeVar("T")
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 10_000
@@ -115,10 +117,12 @@ class _Base(APIHandler):
         return value
 
     def _relative(self, text: str) -> str:
-        """``text`` with the server's absolute paths shown relative to the contents root."""
+        """``text`` with the server's absolute paths shown relative to the contents root, without
+        the advice meant for code that opens sessions (a browser user passes no path, sets no
+        ``NBAGENT_DB``)."""
         for root in {os.path.realpath(self.root), os.path.abspath(self.root)} - {os.sep}:
             text = text.replace(root + os.sep, "").replace(root, ".")
-        return text
+        return text.removesuffix(KERNEL_ADVICE)
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking read in the extension's threads; nbagent errors become clear 4xx answers."""

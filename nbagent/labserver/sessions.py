@@ -101,16 +101,26 @@ def file_sessions(path: Path, api_file: str) -> list[dict[str, Any]]:
     return out
 
 
+def no_session_reason(path: Path, api_file: str) -> str:
+    """Why a session file lists no session: empty (0 bytes), or no session written yet."""
+    if path.stat().st_size == 0:
+        return f"{api_file} is empty (0 bytes): no session has been written to it yet"
+    return f"{api_file} holds no session yet"
+
+
 def listing(files: Iterable[tuple[Path, str]], budget: Callable[[], Budget]) -> list[dict[str, Any]]:
     """Every session of ``files`` (``(path, API path)`` pairs), most recent first, each file read
-    under a fresh ``budget()``. A file nbagent cannot read appears once as ``{"file", "error"}``."""
+    under a fresh ``budget()``. A file nbagent cannot read, or one holding no session (an empty
+    file), appears once as ``{"file", "error"}`` saying why, so no session file is silently left out."""
     out: list[dict[str, Any]] = []
     for path, api_file in files:
         try:
             with bounded(budget()):
-                out.extend(file_sessions(path, api_file))
+                sessions = file_sessions(path, api_file)
         except NbagentError as exc:
             out.append({"file": api_file, "error": str(exc)})
+            continue
+        out.extend(sessions or [{"file": api_file, "error": no_session_reason(path, api_file)}])
     out.sort(key=lambda s: s.get("last_time") or s.get("created_at") or 0, reverse=True)
     return out
 

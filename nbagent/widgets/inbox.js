@@ -36,6 +36,8 @@ function item(m, ui, send) {
     ev.preventDefault();
     ev.stopPropagation();
     ui.removing.add(m.id);
+    // A disabled button drops the keyboard focus to <body>: keep it on this item's row.
+    if (document.activeElement === remove) row.focus();
     remove.disabled = true;
     send({ type: "remove", id: m.id });
   });
@@ -58,7 +60,29 @@ function item(m, ui, send) {
   return e;
 }
 
+// Where the keyboard focus is inside the inbox: the item (by id and position) and which part.
+function focusedPlace(root) {
+  const active = document.activeElement;
+  if (!active || !root.contains(active)) return null;
+  const e = active.closest(".nba-inbox-item");
+  if (!e) return { root: true };
+  const items = [...root.querySelectorAll(".nba-inbox-item")];
+  return { id: e.dataset.id, index: items.indexOf(e), button: active.matches(".nba-remove") };
+}
+
+// Put the focus back after a repaint: on the same item, or (it was removed) on the one now in its
+// place, the last one, or the inbox itself; never lost to <body>.
+function restoreFocus(root, place) {
+  if (!place) return;
+  const items = [...root.querySelectorAll(".nba-inbox-item")];
+  const e = items.find((x) => x.dataset.id === place.id) || items[Math.min(place.index, items.length - 1)];
+  const button = e?.querySelector(".nba-remove");
+  const target = !e ? root : place.button && button && !button.disabled ? button : e.querySelector("summary");
+  target.focus();
+}
+
 function draw(root, state, ui, send) {
+  const place = focusedPlace(root);
   // What is opened now is what the user sees: keep it (a toggle event may not have run yet).
   for (const e of root.querySelectorAll("details.nba-inbox-item")) {
     if (e.open) ui.opened.add(e.dataset.id);
@@ -85,6 +109,7 @@ function draw(root, state, ui, send) {
   }
   if (q.error) parts.push(h("div", "nba-error-text", q.error));
   root.replaceChildren(...parts);
+  restoreFocus(root, place);
   root.dataset.pending = String(q.pending);
   root.dataset.live = String(ui.live);
 }
@@ -95,6 +120,7 @@ export default () => {
   return {
     render({ model, el }) {
       const root = h("div", "nbagent nba-inbox");
+      root.tabIndex = -1; // focusable by script: where the focus goes when the last item is removed
       root.dataset.generation = String(++ui.views);
       el.append(root);
       const send = (msg) => model.send(msg);

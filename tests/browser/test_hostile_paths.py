@@ -4,8 +4,8 @@ no payload runs, loads, links or restyles anything, and the text shows as writte
 Paths: the live cell (the turn's view, then its HTML with the approval decided), the approval
 prompt, the timeline and inbox widgets, ``%agent transcript``, the panel's Markdown export and
 ``nbagent transcript`` (both shown as a trusted Markdown output, the way a user would display
-them), the static HTML of saved outputs, the exported HTML page, the session tab and the sessions
-panel. Each payload sets ``window.__nbagent_xss`` to its id, so a failure names the payload.
+them), the static HTML of saved outputs, the exported HTML page, the session tab (whose assistant answer
+is rendered as Markdown) and the sessions panel. Each payload sets ``window.__nbagent_xss`` to its id, so a failure names the payload.
 """
 
 from __future__ import annotations
@@ -170,6 +170,8 @@ def session_tab(page: Any, lab: Lab, hostile: str) -> tuple[Any, list[str]]:
     )
     tab = page.locator(".jp-nbagent-tab")
     tab.locator('.nba-turn[data-status="completed"]').wait_for()
+    # The answer (every payload) rendered as Markdown, its raw text beside it: both inert.
+    tab.locator('.nba-answer-md[data-rendered="true"] .nba-md').wait_for()
     return tab, [ALL, TOOL_NAME, PROMPT]
 
 
