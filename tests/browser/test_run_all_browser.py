@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Lab, shot
+from conftest import WAIT_MS, Lab, shot
 from notebook_page import open_notebook
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -57,6 +58,7 @@ def test_run_all_on_each_tutorial_gives_every_cell_a_count_and_no_error(
         followup = page.locator(".jp-CodeCell", has_text="%followup What is a?").first
         followup.scroll_into_view_if_needed()
         output = followup.locator(".jp-OutputArea")
-        assert "turn 1 · done" in output.inner_text()
-        assert "the service was slow today" in output.inner_text()
+        # a notebook renders the cells it scrolls to lazily: wait for the painted output
+        expect(output).to_contain_text("turn 1 · done", timeout=WAIT_MS)
+        expect(output).to_contain_text("the service was slow today", timeout=WAIT_MS)
         shot(page, "run-all-debugging-followup-cell", followup)
