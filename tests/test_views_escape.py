@@ -131,7 +131,9 @@ def test_a_hostile_sessions_static_html_is_inert_and_shows_every_payload(
 
 def test_views_build_html_and_markdown_from_data_only_through_the_one_escape() -> None:
     """No other module escapes HTML by itself, and no browser-side painter parses strings as HTML
-    except the approval prompt's context, which is nbagent's own escaped HTML of the turn."""
+    except the approval prompt's context, which is nbagent's own escaped HTML of the turn, and the
+    lab extension's Markdown answers, which JupyterLab's sanitizer (an allow-list of text-structure
+    tags) has cleaned before they are parsed, in an inert document."""
     for source in (ROOT / "nbagent").rglob("*.py"):
         if source.name == "escape.py" and source.parent.name == "views":
             continue
@@ -150,5 +152,8 @@ def test_views_build_html_and_markdown_from_data_only_through_the_one_escape() -
         (
             "approval.js",
             'context.innerHTML = model.get("context_html") || ""; // nbagent\'s own escaped rendering of the turn',
-        )
+        ),
+        ("markdown.ts", "box.innerHTML = html;"),
     ]
+    markdown = (ROOT / "labextension" / "src" / "markdown.ts").read_text()
+    assert markdown.index("= sanitizer.sanitize(") < markdown.index("box.innerHTML = html;")
