@@ -16,6 +16,7 @@ from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.notebook import approvals as approvals_module
 from nbagent.notebook.approvals import Approvals, Question, Settled, default_timeout
 from nbagent.testing import check_invariants
+from nbagent.views.timeline import Timeline
 from nbagent.widgets.approval import ApprovalWidget, prompt_text, question_data, settled_bundle
 
 ran: list[str] = []
@@ -250,8 +251,18 @@ def test_allow_for_this_session_approves_this_call_and_stops_asking_for_that_too
     agent, seen = run(main())
     assert ran == ["a", "b", "c"]
     assert decisions(agent) == [("approval/asked", None), ("approval/decided", "allowed-once")] * 3
+    # every one of the three was allowed for the session: the first by the click, the others by it
+    decided = [e.data for e in agent.events if e.type == "approval/decided"]
+    assert [d.get("scope") for d in decided] == ["session"] * 3
     assert [type(s).__name__ for s in seen.seen] == ["Question", "Settled", "Settled", "Settled"]
-    assert seen.settled()[1:] == [("allowed-once", "allowed for this session")] * 2
+    assert seen.settled() == [
+        ("allowed-session", "click, and for the rest of the session"),
+        *[("allowed-session", "allowed for this session")] * 2,
+    ]
+    timeline = Timeline()
+    timeline.feed(agent.events)
+    texts = [n["text"] for n in timeline.nodes.values() if n["type"] == "approval"]
+    assert texts == ["run_code: approved for this session"] * 3
 
 
 def test_session_policy_runs_without_asking_and_ask_asks_again(db):
@@ -270,8 +281,8 @@ def test_session_policy_runs_without_asking_and_ask_asks_again(db):
         return seen
 
     assert run(main()).settled() == [
-        ("allowed-once", "allowed for this session"),
-        ("allowed-once", "allowed for this session"),
+        ("allowed-session", "allowed for this session"),
+        ("allowed-session", "allowed for this session"),
         ("rejected", "code"),
     ]
 

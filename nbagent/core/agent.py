@@ -144,7 +144,8 @@ class Agent:
     @property
     def approver(self) -> Approver | None:
         """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
-        ``"rejected"`` or ``"unavailable"``. With none set, such calls are ``unavailable``."""
+        ``"allowed-session"``, ``"rejected"`` or ``"unavailable"``. With none set, such calls are
+        ``unavailable``."""
         return self.driver.approver
 
     @approver.setter

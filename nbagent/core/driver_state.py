@@ -21,8 +21,9 @@ from nbagent.core.signal import CancelSignal
 from nbagent.core.tools import Tool
 
 Approver = Callable[[Tool, Any], Awaitable[str]]
-"""Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``, ``"rejected"``
-or ``"unavailable"``."""
+"""Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
+``"allowed-session"`` (allowed by an allowance for the rest of the session), ``"rejected"`` or
+``"unavailable"``."""
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from nbagent.core.vocabulary import NEXT_STEP as NEXT_STEP
 from nbagent.core.vocabulary import NEXT_TURN as NEXT_TURN
 from nbagent.core.vocabulary import (
     ApprovalOutcome,
+    ApprovalScope,
     Failure,
     HeaderReason,
     SpliceOutcome,
@@ -455,9 +456,20 @@ class ApprovalDecided(Record):
     call_id: str | None = ""
     arguments_sha256: str | None = None
     outcome: ApprovalOutcome = "unavailable"
+    scope: ApprovalScope | None = None
+    """``"session"`` when an ``allowed-once`` came from an allowance for the rest of the session
+    (policy, or "allow for this session"); absent for a one-off decision and in older logs."""
+
+    @property
+    def shown_outcome(self) -> str:
+        """The outcome as views name it: ``allowed-session`` for a session-wide allowance."""
+        return (
+            "allowed-session" if self.scope == "session" and self.outcome == "allowed-once" else self.outcome
+        )
 
     def to_json(self) -> FrozenDict:
-        return FrozenDict(_approval(self), outcome=self.outcome)
+        data = FrozenDict(_approval(self), outcome=self.outcome)
+        return FrozenDict(data, scope=self.scope) if self.scope is not None else data
 
 
 def _approval(record: ApprovalAsked | ApprovalDecided) -> dict[str, Any]:

@@ -180,7 +180,14 @@ def _call_event(turn: int, step: int, call: ToolCallChunk) -> ToolCallEvent:
     return ToolCallEvent(turn, step, call.id, call.name, call.arguments)
 
 
-def _decided(asked: ApprovalAsked, outcome: ApprovalOutcome) -> ApprovalDecided:
+def _decided(asked: ApprovalAsked, answer: str) -> ApprovalDecided:
+    """The record of an approver's ``answer``: ``allowed-session`` is stored as ``allowed-once`` with
+    ``scope: "session"`` (SPEC §4's outcomes stay the four it names)."""
+    if answer == "allowed-session":
+        return ApprovalDecided(
+            asked.id, asked.tool, asked.call_id, asked.arguments_sha256, "allowed-once", scope="session"
+        )
+    outcome: ApprovalOutcome = answer  # type: ignore[assignment]  # other answers are kept as given
     return ApprovalDecided(asked.id, asked.tool, asked.call_id, asked.arguments_sha256, outcome)
 
 
@@ -199,7 +206,7 @@ async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal:
         return _error(f"Error: {exc}", "InvalidArguments", "INVALID_ARGUMENTS")
     if tool.requires_approval:
         decided = await _approve(driver, turn, step, tool, started, signal)
-        if decided != "allowed-once":
+        if decided not in ("allowed-once", "allowed-session"):
             if decided == "cancelled" or signal.cancelled:
                 return _error("Error: tool call aborted", "AbortError", "ABORTED")
             return _error(
@@ -266,7 +273,7 @@ async def _approve(
             remove()
     if signal.cancelled:
         outcome = "cancelled"
-    driver.commit([_decided(asked, fix_text(outcome))])  # type: ignore[arg-type]
+    driver.commit([_decided(asked, fix_text(outcome))])
     started.decided = True
     return outcome
 

@@ -22,8 +22,16 @@ TurnEndKind = Literal["completed", "max-tokens", "blocked", "aborted", "error", 
 HeaderReason = Literal["initial", "resume", "change"]
 """Why a ``request/header`` was written."""
 
-ApprovalOutcome = Literal["allowed-once", "allowed-session", "rejected", "cancelled", "unavailable"]
-"""What became of a tool call that needed approval."""
+ApprovalOutcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
+"""What became of a tool call that needed approval (``approval/decided.outcome``, SPEC §4)."""
+
+ApprovalScope = Literal["session"]
+"""``approval/decided.scope``: an ``allowed-once`` that came from an allowance for the rest of the
+session (absent for a one-off decision)."""
+
+ApproverAnswer = Literal["allowed-once", "allowed-session", "rejected", "cancelled", "unavailable"]
+"""What an approver returns: an outcome, or ``allowed-session`` (recorded as ``allowed-once`` with
+``scope: "session"``)."""
 
 LoopFailureCode = Literal["STEP_LIMIT", "UNKNOWN", "TRANSPORT"]
 """The failure codes the loop itself writes (a model's failures carry the provider's codes:

@@ -29,7 +29,9 @@ from nbagent.core.tool_batch import arguments_digest, new_approval_id
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
 
-Outcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
+Outcome = Literal["allowed-once", "allowed-session", "rejected", "cancelled", "unavailable"]
+"""What the desk answers; ``allowed-session`` is an approval under an allowance for the rest of the
+session (the log records it as ``allowed-once`` with ``scope: "session"``)."""
 Policy = Literal["ask", "session"]
 
 DEFAULT_TIMEOUT = 120.0
@@ -98,6 +100,7 @@ class Settled:
     def sentence(self) -> str:
         what = {
             "allowed-once": "approved",
+            "allowed-session": "approved",  # ``by`` says it was for the session
             "rejected": "denied",
             "cancelled": "cancelled with the turn",
             "unavailable": "not answered",
@@ -167,8 +170,8 @@ class Approvals:
             arguments_sha256=str(asked.get("arguments_sha256") or arguments_digest(call.arguments)),
         )
         if self.policy == "session" or tool.name in self.allowed_tools:
-            self._settle(question, "allowed-once", "allowed for this session")
-            return "allowed-once"
+            self._settle(question, "allowed-session", "allowed for this session")
+            return "allowed-session"
         loop = asyncio.get_running_loop()
         entry = _Open(question, loop.create_future(), loop, time.monotonic())
         with self._lock:
@@ -253,6 +256,7 @@ class Approvals:
             if remember:
                 self.allowed_tools.add(entry.question.tool)
                 by = f"{by}, and for the rest of the session"
+                outcome = "allowed-session"
             entry.decision = (outcome, by)
             said = self._said(entry.question, outcome, by)
         entry.loop.call_soon_threadsafe(_resolve, entry.future, (outcome, by))
@@ -327,7 +331,8 @@ class Approvals:
 
     @staticmethod
     def _said(question: Question, outcome: Outcome, by: str) -> str:
-        return f"{'approved' if outcome == 'allowed-once' else 'denied'} {question.tool} ({by})"
+        approved = outcome in ("allowed-once", "allowed-session")
+        return f"{'approved' if approved else 'denied'} {question.tool} ({by})"
 
     def _settle(self, question: Question, outcome: Outcome, by: str) -> None:
         settled = Settled(question, outcome, by)

@@ -197,7 +197,8 @@ class Timeline:
             case ApprovalDecided():
                 node_id = self._approvals.pop(ev.id, None)
                 if node_id in self.nodes:
-                    self._set(node_id, outcome=ev.outcome, text=approval_text(ev.tool, ev.outcome))
+                    shown = ev.shown_outcome
+                    self._set(node_id, outcome=shown, text=approval_text(ev.tool, shown))
             case RequestEstimate():
                 self._estimate(ev)
             case RequestHeader():
