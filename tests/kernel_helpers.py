@@ -294,3 +294,18 @@ class Kernel:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def wait_for_events(db: Path, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
+    """Poll the session file ``db``, as another reader would, until it holds ``count`` events of
+    ``event_type``; return them all (a deadline, not a sleep, bounds the wait)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            events = read_events(db)
+        except Exception:  # the file or its first session row is not written yet
+            events = []
+        if sum(e.type == event_type for e in events) >= count:
+            return events
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {count} {event_type} in {db} after {timeout}s")

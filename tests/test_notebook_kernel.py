@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kernel_helpers import KERNELS, Kernel, read_events
+from kernel_helpers import KERNELS, Kernel, read_events, wait_for_events
 
 from nbagent.testing import check_invariants
 
@@ -43,19 +43,6 @@ agent = current_agent()
 agent.add_tool(deploy)
 agent.set_model(ScriptedModel([Response(tool_calls=[ToolCall("deploy", {"target": "prod"})])]))
 """
-
-
-def wait_for_events(db: Path, event_type: str, count: int = 1, timeout: float = 30) -> None:
-    """Poll the session file (as another reader would) until it holds ``count`` events of ``event_type``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if sum(e.type == event_type for e in read_events(db)) >= count:
-                return
-        except Exception:  # the file or its first session row is not written yet
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"fewer than {count} {event_type} in {db} after {timeout}s")
 
 
 def interrupt_and_read_reply(k: Kernel, msg_id: str) -> dict:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kernel_helpers import KERNELS, Kernel, RunAll, read_events
+from kernel_helpers import KERNELS, Kernel, RunAll, read_events, wait_for_events
 
 from nbagent.core.events import Event
 from nbagent.testing import check_invariants
@@ -63,16 +63,7 @@ def db(k: Kernel) -> Path:
 
 
 def wait_for(k: Kernel, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            events = read_events(db(k))
-        except Exception:  # not written yet
-            events = []
-        if sum(e.type == event_type for e in events) >= count:
-            return events
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {count} {event_type} in {db(k)} after {timeout}s")
+    return wait_for_events(db(k), event_type, count, timeout)
 
 
 def strand_a_followup(k: Kernel) -> None:
