@@ -5,8 +5,9 @@ the same server in the same run (interleaved with the nbagent samples where poss
 
 1. ``agent.inject()`` p50/p99 on an idle session vs a bare psycopg ``INSERT; COMMIT`` of the same
    JSON row into the same ``events`` table (a second connection, ``autocommit`` off).
-2. The durable loop step (reported, no target): turns of a tool step and a text step with a zero-latency scripted model,
-   per step; the baseline is the commits such a step needs at the least (three bare commits).
+2. The durable loop step (reported, no target): turns of a tool step and a text step with a
+   zero-latency scripted model, per step; the baseline is as many bare commits as the step really
+   made transactions (counted in the same run: 6 per turn, so 3 per step).
 3. Resume of a 100k-event session: ``resume_session`` ready, then materialising every event and
    the model history vs a bare ``SELECT seq, time, type, data … ORDER BY seq`` of the same rows with
    ``json.loads`` of each, on a fresh connection.
