@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _util
+from _ceiling import BareGroupCommit
 from _util import Row, median, pct
 
 perf = time.perf_counter
@@ -333,15 +334,25 @@ class Bench:
             return perf() - t0
 
         errors: list[BaseException] = []
+        ceiling = BareGroupCommit(self.bare_conn(path))
+        ceiling_sid = "ceiling-" + uuid.uuid4().hex
+        ceiling_seq = iter(range(1 << 62))
 
-        def nb_round() -> float:
+        def nb_inject() -> None:
+            agent.inject(INJECT_TEXT)
+
+        def ceiling_commit() -> None:
+            row = (ceiling_sid, next(ceiling_seq), int(time.time() * 1000), "agent/inbox/spliced", data, 1)
+            ceiling.commit(row)
+
+        def threads_round(call: Callable[[], None]) -> float:
             barrier = threading.Barrier(cfg.threads + 1)
 
             def work() -> None:
                 barrier.wait()
                 try:
                     for _ in range(cfg.per_thread):
-                        agent.inject(INJECT_TEXT)
+                        call()
                 except BaseException as exc:  # pragma: no cover - reported below
                     errors.append(exc)
 
@@ -354,20 +365,23 @@ class Bench:
                 t.join()
             return perf() - t0
 
-        nb_time = bare_time = 0.0
+        nb_time = bare_time = ceiling_time = 0.0
         for _ in range(cfg.tp_rounds):
             bare_time += bare_round()
             # The agent's loop idles, awaiting the round: the threads commit without it.
-            nb_time += await asyncio.to_thread(nb_round)
+            nb_time += await asyncio.to_thread(threads_round, nb_inject)
             agent.inbox.clear()
+            ceiling_time += await asyncio.to_thread(threads_round, ceiling_commit)
         if errors:
             raise errors[0]
         injects = cfg.tp_rounds * cfg.threads * cfg.per_thread
         nb_writes = writes[0] - cfg.tp_rounds  # minus the clears
         await agent.close()
         conn.close()
+        ceiling.conn.close()
         nb_tp = injects / nb_time
         bare_tp = cfg.tp_rounds * cfg.bare_per_round / bare_time
+        ceiling_tp = injects / ceiling_time
         self.rows.append(
             Row(
                 f"inject throughput, {cfg.threads} threads",
@@ -378,9 +392,14 @@ class Bench:
                 nb_tp >= 4 * bare_tp,
             )
         )
+        self.rows.append(
+            Row(f"ceiling: bare group commit, {cfg.threads} threads", ceiling_tp, "/s", bare_tp, "-", None)
+        )
         self.info.append(
             f"group commit: {injects} injects in {nb_writes} transactions "
-            f"({injects / max(nb_writes, 1):.1f} per commit)"
+            f"({injects / max(nb_writes, 1):.1f} per commit); the ceiling (benchmarks/_ceiling.py: the same "
+            f"leader/follower design, no nbagent) {injects / max(ceiling.transactions, 1):.1f} per commit; "
+            f"nbagent reaches {nb_tp / ceiling_tp:.0%} of it; load average {os.getloadavg()[0]:.1f}"
         )
 
     # -- 3. loop overhead per step ----------------------------------------------------------------
