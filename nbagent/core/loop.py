@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent._json import FrozenDict, fix_text, storable
-from nbagent.core.estimate import Estimate, context_window
+from nbagent.core.estimate import Estimate, context_window, encoding_ready
 from nbagent.core.events import (
     AssistantMessageEvent,
     LlmRetry,
@@ -125,6 +125,7 @@ async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
                 end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
                 proceed = step > 0
                 break
+            await encoding_ready(driver.model)  # tiktoken's load, off this thread (started at open)
             estimate = request_estimate(driver, number, step + 1, messages)
             if estimate.warning is not None and driver.context_limit == "block":
                 end = TurnEnd(number, "blocked")  # the claimed batch is gone, as for a Reject
