@@ -24,7 +24,6 @@ from nbagent.core.hooks import PreStep as PreStepPayload
 from nbagent.core.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
 from nbagent.core.projections import record_message
 from nbagent.core.signal import CancelSignal, settle
-from nbagent.core.tool_batch import run_tool_batch
 from nbagent.core.vocabulary import Failure, LoopFailureCode, TokenUsage
 from nbagent.errors import SessionWriteError
 from nbagent.models.base import (
@@ -250,6 +249,8 @@ async def run_step(
             return "max-tokens"
         if not calls:
             return "completed"
+        from nbagent.core.tool_batch import run_tool_batch  # (not imported until a tool is called)
+
         concluded = await run_tool_batch(driver, turn, step, calls, signal)
         return "completed" if concluded else "continue"
     finally:
