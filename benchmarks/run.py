@@ -513,6 +513,16 @@ class Bench:
         def fixed(driver: Any, turn: int, step: int, entered: Any) -> RequestEstimate:
             return RequestEstimate(turn, step, 0, {})
 
+        inside = [0.0, 0]
+
+        def timed(driver: Any, turn: int, step: int, entered: Any) -> RequestEstimate:
+            t0 = perf()
+            try:
+                return measured(driver, turn, step, entered)
+            finally:
+                inside[0] += perf() - t0
+                inside[1] += 1
+
         for store, name, limit in (("memory", "memory", 1.05), ("file:NORMAL", "file, NORMAL", None)):
             say(f"[3b] loop step with and without the estimate, {store}, @{label(n)} prior events")
             agent, model, block = await self.loop_agent(n, store)
@@ -522,7 +532,7 @@ class Bench:
             try:
                 for round_ in range(8):  # ABBA: neither side always goes first
                     for variant in ("with", "without") if round_ % 2 == 0 else ("without", "with"):
-                        loop_module.request_estimate = measured if variant == "with" else fixed  # type: ignore[assignment]
+                        loop_module.request_estimate = timed if variant == "with" else fixed  # type: ignore[assignment]
                         t0 = perf()
                         await self._turns(agent, model, block)
                         times[variant].append((perf() - t0) / (2 * block))
@@ -539,6 +549,18 @@ class Bench:
                     without,
                     f"<= {limit:g}x" if limit else "-",
                     with_ <= limit * without if limit else None,
+                )
+            )
+            own = inside[0] / max(inside[1], 1)
+            inside[:] = [0.0, 0]
+            self.rows.append(
+                Row(
+                    f"  the estimate's own time per step ({name})",
+                    own,
+                    "s",
+                    without,
+                    "<= 0.05x",
+                    own <= 0.05 * without,
                 )
             )
             self.info.append(
