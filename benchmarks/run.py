@@ -365,13 +365,18 @@ class Bench:
                 t.join()
             return perf() - t0
 
-        nb_time = bare_time = ceiling_time = 0.0
+        nb_time = bare_time = ceiling_time = nb_cpu = ceiling_cpu = 0.0
         for _ in range(cfg.tp_rounds):
             bare_time += bare_round()
             # The agent's loop idles, awaiting the round: the threads commit without it.
+            cpu0 = _util.process_cpu()
             nb_time += await asyncio.to_thread(threads_round, nb_inject)
+            cpu1 = _util.process_cpu()
             agent.inbox.clear()
+            cpu2 = _util.process_cpu()
             ceiling_time += await asyncio.to_thread(threads_round, ceiling_commit)
+            nb_cpu += cpu1 - cpu0
+            ceiling_cpu += _util.process_cpu() - cpu2
         if errors:
             raise errors[0]
         injects = cfg.tp_rounds * cfg.threads * cfg.per_thread
@@ -399,7 +404,9 @@ class Bench:
             f"group commit: {injects} injects in {nb_writes} transactions "
             f"({injects / max(nb_writes, 1):.1f} per commit); the ceiling (benchmarks/_ceiling.py: the same "
             f"leader/follower design, no nbagent) {injects / max(ceiling.transactions, 1):.1f} per commit; "
-            f"nbagent reaches {nb_tp / ceiling_tp:.0%} of it; load average {os.getloadavg()[0]:.1f}"
+            f"nbagent reaches {nb_tp / ceiling_tp:.0%} of it; CPU (user + system, all threads) per inject "
+            f"{nb_cpu / injects * 1e6:.0f} µs, per ceiling commit {ceiling_cpu / injects * 1e6:.0f} µs; "
+            f"load average {os.getloadavg()[0]:.1f}"
         )
 
     # -- 3. loop overhead per step ----------------------------------------------------------------
