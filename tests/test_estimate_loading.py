@@ -83,9 +83,10 @@ async def test_a_load_that_hangs_past_the_wait_counts_with_chars_until_it_finish
     await agent.when_idle()
     [first] = estimates(agent)
     assert (first.counter, dict(first.by_source)) == ("chars", {"user": 3})  # and the event says so
+    loading = estimate_module.preload("openai", "held-gpt-test-2")  # the load still running
+    assert loading is not None
     held.go_on.set()
-    while estimate_module.ready_counter("openai", "held-gpt-test-2") is None:  # the worker finishes
-        await asyncio.sleep(0.005)
+    await asyncio.wait_for(asyncio.wrap_future(loading), 60)
     agent.followup("hello")
     await agent.when_idle()
     _, second = estimates(agent)
