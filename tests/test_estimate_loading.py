@@ -96,6 +96,19 @@ async def test_a_load_that_hangs_past_the_wait_counts_with_chars_until_it_finish
     await agent.close()
 
 
+def test_a_view_waits_for_a_load_at_most_the_wait_then_counts_with_chars(held, monkeypatch):
+    """``counter_for`` (what the views and ``%inject``'s receipt use, off the loop) waits for a load
+    in progress, but not past ``LOAD_WAIT_S``; once loaded, it counts with tiktoken."""
+    monkeypatch.setattr(estimate_module, "LOAD_WAIT_S", 0.01)
+    loading = estimate_module.preload("openai", "held-gpt-test-3")
+    assert loading is not None and held.started.wait(60)
+    assert estimate_module.counter_for("openai", "held-gpt-test-3") is estimate_module.CHARS
+    held.go_on.set()
+    loading.result(60)
+    counter = estimate_module.counter_for("openai", "held-gpt-test-3")
+    assert (counter.name, counter.count("hello")) == ("tiktoken", 2)
+
+
 def test_a_non_openai_model_loads_nothing(held):
     assert estimate_module.preload("ollama", "qwen3") is None
     assert estimate_module.counter_for("ollama", "qwen3") is estimate_module.CHARS

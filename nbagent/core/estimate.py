@@ -30,6 +30,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NamedTuple, Protocol
 
 CHARS_PER_TOKEN = 4
@@ -42,7 +43,7 @@ WARN_RATIO = 0.9
 OPENAI_PROVIDERS = frozenset({"openai", "azure", "azure-openai"})
 """Providers whose models tiktoken counts (other OpenAI-compatible servers run other tokenizers)."""
 LOAD_WAIT_S = 10.0
-"""How long the agent loop awaits an encoding still loading before counting a request with the
+"""How long the agent loop (or a view) waits for an encoding still loading before counting with the
 characters rule (tiktoken's download has no timeout of its own)."""
 
 
@@ -174,11 +175,15 @@ def ready_counter(provider: str, model: str) -> TokenCounter | None:
 def counter_for(provider: str, model: str) -> TokenCounter:
     """The counter for a model: tiktoken for an OpenAI model when it loads, else the chars rule.
 
-    Waits for the encoding to load (in its worker thread) when it is not loaded yet.
+    Waits for the encoding to load (in its worker thread) when it is not loaded yet, at most
+    :data:`LOAD_WAIT_S`: past that, the characters rule.
     """
     loading = preload(provider, model)
     if loading is not None:
-        loading.result()
+        try:
+            loading.result(LOAD_WAIT_S)
+        except FutureTimeout:
+            return CHARS
     counter = ready_counter(provider, model)
     assert counter is not None  # settled once its load finished
     return counter
