@@ -9,6 +9,7 @@ turn. Rows go straight into the file with ``SessionFile.write`` in big transacti
 from __future__ import annotations
 
 import math
+import resource
 import statistics
 import time
 import uuid
@@ -231,6 +232,12 @@ def table(rows: Sequence[Row]) -> str:
     out = [line.format(*head), line.format(*("-" * w for w in widths))]
     out += [line.format(*b) for b in body]
     return "\n".join(out)
+
+
+def process_cpu() -> float:
+    """The process's CPU time so far, user and system, every thread (``getrusage``)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def count_writes(agent: Any) -> list[int]:

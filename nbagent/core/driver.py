@@ -70,7 +70,7 @@ class Driver:
         self.approver: Approver | None = None
         """With none set, calls of tools that need approval are ``unavailable``."""
         self.context_limit: Literal["warn", "block"] = "warn"  # "block": see Agent.context_limit
-        self.meter = Meter()  # the running token counts of requests (SPEC §12)
+        self.meter = Meter(model)  # the running token counts of requests (SPEC §12)
         self.notices = Notices(loop, threading.get_ident())
         self.notices.after_event_round = self._after_event_round
         self.notices.on_change = self._subscriptions_changed

@@ -7,6 +7,11 @@ schemas (``tools``). The numbers come from one :class:`TokenCounter`:
 - ``tiktoken``: the model is an OpenAI one and tiktoken is installed *and* its encoding can be
   loaded (tiktoken downloads encoding files on first use; offline it cannot, unless they are in
   ``TIKTOKEN_CACHE_DIR``). A failed load is tried once per encoding per process, never per request.
+  The load runs in a worker thread, started when a session opens with such a model
+  (:func:`preload_for`); the agent loop awaits it before its first estimate without blocking its
+  thread (:func:`encoding_ready`), so estimates stay deterministic. Only a load still unfinished
+  after :data:`LOAD_WAIT_S` (a network that hangs) lets a request be counted with the characters
+  rule; the event says so (``counter: "chars"``) and later requests count with tiktoken once loaded.
 - ``chars``: otherwise, the characters-per-token rule, per piece of text (a text or reasoning
   block, a tool call's name and its arguments, a system prompt, the tool schemas as compact JSON):
   one token per four ASCII characters, rounded up, plus one token per character outside ASCII
@@ -19,10 +24,13 @@ The history is counted incrementally: a step measures only the messages added si
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NamedTuple, Protocol
 
 CHARS_PER_TOKEN = 4
@@ -34,6 +42,9 @@ WARN_RATIO = 0.9
 """A request estimated above this share of the model's context window carries a warning."""
 OPENAI_PROVIDERS = frozenset({"openai", "azure", "azure-openai"})
 """Providers whose models tiktoken counts (other OpenAI-compatible servers run other tokenizers)."""
+LOAD_WAIT_S = 10.0
+"""How long the agent loop (or a view) waits for an encoding still loading before counting with the
+characters rule (tiktoken's download has no timeout of its own)."""
 
 
 class TokenCounter(Protocol):
@@ -72,6 +83,8 @@ CHARS = CharCounter()
 
 _encodings: dict[str, Any] = {}
 """Loaded encodings by model name; ``None`` records a failed load (never tried again)."""
+_loading: dict[str, Future[None]] = {}
+"""Loads in progress in a worker thread, by model name."""
 _encodings_lock = threading.Lock()
 
 
@@ -97,18 +110,83 @@ def _load_encoding(model: str) -> Any:
         return None
 
 
-def counter_for(provider: str, model: str) -> TokenCounter:
-    """The counter for a model: tiktoken for an OpenAI model when it loads, else the chars rule."""
+def preload(provider: str, model: str) -> Future[None] | None:
+    """Start loading ``model``'s encoding in a worker thread, once per model per process.
+
+    Returns the load's future while it runs, or ``None`` when there is nothing to wait for (not an
+    OpenAI model, or the encoding is loaded or known to be unavailable).
+    """
+    if provider not in OPENAI_PROVIDERS:
+        return None
+    with _encodings_lock:
+        if model in _encodings:
+            return None
+        loading = _loading.get(model)
+        if loading is None:
+            loading = _loading[model] = Future()
+            worker = threading.Thread(
+                target=_load_into, args=(model, loading), name="nbagent-tiktoken", daemon=True
+            )
+            worker.start()
+    return loading
+
+
+def _load_into(model: str, loading: Future[None]) -> None:
+    loading.set_running_or_notify_cancel()  # from here on nobody can cancel it under its other waiters
+    encoding = None
+    try:
+        encoding = _load_encoding(model)
+    finally:
+        with _encodings_lock:
+            _encodings.setdefault(model, encoding)
+            del _loading[model]
+        loading.set_result(None)
+
+
+def preload_for(model: Any) -> Future[None] | None:
+    """:func:`preload` for a model object (what a session opening with ``model`` starts)."""
+    from nbagent.models.base import model_provider
+
+    return preload(model_provider(model), getattr(model, "model", None) or model.name)
+
+
+async def encoding_ready(model: Any) -> None:
+    """Await ``model``'s encoding load (started now if it was not), at most :data:`LOAD_WAIT_S`,
+    without blocking the calling loop's thread."""
+    loading = preload_for(model)
+    if loading is not None:
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(loading)), LOAD_WAIT_S)
+        except asyncio.TimeoutError:
+            pass
+
+
+def ready_counter(provider: str, model: str) -> TokenCounter | None:
+    """The counter for a model if it is settled, ``None`` while its encoding is still loading."""
     if provider not in OPENAI_PROVIDERS:
         return CHARS
     with _encodings_lock:
-        known = model in _encodings
-        encoding = _encodings.get(model)
-    if not known:
-        encoding = _load_encoding(model)
-        with _encodings_lock:
-            encoding = _encodings.setdefault(model, encoding)
+        if model not in _encodings:
+            return None
+        encoding = _encodings[model]
     return CHARS if encoding is None else TiktokenCounter(encoding)
+
+
+def counter_for(provider: str, model: str) -> TokenCounter:
+    """The counter for a model: tiktoken for an OpenAI model when it loads, else the chars rule.
+
+    Waits for the encoding to load (in its worker thread) when it is not loaded yet, at most
+    :data:`LOAD_WAIT_S`: past that, the characters rule.
+    """
+    loading = preload(provider, model)
+    if loading is not None:
+        try:
+            loading.result(LOAD_WAIT_S)
+        except FutureTimeout:
+            return CHARS
+    counter = ready_counter(provider, model)
+    assert counter is not None  # settled once its load finished
+    return counter
 
 
 def model_counter(model: Any) -> TokenCounter:
@@ -215,9 +293,14 @@ class Meter:
     (staged by this step, or by the step before) are measured on each call.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, model: Any = None) -> None:
+        """With ``model``, its tiktoken encoding (an OpenAI model's) starts loading in a worker thread."""
+        if model is not None:
+            preload_for(model)
         self._counter_key: tuple[str, str] | None = None
         self.counter: TokenCounter = CHARS
+        self._provisional = False
+        """Counting with the characters rule only because the model's encoding is still loading."""
         self._counted = 0
         self._by_source: dict[str, int] = {}
         self._items: list[Item] = []
@@ -226,9 +309,17 @@ class Meter:
         """Messages measured while uncommitted, by identity: not measured again once committed."""
 
     def _use(self, provider: str, model: str) -> None:
-        if self._counter_key != (provider, model):  # another model: count everything again
-            self._counter_key = (provider, model)
-            self.counter = counter_for(provider, model)
+        """Count with ``model``'s counter; while its encoding is still loading, provisionally with
+        the characters rule. Another counter than last time counts everything again."""
+        key = (provider, model)
+        if self._counter_key == key and not self._provisional:
+            return
+        counter = ready_counter(provider, model)
+        self._provisional = counter is None
+        counter = counter or CHARS
+        if self._counter_key != key or counter.name != self.counter.name:
+            self._counter_key = key
+            self.counter = counter
             self._counted, self._by_source, self._items, self._fixed = 0, {}, [], None
             self._measured = {}
 

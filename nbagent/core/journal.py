@@ -55,13 +55,13 @@ class Ticket:
         "encoded",
         "error",
         "events",
+        "gate",
         "inbox",
         "marker",
         "notices",
         "pending",
         "records",
         "result",
-        "waiter",
         "waiting",
     )
 
@@ -86,8 +86,16 @@ class Ticket:
         self.result: Any = None
         self.done = False
         self.error: BaseException | None = None
-        self.waiter: threading.Condition | None = None
-        """Set while a caller waits for this ticket: woken alone, never with every other waiter."""
+        self.gate: threading.Lock | None = None
+        """A held lock while a caller waits for this ticket: released (under the journal's lock) to
+        wake that caller alone, which then needs neither the journal's lock nor any shared lock."""
+
+    def open_gate(self) -> None:
+        """Wake the caller waiting for this ticket (finished, or to lead the next write); once."""
+        gate = self.gate
+        if gate is not None:
+            self.gate = None
+            gate.release()
 
 
 def _ticket(change: Build | list[Record], waiting: bool) -> Ticket:
@@ -163,13 +171,19 @@ class Journal:
         Raises what ``build`` raises, ``ValueError`` for a value the log cannot store (nothing
         recorded, nothing consumed), or :class:`SessionWriteError` when the write fails.
         """
-        with self._lock:
+        self._lock.acquire()
+        try:
             self._check_open()
             ticket = Ticket(build, waiting=True)
-            if not self._stage(ticket):
-                return ticket.result
-            self._flush_locked(ticket)
+            staged = self._stage(ticket)
+        except BaseException:
+            self._lock.release()
+            raise
+        if not staged:
+            self._lock.release()
             return ticket.result
+        self._await(ticket)
+        return ticket.result
 
     def stage(self, build: Build | list[Record]) -> None:
         """The driver's change, committed by the driver's next :meth:`commit` (or anyone's write)."""
@@ -187,27 +201,38 @@ class Journal:
         On a failed write the driver's staged changes stay staged (they go out with its next
         commit), ``build``'s own change is dropped, and :class:`SessionWriteError` is raised.
         """
-        with self._lock:
-            self._check_open()
-            if self._lost is not None:
-                lost, self._lost = self._lost, None
-                raise lost
-            ticket = None
-            if build is not None:
-                ticket = _ticket(build, True)
-                if not self._stage(ticket):
-                    if only_if_planned:
-                        return ticket.result
-                    ticket = None
-            if ticket is None:
-                if not self._staged and not self._writing:
-                    return None
-                # Done once everything before it is durable, including a batch another caller is
-                # writing right now (it may carry the driver's staged events).
-                ticket = Ticket(None, True, drafts=[], marker=True)
-                self._staged.append(ticket)
-            self._flush_locked(ticket)
-            return ticket.result
+        self._lock.acquire()
+        try:
+            ticket = self._commit_ticket(build, only_if_planned)
+        except BaseException:
+            self._lock.release()
+            raise
+        if ticket is None or not ticket.waiting:  # nothing to write (``ticket`` holds the result)
+            self._lock.release()
+            return None if ticket is None else ticket.result
+        self._await(ticket)
+        return ticket.result
+
+    def _commit_ticket(self, build: Build | list[Record] | None, only_if_planned: bool) -> Ticket | None:
+        """The ticket :meth:`commit` waits for (staged), or one not waiting that holds the result."""
+        self._check_open()
+        if self._lost is not None:
+            lost, self._lost = self._lost, None
+            raise lost
+        if build is not None:
+            ticket = _ticket(build, True)
+            if self._stage(ticket):
+                return ticket
+            if only_if_planned:
+                ticket.waiting = False
+                return ticket
+        if not self._staged and not self._writing:
+            return None
+        # Done once everything before it is durable, including a batch another caller is writing
+        # right now (it may carry the driver's staged events).
+        ticket = Ticket(None, True, drafts=[], marker=True)
+        self._staged.append(ticket)
+        return ticket
 
     def close(self) -> BaseException | None:
         """Refuse every later change, then write what is staged; return that write's error, if any.
@@ -224,10 +249,13 @@ class Journal:
                 marker = Ticket(None, True, drafts=[], marker=True)
                 self._staged.append(marker)
                 try:
-                    self._flush_locked(marker)
+                    self._await(marker)  # releases the lock
                 except BaseException as exc:
+                    self._lock.acquire()
                     error = exc
                     self._fail_staged(exc)
+                else:
+                    self._lock.acquire()
             self._lost = None
         return error
 
@@ -240,10 +268,9 @@ class Journal:
     def _fail_staged(self, error: BaseException) -> None:
         """Finish everything staged with ``error`` (nothing of it is written); back to the durable state."""
         for ticket in self._staged:
-            ticket.done = True
             ticket.error = ticket.error or error
-            if ticket.waiter is not None:
-                ticket.waiter.notify()
+            ticket.done = True
+            ticket.open_gate()
         self._staged = []
         self.staged_inbox = self.inbox
         self._next_seq = self._committed_seq
@@ -252,13 +279,12 @@ class Journal:
         """Forget the driver's staged changes (the session stopped after a failed write, ``cause``)."""
         with self._lock:
             for ticket in self._staged:
-                ticket.done = True
                 ticket.error = ticket.error or SessionWriteError(
                     "the session stopped before this was written"
                     + (f" ({cause})" if cause is not None else "")
                 )
-                if ticket.waiter is not None:
-                    ticket.waiter.notify()
+                ticket.done = True
+                ticket.open_gate()
             self._staged = []
             self._lost = None
             self.staged_inbox = self.inbox
@@ -323,43 +349,63 @@ class Journal:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def _flush_locked(self, ticket: Ticket) -> None:
-        while not ticket.done:
-            if self._writing:
-                if ticket.waiter is None:
-                    ticket.waiter = threading.Condition(self._lock)
-                ticket.waiter.wait()
-                continue
-            self._writing = True
-            batch, self._staged = self._staged, []
-            self._in_flight = batch
-            rows = self._rows(batch) if self.file is not None else []
-            self._lock.release()
-            error: BaseException | None = None
-            try:
-                if self.file is not None and rows:
-                    self.file.write(rows)
-            except BaseException as exc:
-                error = exc
-            finally:
-                self._lock.acquire()
-            self._writing = False
-            self._in_flight = []
-            if error is None:
-                self._commit(batch)
-                finished = batch
-            else:
-                finished = self._recover(batch, error)
-            # Wake the callers finished here, and one caller of what is staged now: it leads next.
-            for done in finished:
-                if done.waiter is not None:
-                    done.waiter.notify()
-            for waiting in self._staged:
-                if waiting.waiter is not None:
-                    waiting.waiter.notify()
+    def _await(self, ticket: Ticket) -> None:
+        """Until ``ticket`` is done: lead a write when none is in progress, else wait at its gate.
+
+        Called with the journal's lock held; returns (or raises the ticket's error) with it released.
+        A caller finished by someone else's write returns without taking the lock again.
+        """
+        locked = True
+        try:
+            while not ticket.done:
+                if not self._writing:
+                    self._write_staged()
+                    continue
+                gate = threading.Lock()
+                gate.acquire()
+                ticket.gate = gate
+                self._lock.release()
+                locked = False
+                gate.acquire()  # opened when the ticket is finished, or for it to lead the next write
+                if ticket.done:
                     break
+                self._lock.acquire()
+                locked = True
+        finally:
+            if locked:
+                self._lock.release()
         if ticket.error is not None:
             raise ticket.error
+
+    def _write_staged(self) -> None:
+        """Write everything staged in one transaction (the lock released meanwhile), then finish it."""
+        self._writing = True
+        batch, self._staged = self._staged, []
+        self._in_flight = batch
+        rows = self._rows(batch) if self.file is not None else []
+        self._lock.release()
+        error: BaseException | None = None
+        try:
+            if self.file is not None and rows:
+                self.file.write(rows)
+        except BaseException as exc:
+            error = exc
+        finally:
+            self._lock.acquire()
+        self._writing = False
+        self._in_flight = []
+        if error is None:
+            self._commit(batch)
+            finished = batch
+        else:
+            finished = self._recover(batch, error)
+        # Wake the callers finished here, and one caller of what is staged now: it leads next.
+        for done in finished:
+            done.open_gate()
+        for waiting in self._staged:
+            if waiting.gate is not None:
+                waiting.open_gate()
+                break
 
     def _rows(self, batch: list[Ticket]) -> list[tuple[Any, ...]]:
         sid = self.session_id
@@ -371,18 +417,22 @@ class Journal:
 
     def _commit(self, batch: list[Ticket]) -> None:
         notices: list[Notice] = []
-        for ticket in batch:
-            if ticket.events:
-                if ticket.inbox is not None:
-                    self.inbox = ticket.inbox
-                self._committed_seq = ticket.events[-1].seq + 1
-                self._on_commit(ticket.events, ticket.records)
-                if self.publish_events:
-                    notices.extend(("event", ev) for ev in ticket.events)
-                notices.extend(ticket.notices)
-            ticket.done = True
-        if notices:
-            self._publish(notices)
+        try:
+            for ticket in batch:
+                if ticket.events:
+                    if ticket.inbox is not None:
+                        self.inbox = ticket.inbox
+                    self._committed_seq = ticket.events[-1].seq + 1
+                    self._on_commit(ticket.events, ticket.records)
+                    if self.publish_events:
+                        notices.extend(("event", ev) for ev in ticket.events)
+                    notices.extend(ticket.notices)
+            if notices:
+                self._publish(notices)
+        finally:
+            # Last: a caller that sees ``done`` (it reads it without the lock) sees all of the above.
+            for ticket in batch:
+                ticket.done = True
 
     def _recover(self, batch: list[Ticket], error: BaseException) -> list[Ticket]:
         """After a failed write: fail its waiting callers; plan everything else again, in order.
@@ -398,7 +448,7 @@ class Journal:
         again: list[Ticket] = []
         for ticket in batch:
             if ticket.waiting:
-                ticket.done, ticket.error = True, error
+                ticket.error, ticket.done = error, True
                 finished.append(ticket)
             else:
                 again.append(ticket)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent._json import FrozenDict, fix_text, storable
-from nbagent.core.estimate import Estimate, context_window
+from nbagent.core.estimate import Estimate, context_window, encoding_ready
 from nbagent.core.events import (
     AssistantMessageEvent,
     LlmRetry,
@@ -24,7 +24,6 @@ from nbagent.core.hooks import PreStep as PreStepPayload
 from nbagent.core.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
 from nbagent.core.projections import record_message
 from nbagent.core.signal import CancelSignal, settle
-from nbagent.core.tool_batch import run_tool_batch
 from nbagent.core.vocabulary import Failure, LoopFailureCode, TokenUsage
 from nbagent.errors import SessionWriteError
 from nbagent.models.base import (
@@ -125,6 +124,7 @@ async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
                 end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
                 proceed = step > 0
                 break
+            await encoding_ready(driver.model)  # tiktoken's load, off this thread (started at open)
             estimate = request_estimate(driver, number, step + 1, messages)
             if estimate.warning is not None and driver.context_limit == "block":
                 end = TurnEnd(number, "blocked")  # the claimed batch is gone, as for a Reject
@@ -249,6 +249,8 @@ async def run_step(
             return "max-tokens"
         if not calls:
             return "completed"
+        from nbagent.core.tool_batch import run_tool_batch  # (not imported until a tool is called)
+
         concluded = await run_tool_batch(driver, turn, step, calls, signal)
         return "completed" if concluded else "continue"
     finally:
