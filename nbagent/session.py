@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -49,9 +48,8 @@ from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import SessionRow, SessionStore
 from nbagent.store.lease import Lease
+from nbagent.store.location import StoreLocation, Where, parse_location
 from nbagent.store.opening import open_store
-
-PathLike = str | os.PathLike[str]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop:
@@ -65,7 +63,7 @@ def _running_loop() -> asyncio.AbstractEventLoop:
 
 
 def open_session(
-    path: PathLike | None,
+    path: Where | None,
     *,
     model: Model | str | None = None,
     tools: Iterable[Tool | Callable[..., Any]] = (),
@@ -78,7 +76,8 @@ def open_session(
     notebook: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> Agent:
-    """Create a new session in the SQLite file at ``path`` (created if missing); appends no event.
+    """Create a new session in the store at ``path`` (a SQLite file, created if missing, or a
+    ``postgresql://`` URL); appends no event.
 
     ``path=None`` keeps the session in memory only (nothing durable), for scratch work and tests.
     ``cancel_grace`` is how long a cancelled turn waits for a started tool (or model stream) that
@@ -126,7 +125,7 @@ def open_session(
 
 
 def resume_session(
-    path: PathLike,
+    path: Where,
     session_id: str | None = None,
     *,
     model: Model | str | None = None,
@@ -146,9 +145,10 @@ def resume_session(
     agent is ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
     """
     loop = _running_loop()
+    location = parse_location(path)
     # Found and checked read-only first: a non-session or a damaged log changes nothing at all.
-    session_id, row, checked, owed = _find_session(path, session_id)
-    file = open_store(path, "write")
+    session_id, row, checked, owed = _find_session(location, session_id)
+    file = open_store(location, "write")
     lease = None
     try:
         lease = file.lease(session_id)
@@ -192,7 +192,9 @@ def _let_go(file: SessionStore | None, lease: Lease | None) -> None:
         file.close(checkpoint=False)
 
 
-def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int], bool]:
+def _find_session(
+    path: StoreLocation, session_id: str | None
+) -> tuple[str, SessionRow, tuple[int, int], bool]:
     """The session to resume, its row, its checked ``(count, last time)``, all read-only, and
     whether the store owes the rest of its checks to the first write (SQLite)."""
     reader = open_store(path, "read")

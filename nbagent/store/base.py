@@ -16,6 +16,7 @@ from nbagent.core.events import Event
 
 if TYPE_CHECKING:
     from nbagent.store.lease import Lease
+    from nbagent.store.location import StoreLocation
 
 Row = tuple[str, int, int, str, str, "int | None"]
 """One event as stored: ``(session_id, seq, time, type, data JSON text, inbox_pending)``;
@@ -52,6 +53,8 @@ class SessionRow:
 class SessionStore(Protocol):
     """One open connection to a store. Writers are single-threaded per agent (the journal's leader)."""
 
+    where: StoreLocation
+    """The location it was opened from (a PostgreSQL URL keeps its credentials: never show it)."""
     location: str
     """The path or address, as error messages and ``SessionRow.file`` show it."""
     path: Path | str

@@ -9,12 +9,12 @@ held while appending, so a live writer there and a copy never interleave.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Literal
 
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.store.base import SessionStore
+from nbagent.store.location import Where
 from nbagent.store.opening import open_store
 
 PAGE = 5000
@@ -40,8 +40,8 @@ class CopyResult:
 
 
 def copy_sessions(
-    source: str | os.PathLike[str],
-    destination: str | os.PathLike[str],
+    source: Where,
+    destination: Where,
     *,
     session_id: str | None = None,
 ) -> list[CopyResult]:

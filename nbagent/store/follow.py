@@ -19,8 +19,8 @@ from typing import Any
 from nbagent.core.events import Event
 from nbagent.errors import SessionFileError, SessionNotFoundError
 from nbagent.store.base import SessionStore
+from nbagent.store.location import PostgresLocation, Where, parse_location
 from nbagent.store.opening import open_store
-from nbagent.store.pg_location import is_postgres_url
 
 POLL_S = 0.05
 """How often a SQLite follower looks at the change counter (a few bytes read, no query)."""
@@ -32,7 +32,7 @@ WAL_INDEX_HEADER = 48
 
 
 async def follow_events(
-    location: str | os.PathLike[str],
+    location: Where,
     session_id: str,
     *,
     after: int = -1,
@@ -45,14 +45,15 @@ async def follow_events(
     cancelling the task): the connections close. Read-only: creates and changes nothing. Raises
     :class:`~nbagent.errors.SessionNotFoundError` when the store holds no such session.
     """
-    store = await asyncio.to_thread(open_store, location, "read")
+    where = parse_location(location)
+    store = await asyncio.to_thread(open_store, where, "read")
     try:
         if await asyncio.to_thread(store.session_row, session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
-        if is_postgres_url(location):
-            changes = _notifications(str(location), store)
+        if isinstance(where, PostgresLocation):
+            changes = _notifications(where.url, store)
         else:
-            changes = _file_changes(Path(location), poll_interval)
+            changes = _file_changes(where.path, poll_interval)
         try:
             async for _ in changes:
                 while True:

@@ -7,7 +7,6 @@ child as an agent is the session layer's part (:func:`nbagent.fork_session`, ``a
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from typing import NamedTuple
@@ -16,29 +15,28 @@ from nbagent import _json
 from nbagent.core.events import REQUEST_HEADER, TURN_END, TURN_START, RequestHeader, SessionForked
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.store.base import SessionStore
+from nbagent.store.location import StoreLocation, Where
 from nbagent.store.opening import open_store
 from nbagent.store.prefix import copy_prefix
-
-PathLike = str | os.PathLike[str]
 
 
 class Forked(NamedTuple):
     """The new session: its id, the store to open it from, and the prefix's last header."""
 
     session_id: str
-    location: PathLike
+    location: StoreLocation
     header: RequestHeader | None
 
 
 def create_fork(
-    path: PathLike,
+    path: Where,
     session_id: str,
     *,
     before_turn: int | None,
     at: int | None,
     new_session_id: str | None,
     model_name: str | None,
-    to: PathLike | None,
+    to: Where | None,
 ) -> Forked:
     """Write the fork of ``session_id`` (into ``to`` when given); exactly one of ``before_turn``
     (S = the seq before turn N's ``turn/start``) and ``at`` (a quiet point) says where."""
@@ -64,12 +62,12 @@ def create_fork(
             forked = SessionForked(session_id, stop, turn)
             own = [(child_id, stop + 1, now, forked.type, _json.dumps(forked.to_json()), None)]
             copy_prefix(src, dst, session_id, stop, row, own)
+            return Forked(child_id, dst.where, header)
         finally:
             if dst is not src:
                 dst.close()
     finally:
         src.close()
-    return Forked(child_id, path if to is None else to, header)
 
 
 def fork_point(

@@ -33,8 +33,9 @@ from nbagent.errors import (
     SessionWriteError,
 )
 from nbagent.store.base import Mode, Row, SessionRow
+from nbagent.store.location import PostgresLocation
 from nbagent.store.pg_lease import AdvisoryLease, holder_name, lock_key
-from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, redact
+from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING
 from nbagent.store.pg_watchdog import (
     SERVER_KEEPALIVES,
     STATEMENT_TIMEOUT_MS,
@@ -98,11 +99,12 @@ def channel(schema: str) -> str:
 class PostgresStore:
     """One connection to the nbagent schema of one PostgreSQL database (see ``SessionStore``)."""
 
-    def __init__(self, url: str, *, mode: Mode = "read") -> None:
+    def __init__(self, where: PostgresLocation | str, *, mode: Mode = "read") -> None:
         psycopg = _psycopg()
         self.mode: Mode = mode
-        self._url = url
-        self.location = self.path = redact(url)
+        self.where = where if isinstance(where, PostgresLocation) else PostgresLocation(where)
+        self._url = url = self.where.url
+        self.location = self.path = self.where.shown
         self.lock = threading.RLock()
         self.broken: SessionWriteError | None = None
         self.closed = False
@@ -334,7 +336,7 @@ class PostgresStore:
 
     def reader(self) -> PostgresStore:
         """Another, read-only connection to the same store (for lazy reads beside a writer)."""
-        return PostgresStore(self._url, mode="read")
+        return PostgresStore(self.where, mode="read")
 
     def close(self, *, checkpoint: bool = True) -> None:
         """Close the connection (releasing any lease it holds); never raises."""

@@ -40,6 +40,7 @@ from nbagent.store.file_errors import guard as _guard
 from nbagent.store.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, check_ids, identify
 from nbagent.store.file_state import Snapshot, fingerprint, locked_from, regular_or_missing
 from nbagent.store.lease import FIRST_LEASE_BYTE, Lease
+from nbagent.store.location import SqliteLocation
 from nbagent.store.sqlite_schema import (
     INVALID_INDEX,
     add_invalid_index,
@@ -86,6 +87,7 @@ class SessionFile:
     ) -> None:
         self.mode: Mode = mode or ("create" if create else "read")
         self.path = Path(path).expanduser().absolute()
+        self.where = SqliteLocation(self.path)
         self.location = str(self.path)
         self.lock = threading.Lock()
         self.conn: sqlite3.Connection | None = None

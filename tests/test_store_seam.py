@@ -1,0 +1,93 @@
+"""The store's seam (issue #18, item 3): one location type from the user to the store, and the
+database drivers kept behind it — the layers above catch nbagent's errors only."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import nbagent
+from nbagent.errors import NbagentError, SessionFileError
+from nbagent.store.location import PostgresLocation, SqliteLocation, parse_location
+from nbagent.store.opening import open_store
+
+PACKAGE = Path(nbagent.__file__).resolve().parent
+DRIVERS = ("sqlite3", "psycopg")
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at the top or inside a function."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def _modules_outside_the_store() -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.py") if (PACKAGE / "store") not in p.parents]
+
+
+def test_no_module_above_the_store_imports_a_database_driver() -> None:
+    leaking = {
+        str(p.relative_to(PACKAGE)): sorted(n for n in _imports(p) if n.split(".")[0] in DRIVERS)
+        for p in _modules_outside_the_store()
+    }
+    assert {k: v for k, v in leaking.items() if v} == {}
+
+
+def test_only_the_store_tells_a_url_from_a_path() -> None:
+    parsing = [
+        str(p.relative_to(PACKAGE))
+        for p in _modules_outside_the_store()
+        if "nbagent.store.pg_location" in _imports(p) or "is_postgres_url" in p.read_text()
+    ]
+    assert parsing == []
+
+
+def test_a_location_is_parsed_once_into_a_path_or_a_url(tmp_path: Path) -> None:
+    url = "postgresql://me:s3cret@db.example/team"
+    assert parse_location(f"  {url} ") == PostgresLocation(url)
+    assert parse_location("POSTGRES://h/db") == PostgresLocation("POSTGRES://h/db")
+    assert parse_location("x.sqlite") == SqliteLocation(Path("x.sqlite"))
+    assert parse_location("x.sqlite", cwd=tmp_path) == SqliteLocation(tmp_path / "x.sqlite")
+    assert parse_location("~/x.sqlite") == SqliteLocation(Path.home() / "x.sqlite")
+    assert parse_location(tmp_path / "y.sqlite") == SqliteLocation(tmp_path / "y.sqlite")
+    same = SqliteLocation(tmp_path / "z.sqlite")
+    assert parse_location(same) is same
+    with pytest.raises(TypeError, match="a path or a postgresql:// URL, not int"):
+        parse_location(3)  # type: ignore[arg-type]
+
+
+def test_a_sqlite_location_is_usable_as_a_path(tmp_path: Path) -> None:
+    location = SqliteLocation(tmp_path / "a.sqlite")
+    assert Path(location) == tmp_path / "a.sqlite"
+    assert str(location) == location.shown == str(tmp_path / "a.sqlite")
+
+
+def test_a_store_knows_the_location_it_was_opened_from(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "s.sqlite"), "create")
+    try:
+        assert store.where == SqliteLocation(tmp_path / "s.sqlite")
+    finally:
+        store.close()
+
+
+def test_a_store_failure_reaches_the_caller_as_an_nbagent_error(tmp_path: Path) -> None:
+    """What a driver raises (here SQLite refusing a file that is not a database) arrives as
+    nbagent's own error, naming the path, so the notebook catches ``NbagentError`` alone."""
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)
+    with pytest.raises(SessionFileError, match=str(bad)):
+        open_store(bad, "read")
+
+    async def main() -> None:
+        with pytest.raises(NbagentError, match=str(bad)):
+            nbagent.open_session(bad, model="echo")
+
+    asyncio.run(main())
