@@ -46,10 +46,9 @@ from nbagent.core.vocabulary import ToolError
 from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.store.base import SessionRow, SessionStore
-from nbagent.store.lease import Lease
+from nbagent.store.base import Releasable, SessionRow, SessionStore, StoredSession
 from nbagent.store.location import StoreLocation, Where, parse_location
-from nbagent.store.opening import open_store
+from nbagent.store.opening import open_reader, open_store
 
 
 def _running_loop() -> asyncio.AbstractEventLoop:
@@ -97,7 +96,7 @@ def open_session(
             if file.session_row(sid) is not None:
                 raise NbagentError(f"session {sid} already exists in {file.location}; use resume_session()")
             lease = file.lease(sid)
-            row = (
+            row = StoredSession(
                 sid,
                 int(time.time() * 1000),
                 title,
@@ -153,7 +152,7 @@ def resume_session(
     try:
         lease = file.lease(session_id)
         if owed:  # SQLite: the splices' replay and the pages, before the first write
-            file.check_before_first_write(session_id)  # type: ignore[attr-defined]  (SQLite only)
+            file.check_before_first_write(session_id)
         resumed = _load_state(file, session_id, checked)
     except BaseException:
         _let_go(file, lease)
@@ -173,7 +172,7 @@ def resume_session(
     )
 
 
-def _agent(file: SessionStore | None, lease: Lease | None, **settings: Any) -> Agent:
+def _agent(file: SessionStore | None, lease: Releasable | None, **settings: Any) -> Agent:
     """The agent over ``file``; if it cannot be built, nothing stays held (lease, connection)."""
     try:
         agent = Agent(file=file, lease=lease, **settings)
@@ -184,7 +183,7 @@ def _agent(file: SessionStore | None, lease: Lease | None, **settings: Any) -> A
         raise
 
 
-def _let_go(file: SessionStore | None, lease: Lease | None) -> None:
+def _let_go(file: SessionStore | None, lease: Releasable | None) -> None:
     """Release what an opening took, writing nothing more (no checkpoint of a failed open)."""
     if lease is not None:
         lease.release()
@@ -197,7 +196,7 @@ def _find_session(
 ) -> tuple[str, SessionRow, tuple[int, int], bool]:
     """The session to resume, its row, its checked ``(count, last time)``, all read-only, and
     whether the store owes the rest of its checks to the first write (SQLite)."""
-    reader = open_store(path, "read")
+    reader = open_reader(path)
     try:
         if session_id is None:
             rows = reader.sessions()
@@ -214,8 +213,7 @@ def _find_session(
                 )
             row = found
         checked = reader.check_log(row.id)
-        may_wait = getattr(reader, "checks_may_wait", None)
-        return row.id, row, checked, may_wait is not None and may_wait(row.id)
+        return row.id, row, checked, reader.checks_may_wait(row.id)
     finally:
         reader.close()
 

@@ -85,9 +85,9 @@ def session_reference(
     serialized UTF-8, and a single oversized message keeps its head and tail. Inject it (or return
     it from a pre-step beside the direct message); later changes to the source change nothing.
     """
-    from nbagent.store.opening import open_store
+    from nbagent.store.opening import open_reader
 
-    file = open_store(path, "read")
+    file = open_reader(path)
     try:
         row = file.session_row(session_id)
         if row is None:

@@ -18,9 +18,9 @@ from typing import Any
 
 from nbagent.core.events import Event
 from nbagent.errors import SessionFileError, SessionNotFoundError
-from nbagent.store.base import SessionStore
+from nbagent.store.base import StoreReader
 from nbagent.store.location import PostgresLocation, Where, parse_location
-from nbagent.store.opening import open_store
+from nbagent.store.opening import open_reader
 
 POLL_S = 0.05
 """How often a SQLite follower looks at the change counter (a few bytes read, no query)."""
@@ -46,7 +46,7 @@ async def follow_events(
     :class:`~nbagent.errors.SessionNotFoundError` when the store holds no such session.
     """
     where = parse_location(location)
-    store = await asyncio.to_thread(open_store, where, "read")
+    store = await asyncio.to_thread(open_reader, where)
     try:
         if await asyncio.to_thread(store.session_row, session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
@@ -100,7 +100,7 @@ async def _file_changes(path: Path, poll_interval: float) -> AsyncIterator[None]
         await asyncio.sleep(poll_interval)
 
 
-async def _notifications(url: str, store: SessionStore) -> AsyncIterator[None]:
+async def _notifications(url: str, store: StoreReader) -> AsyncIterator[None]:
     """Yield once after ``LISTEN`` starts, then on each notice of the store's channel (or a rescan)."""
     import psycopg
     from psycopg import sql

@@ -6,7 +6,7 @@ only nbagent's errors (:mod:`nbagent.errors`): a backend turns its driver's fail
 
 from __future__ import annotations
 
-from nbagent.store.base import Mode, SessionStore
+from nbagent.store.base import Mode, SessionStore, StoreReader
 from nbagent.store.location import PostgresLocation, Where, parse_location
 
 
@@ -20,3 +20,8 @@ def open_store(where: Where, mode: Mode) -> SessionStore:
     from nbagent.store.sqlite import SessionFile
 
     return SessionFile(location.path, mode=mode)
+
+
+def open_reader(where: Where) -> StoreReader:
+    """A strictly read-only connection to the store at ``where``: it creates and changes nothing."""
+    return open_store(where, "read")

@@ -13,7 +13,7 @@ from nbagent.core.events import Event
 from nbagent.errors import SessionNotFoundError
 from nbagent.store.base import SessionRow
 from nbagent.store.location import SqliteLocation, Where, parse_location
-from nbagent.store.opening import open_store
+from nbagent.store.opening import open_reader
 
 
 def list_sessions(path: Where) -> list[SessionRow]:
@@ -26,7 +26,7 @@ def list_sessions(path: Where) -> list[SessionRow]:
     location = parse_location(path)
     if isinstance(location, SqliteLocation) and not os.path.lexists(location.path):
         return []
-    store = open_store(location, "read")
+    store = open_reader(location)
     try:
         return store.sessions()
     finally:
@@ -45,7 +45,7 @@ def read_events(
     :class:`~nbagent.errors.SessionNotFoundError` when the file holds no such session and
     :class:`~nbagent.errors.SessionFileError` (naming the path) for a file nbagent cannot use.
     """
-    store = open_store(path, "read")
+    store = open_reader(path)
     try:
         if store.session_row(session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
