@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import nbagent
+from nbagent.core.events import INBOX_SPLICED
 from nbagent.errors import NbagentError, SessionFileError
 from nbagent.store.location import PostgresLocation, SqliteLocation, parse_location
 from nbagent.store.opening import open_store
@@ -91,3 +92,55 @@ def test_a_store_failure_reaches_the_caller_as_an_nbagent_error(tmp_path: Path) 
             nbagent.open_session(bad, model="echo")
 
     asyncio.run(main())
+
+
+READS = (
+    "session_row",
+    "sessions",
+    "tail",
+    "check_log",
+    "last_of_type",
+    "last_quiet_inbox",
+    "events",
+    "raw_rows",
+    "session_tuple",
+)
+
+
+def test_each_backend_supplies_its_fetching_and_none_of_the_checked_reads() -> None:
+    """The reads and their checks are written once (CheckedReads), above both backends."""
+    from nbagent.store.checked_reads import CheckedReads
+    from nbagent.store.postgres import PostgresStore
+    from nbagent.store.sqlite import SessionFile
+
+    for backend in (SessionFile, PostgresStore):
+        assert issubclass(backend, CheckedReads)
+        assert [name for name in READS if name in vars(backend)] == []
+        supplied = {name for name in vars(CheckedReads) if name.startswith("_fetch")}
+        assert supplied and supplied <= set(vars(backend)), backend
+
+
+def test_rows_cross_the_seam_typed_by_name(tmp_path: Path) -> None:
+    from nbagent.store.base import EventRow, StoredSession
+
+    db = tmp_path / "t.sqlite"
+
+    async def main() -> str:
+        agent = nbagent.open_session(db, model="echo", title="typed")
+        agent.inject(nbagent.UserMessage.text("hello"))
+        await agent.close()
+        return agent.session_id
+
+    sid = asyncio.run(main())
+    store = open_store(db, "read")
+    try:
+        stored = store.session_tuple(sid)
+        rows = store.raw_rows(sid)
+    finally:
+        store.close()
+    assert isinstance(stored, StoredSession)
+    assert (stored.id, stored.title, stored.model, stored.metadata) == (sid, "typed", "echo", "{}")
+    assert rows and all(isinstance(r, EventRow) for r in rows)
+    assert [r.seq for r in rows] == list(range(len(rows)))
+    assert {r.session_id for r in rows} == {sid}
+    assert rows[0].type == INBOX_SPLICED and rows[0].inbox_pending == 1
