@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,17 @@ def test_rows_cross_the_seam_typed_by_name(tmp_path: Path) -> None:
     assert [r.seq for r in rows] == list(range(len(rows)))
     assert {r.session_id for r in rows} == {sid}
     assert rows[0].type == INBOX_SPLICED and rows[0].inbox_pending == 1
+
+
+def test_the_command_line_never_echoes_a_urls_password(pg_url: str) -> None:
+    """A store named on the command line is parsed once; every line naming it shows it redacted."""
+    url = pg_url + "&password=Cli-Pa55word"
+    listed = subprocess.run(
+        [sys.executable, "-m", "nbagent", "sessions", "list", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("nbagent: no sessions in postgresql://postgres@")
+    assert "Cli-Pa55word" not in listed.stdout + listed.stderr
