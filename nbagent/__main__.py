@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 # DataFrame, IPython or Jupyter module (tests/test_cli_imports.py).
 if TYPE_CHECKING:
     from nbagent.core import events as ev
+    from nbagent.store.location import StoreLocation
 
 TUTORIAL = "quickstart.ipynb"
 
@@ -170,7 +171,7 @@ def sessions_command(args: argparse.Namespace) -> int:
         results = copy_sessions(args.source, args.destination, session_id=args.session)
     except NbagentError as exc:
         store = args.store if args.action == "list" else args.source
-        print(f"nbagent sessions {args.action}: {command_words(str(exc), store)}", file=sys.stderr)
+        print(f"nbagent sessions {args.action}: {command_words(str(exc), str(store))}", file=sys.stderr)
         return 1
     if not results:
         print("nbagent: the source holds no session; nothing to copy")
@@ -218,7 +219,14 @@ def _prog() -> str:
     return "python -m nbagent" if name in ("", "__main__.py", "-c") else name
 
 
-def transcript_command(file: str, session: str | None, fmt: str) -> int:
+def _location(text: str) -> StoreLocation:
+    """A store named on the command line, parsed once (a path, or a ``postgresql://`` URL)."""
+    from nbagent.store.location import parse_location
+
+    return parse_location(text)
+
+
+def transcript_command(file: StoreLocation, session: str | None, fmt: str) -> int:
     """Print a session's transcript (read-only; the file is never changed). ``file`` may be a
     ``postgresql://`` URL; no error shows its password."""
     from nbagent.errors import NbagentError
@@ -266,20 +274,22 @@ def main(argv: list[str] | None = None) -> int:
     sessions = sub.add_parser("sessions", help="list sessions, or copy them between stores")
     action = sessions.add_subparsers(dest="action", required=True)
     listing = action.add_parser("list", help="the sessions of a store, most recent first")
-    listing.add_argument("store", help="a session file path or a postgresql:// URL")
+    listing.add_argument("store", type=_location, help="a session file path or a postgresql:// URL")
     copy = action.add_parser(
         "copy",
         help="copy sessions from SRC to DST (SQLite files or postgresql:// URLs), byte-identical in "
         "events; again later to carry new events over",
     )
-    copy.add_argument("source", metavar="SRC")
-    copy.add_argument("destination", metavar="DST")
+    copy.add_argument("source", metavar="SRC", type=_location)
+    copy.add_argument("destination", metavar="DST", type=_location)
     copy.add_argument("--session", metavar="ID", help="only this session (default: all of SRC)")
     export = sub.add_parser(
         "transcript",
         help="print a session's transcript: typed prompts and injected context marked apart (read-only)",
     )
-    export.add_argument("file", help="the session file (e.g. analysis.nbagent.sqlite) or a postgresql:// URL")
+    export.add_argument(
+        "file", type=_location, help="the session file (e.g. analysis.nbagent.sqlite) or a postgresql:// URL"
+    )
     export.add_argument(
         "--session", metavar="ID", help="the session id or a prefix (default: the most recent)"
     )

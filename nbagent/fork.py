@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -10,23 +9,22 @@ from nbagent.core.tools import Tool
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.store.forking import create_fork
+from nbagent.store.location import Where
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
     from nbagent.views.diff import TurnDiff
 
-PathLike = str | os.PathLike[str]
-
 
 def fork_session(
-    path: PathLike,
+    path: Where,
     session_id: str,
     *,
     before_turn: int | None = None,
     at: int | None = None,
     new_session_id: str | None = None,
     model: Model | str | None = None,
-    to: PathLike | None = None,
+    to: Where | None = None,
     tools: Iterable[Tool | Callable[..., Any]] = (),
     system: str | None = None,
 ) -> Agent:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -47,11 +46,9 @@ from nbagent.core.vocabulary import ToolError
 from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.store.base import SessionRow, SessionStore
-from nbagent.store.lease import Lease
-from nbagent.store.opening import open_store
-
-PathLike = str | os.PathLike[str]
+from nbagent.store.base import Releasable, SessionRow, SessionStore, StoredSession
+from nbagent.store.location import StoreLocation, Where, parse_location
+from nbagent.store.opening import open_reader, open_store
 
 
 def _running_loop() -> asyncio.AbstractEventLoop:
@@ -65,7 +62,7 @@ def _running_loop() -> asyncio.AbstractEventLoop:
 
 
 def open_session(
-    path: PathLike | None,
+    path: Where | None,
     *,
     model: Model | str | None = None,
     tools: Iterable[Tool | Callable[..., Any]] = (),
@@ -78,7 +75,8 @@ def open_session(
     notebook: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> Agent:
-    """Create a new session in the SQLite file at ``path`` (created if missing); appends no event.
+    """Create a new session in the store at ``path`` (a SQLite file, created if missing, or a
+    ``postgresql://`` URL); appends no event.
 
     ``path=None`` keeps the session in memory only (nothing durable), for scratch work and tests.
     ``cancel_grace`` is how long a cancelled turn waits for a started tool (or model stream) that
@@ -98,7 +96,7 @@ def open_session(
             if file.session_row(sid) is not None:
                 raise NbagentError(f"session {sid} already exists in {file.location}; use resume_session()")
             lease = file.lease(sid)
-            row = (
+            row = StoredSession(
                 sid,
                 int(time.time() * 1000),
                 title,
@@ -126,7 +124,7 @@ def open_session(
 
 
 def resume_session(
-    path: PathLike,
+    path: Where,
     session_id: str | None = None,
     *,
     model: Model | str | None = None,
@@ -146,14 +144,15 @@ def resume_session(
     agent is ready at once even for a long session. A damaged log raises ``SessionCorruptError``.
     """
     loop = _running_loop()
+    location = parse_location(path)
     # Found and checked read-only first: a non-session or a damaged log changes nothing at all.
-    session_id, row, checked, owed = _find_session(path, session_id)
-    file = open_store(path, "write")
+    session_id, row, checked, owed = _find_session(location, session_id)
+    file = open_store(location, "write")
     lease = None
     try:
         lease = file.lease(session_id)
         if owed:  # SQLite: the splices' replay and the pages, before the first write
-            file.check_before_first_write(session_id)  # type: ignore[attr-defined]  (SQLite only)
+            file.check_before_first_write(session_id)
         resumed = _load_state(file, session_id, checked)
     except BaseException:
         _let_go(file, lease)
@@ -173,7 +172,7 @@ def resume_session(
     )
 
 
-def _agent(file: SessionStore | None, lease: Lease | None, **settings: Any) -> Agent:
+def _agent(file: SessionStore | None, lease: Releasable | None, **settings: Any) -> Agent:
     """The agent over ``file``; if it cannot be built, nothing stays held (lease, connection)."""
     try:
         agent = Agent(file=file, lease=lease, **settings)
@@ -184,7 +183,7 @@ def _agent(file: SessionStore | None, lease: Lease | None, **settings: Any) -> A
         raise
 
 
-def _let_go(file: SessionStore | None, lease: Lease | None) -> None:
+def _let_go(file: SessionStore | None, lease: Releasable | None) -> None:
     """Release what an opening took, writing nothing more (no checkpoint of a failed open)."""
     if lease is not None:
         lease.release()
@@ -192,10 +191,12 @@ def _let_go(file: SessionStore | None, lease: Lease | None) -> None:
         file.close(checkpoint=False)
 
 
-def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionRow, tuple[int, int], bool]:
+def _find_session(
+    path: StoreLocation, session_id: str | None
+) -> tuple[str, SessionRow, tuple[int, int], bool]:
     """The session to resume, its row, its checked ``(count, last time)``, all read-only, and
     whether the store owes the rest of its checks to the first write (SQLite)."""
-    reader = open_store(path, "read")
+    reader = open_reader(path)
     try:
         if session_id is None:
             rows = reader.sessions()
@@ -212,8 +213,7 @@ def _find_session(path: PathLike, session_id: str | None) -> tuple[str, SessionR
                 )
             row = found
         checked = reader.check_log(row.id)
-        may_wait = getattr(reader, "checks_may_wait", None)
-        return row.id, row, checked, may_wait is not None and may_wait(row.id)
+        return row.id, row, checked, reader.checks_may_wait(row.id)
     finally:
         reader.close()
 

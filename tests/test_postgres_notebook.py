@@ -12,15 +12,26 @@ from kernel_helpers import Kernel
 
 import nbagent
 from nbagent.notebook.location import session_file
+from nbagent.store.location import PostgresLocation, SqliteLocation
 
 PASSWORD = "kernel-Pa55word"
 
 
 def test_nbagent_db_and_the_db_option_take_a_url_unchanged(tmp_path: Path) -> None:
     url = f"postgresql://me:{PASSWORD}@db.example:5432/team"
-    assert session_file({}, environ={"NBAGENT_DB": url}, cwd=tmp_path) == url
-    assert session_file({}, override=url, environ={}, cwd=tmp_path) == url
-    assert session_file({}, environ={"NBAGENT_DB": "x.sqlite"}, cwd=tmp_path) == tmp_path / "x.sqlite"
+    assert session_file({}, environ={"NBAGENT_DB": url}, cwd=tmp_path) == PostgresLocation(url)
+    assert session_file({}, override=url, environ={}, cwd=tmp_path) == PostgresLocation(url)
+    got = session_file({}, environ={"NBAGENT_DB": "x.sqlite"}, cwd=tmp_path)
+    assert got == SqliteLocation(tmp_path / "x.sqlite")
+
+
+def test_a_url_location_never_shows_its_password(tmp_path: Path) -> None:
+    location = session_file({}, override=f"postgresql://me:{PASSWORD}@db.example:5432/team", environ={})
+    assert isinstance(location, PostgresLocation)
+    for shown in (str(location), repr(location), location.shown, f"{location}", str([location])):
+        assert PASSWORD not in shown
+        assert "postgresql://me@db.example:5432/team" in shown
+    assert PASSWORD in location.url  # libpq still gets the credentials
 
 
 @pytest.mark.kernel

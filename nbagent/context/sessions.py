@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nbagent.context._text import guard
 from nbagent.core.events import AssistantMessageEvent, Event, UserMessageEvent, block_text, parse_event
 from nbagent.core.messages import UserMessage
 from nbagent.errors import NbagentError, SessionNotFoundError
+
+if TYPE_CHECKING:
+    from nbagent.store.location import Where
 
 HEADING = "## Referenced sessions"
 WARNING = (
@@ -71,7 +73,7 @@ def _slice(entry: dict[str, str], room: int) -> tuple[dict[str, str], int]:
 
 
 def session_reference(
-    path: str | os.PathLike[str],
+    path: Where,
     session_id: str,
     *,
     budget_bytes: int = 65536,
@@ -83,13 +85,13 @@ def session_reference(
     serialized UTF-8, and a single oversized message keeps its head and tail. Inject it (or return
     it from a pre-step beside the direct message); later changes to the source change nothing.
     """
-    from nbagent.store.opening import open_store
+    from nbagent.store.opening import open_reader
 
-    file = open_store(path, "read")
+    file = open_reader(path)
     try:
         row = file.session_row(session_id)
         if row is None:
-            raise SessionNotFoundError(f"no session {session_id} in {file.path}; see list_sessions()")
+            raise SessionNotFoundError(f"no session {session_id} in {file.location}; see list_sessions()")
         events = file.events(session_id)
     finally:
         file.close()

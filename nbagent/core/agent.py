@@ -205,9 +205,9 @@ class Agent:
         :func:`nbagent.fork_session`. The child gets this agent's tools and system prompt."""
         from nbagent.store.forking import create_fork
 
-        if self.path is None or self.reopen is None:
+        if self._file is None or self.reopen is None:
             raise NbagentError("an in-memory session (path=None) has no log to fork from")
-        where = getattr(self._file, "_url", self.path)  # PostgreSQL: the URL with its credentials
+        where = self._file.where  # where it was opened (a PostgreSQL URL keeps its credentials)
         name = model if isinstance(model, str) else model.name if model is not None else None
         made = create_fork(where, self.session_id, before_turn=before_turn, at=at, new_session_id=session_id,
                            model_name=name, to=to)  # fmt: skip

@@ -5,22 +5,23 @@ file (title, prompts, answers, names) is escaped as data in both formats (:mod:`
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from nbagent.errors import SessionNotFoundError
 from nbagent.labserver.sessions import first_prompt
 from nbagent.store.base import SessionRow
-from nbagent.store.pg_location import is_postgres_url, redact
+from nbagent.store.location import PostgresLocation, StoreLocation, Where, parse_location
 from nbagent.store.reading import list_sessions, read_events
 from nbagent.views.escape import escape_html, escape_markdown
 
 FORMATS = ("md", "html")
 
 
-def pick_session(path: str | os.PathLike[str], session_id: str | None) -> SessionRow:
+def pick_session(path: StoreLocation, session_id: str | None) -> SessionRow:
     """The session ``session_id`` of the file (or ``postgresql://`` URL), or its most recently active one."""
-    if not is_postgres_url(path) and not os.path.lexists(path):
-        raise SessionNotFoundError(f"no session file at {path}; give the path of a <notebook>.nbagent.sqlite")
+    if not isinstance(path, PostgresLocation) and not os.path.lexists(path.path):
+        raise SessionNotFoundError(
+            f"no session file at {path.path}; give the path of a <notebook>.nbagent.sqlite"
+        )
     rows = list_sessions(path)
     if not rows:
         raise SessionNotFoundError(f"{source_name(path)} holds no session yet")
@@ -33,16 +34,16 @@ def pick_session(path: str | os.PathLike[str], session_id: str | None) -> Sessio
     raise SessionNotFoundError(f"no session {session_id} in {source_name(path)}; it holds {known}")
 
 
-def source_name(path: str | os.PathLike[str]) -> str:
+def source_name(path: StoreLocation) -> str:
     """How a transcript names where it came from: the file's name, or the URL without its password."""
-    return redact(str(path)) if is_postgres_url(path) else Path(path).name
+    return path.shown if isinstance(path, PostgresLocation) else path.path.name
 
 
 def _title(row: SessionRow, prompt: str) -> str:
     return row.title or prompt or f"session {row.id[:8]}"
 
 
-def transcript(path: str | os.PathLike[str], session_id: str | None = None, *, fmt: str = "md") -> str:
+def transcript(where: Where, session_id: str | None = None, *, fmt: str = "md") -> str:
     """The transcript of one session: Markdown (``md``) or a standalone HTML page (``html``).
 
     Typed prompts and injected context are marked apart by their source, as in ``%agent
@@ -53,6 +54,7 @@ def transcript(path: str | os.PathLike[str], session_id: str | None = None, *, f
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown transcript format {fmt!r}; use one of {', '.join(FORMATS)}")
+    path = parse_location(where)
     row = pick_session(path, session_id)
     events = read_events(path, row.id)
     title = _title(row, first_prompt(events[:64]))

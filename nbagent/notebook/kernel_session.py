@@ -26,7 +26,7 @@ from nbagent.notebook.location import notebook_path, runner_notebook, session_fi
 from nbagent.notebook.main_thread import MainThread
 from nbagent.notebook.meter_commands import usage_line
 from nbagent.notebook.shell_pump import ShellPump
-from nbagent.store.pg_location import redact
+from nbagent.store.location import PostgresLocation, SqliteLocation, StoreLocation
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
@@ -79,14 +79,13 @@ class KernelSession:
         atexit.register(self._close_at_exit)
 
     @property
-    def path(self) -> Path:
+    def path(self) -> StoreLocation:
         return session_file(self.user_ns, override=self.db_override, runner=self.runner)
 
     @property
     def shown_path(self) -> str:
         """Where the sessions live, as printed: a URL never shows its password."""
-        path = self.path
-        return redact(path) if isinstance(path, str) else str(path)
+        return self.path.shown
 
     def wait(
         self,
@@ -147,7 +146,7 @@ class KernelSession:
         from nbagent.store.reading import list_sessions
 
         path = self.path
-        if isinstance(path, Path) and not path.exists():
+        if isinstance(path, SqliteLocation) and not path.path.exists():
             return []
         return self._file_call(path, lambda: list_sessions(path))
 
@@ -160,8 +159,8 @@ class KernelSession:
     def missing_folder_note(self) -> str:
         """For ``%agent --db PATH``: a warning when PATH's folder does not exist (it is never created)."""
         path = self.path
-        if isinstance(path, Path) and not path.parent.is_dir():
-            return f" — its folder {path.parent} does not exist, and nbagent creates the file, never folders"
+        if isinstance(path, SqliteLocation) and not path.path.parent.is_dir():
+            return f" — its folder {path.path.parent} does not exist, and nbagent creates the file, never folders"
         return ""
 
     def knows_notebook(self) -> bool:
@@ -217,8 +216,8 @@ class KernelSession:
 
         self.close()
         path = self.path
-        if isinstance(path, Path) and not path.parent.is_dir():
-            raise UsageError(file_failure(path, FileNotFoundError(path.parent)))
+        if isinstance(path, SqliteLocation) and not path.path.parent.is_dir():
+            raise UsageError(file_failure(path, FileNotFoundError(path.path.parent)))
         notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner)
         self.agent = self._file_call(
             path,
@@ -279,18 +278,17 @@ class KernelSession:
         carried, self.carried = still_pending(agent, self.carried), []
         return carried
 
-    def _file_call(self, path: Path, fn: Callable[[], T]) -> T:
-        """``fn()``, with a failure of the session file turned into one line naming the file and the way
-        out (a ``UsageError``); a session in use elsewhere passes through as ``SessionLockedError``."""
-        import sqlite3
-
+    def _file_call(self, path: StoreLocation, fn: Callable[[], T]) -> T:
+        """``fn()``, with a failure of the session store turned into one line naming it and the way
+        out (a ``UsageError``); a session in use elsewhere passes through as ``SessionLockedError``.
+        The store raises only nbagent's errors (:mod:`nbagent.errors`), whatever its backend."""
         from nbagent.errors import NbagentError, SessionLockedError
 
         try:
             return fn()
         except SessionLockedError:
             raise
-        except (OSError, sqlite3.Error, NbagentError) as exc:
+        except NbagentError as exc:
             raise UsageError(file_failure(path, exc)) from None
 
     def close(self) -> None:
@@ -363,15 +361,17 @@ class KernelSession:
         ]
 
 
-def file_failure(path: Path | str, exc: BaseException) -> str:
+def file_failure(location: StoreLocation, exc: BaseException) -> str:
     """One line for a session file (or PostgreSQL URL) that cannot be used: where, why and the way
     out, each once."""
-    if isinstance(path, str):  # a postgresql:// URL: shown and explained without its password
+    if isinstance(location, PostgresLocation):  # shown and explained without its password
         from nbagent.redaction import scrub
 
+        shown = location.shown
         why = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        where = "" if redact(path) in why else f"nbagent cannot use the session store {redact(path)}: "
+        where = "" if shown in why else f"nbagent cannot use the session store {shown}: "
         return f"{where}{why}; or choose another store with `%agent --db PATH_OR_URL`"
+    path = location.path
     if path.is_dir():
         why = "it is a folder, not a file"
     elif path.parent.exists() and not path.parent.is_dir():
@@ -415,10 +415,11 @@ def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:
     return getattr(io_loop, "asyncio_loop", None)
 
 
-def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when it is inside it (a URL without credentials)."""
-    if isinstance(path, str):
-        return redact(path)
+def _shown(where: StoreLocation | Path) -> str:
+    """A file relative to the working directory when it is inside it (a URL without credentials)."""
+    if isinstance(where, PostgresLocation):
+        return where.shown
+    path = where.path if isinstance(where, SqliteLocation) else where
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nbagent.store.pg_location import is_postgres_url
+from nbagent.store.location import SqliteLocation, StoreLocation, parse_location
 
 FALLBACK_NAME = "nbagent.sqlite"
 SUFFIX = ".nbagent.sqlite"
@@ -106,19 +106,16 @@ def session_file(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     runner: Path | None = None,
-) -> Path:
-    """The session file for this kernel: ``override`` (``%agent --db``), ``NBAGENT_DB``, the file beside
+) -> StoreLocation:
+    """The session store for this kernel: ``override`` (``%agent --db``), ``NBAGENT_DB``, the file beside
     the notebook (``runner``: see :func:`notebook_path`), or ``nbagent.sqlite`` in the working
-    directory, in that order."""
+    directory, in that order. ``override`` and ``NBAGENT_DB`` may be a ``postgresql://`` URL (SPEC §6.5)."""
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
     chosen = override or environ.get("NBAGENT_DB")
-    if is_postgres_url(chosen):
-        return chosen  # type: ignore[return-value]  # a postgresql:// URL selects that store (SPEC §6.5)
     if chosen:
-        path = Path(chosen).expanduser()
-        return path if path.is_absolute() else cwd / path
+        return parse_location(chosen, cwd=cwd)
     notebook = notebook_path(user_ns, environ, cwd, runner)
     if notebook is None:
-        return cwd / FALLBACK_NAME
-    return notebook.with_name(notebook.stem + SUFFIX)
+        return SqliteLocation(cwd / FALLBACK_NAME)
+    return SqliteLocation(notebook.with_name(notebook.stem + SUFFIX))

@@ -9,13 +9,13 @@ held while appending, so a live writer there and a copy never interleave.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Literal
 
 from nbagent.errors import NbagentError, SessionNotFoundError
-from nbagent.store.base import SessionStore
-from nbagent.store.opening import open_store
+from nbagent.store.base import SessionStore, StoreReader
+from nbagent.store.location import Where
+from nbagent.store.opening import open_reader, open_store
 
 PAGE = 5000
 """Rows read, compared and written at a time (each written page is one transaction)."""
@@ -40,8 +40,8 @@ class CopyResult:
 
 
 def copy_sessions(
-    source: str | os.PathLike[str],
-    destination: str | os.PathLike[str],
+    source: Where,
+    destination: Where,
     *,
     session_id: str | None = None,
 ) -> list[CopyResult]:
@@ -51,7 +51,7 @@ def copy_sessions(
     Raises :class:`SessionConflictError` for a session the destination holds differently (sessions
     before it in the order of ``list_sessions`` have been copied; none after it is touched).
     """
-    src = open_store(source, "read")
+    src = open_reader(source)
     try:
         if session_id is None:
             ids = [row.id for row in reversed(src.sessions())]  # oldest first
@@ -70,17 +70,17 @@ def copy_sessions(
         src.close()
 
 
-def _copy_one(src: SessionStore, dst: SessionStore, session_id: str) -> CopyResult:
+def _copy_one(src: StoreReader, dst: SessionStore, session_id: str) -> CopyResult:
     meta = src.session_tuple(session_id)
     if meta is None:
         raise SessionNotFoundError(f"no session {session_id} in {src.location}; see list_sessions()")
     lease = dst.lease(session_id)
     try:
         there = dst.session_tuple(session_id)
-        if there is not None and tuple(there[:2]) != tuple(meta[:2]):
+        if there is not None and (there.id, there.created_at) != (meta.id, meta.created_at):
             raise SessionConflictError(
                 f"{dst.location} already holds another session with id {session_id} (created at "
-                f"{there[1]}, the source's at {meta[1]}); nothing was copied for it — copy into "
+                f"{there.created_at}, the source's at {meta.created_at}); nothing was copied for it — copy into "
                 "another store, or remove that session there first"
             )
         copied = appended = 0
@@ -91,15 +91,15 @@ def _copy_one(src: SessionStore, dst: SessionStore, session_id: str) -> CopyResu
                 break
             theirs = [] if new_session else dst.raw_rows(session_id, start=copied, limit=len(rows))
             for mine, other in zip(rows, theirs):
-                if tuple(mine) != tuple(other):
+                if mine != other:
                     raise SessionConflictError(
                         f"session {session_id} in {dst.location} differs from the one in {src.location} "
-                        f"at seq {mine[1]}; it is another session under the same id — nothing more was "
+                        f"at seq {mine.seq}; it is another session under the same id — nothing more was "
                         "copied for it"
                     )
-            missing = [tuple(r) for r in rows[len(theirs) :]]
+            missing = rows[len(theirs) :]
             if missing:
-                dst.write(missing, session=meta if new_session else None)  # type: ignore[arg-type]
+                dst.write(missing, session=meta if new_session else None)
                 new_session = False
                 appended += len(missing)
             copied += len(rows)

@@ -14,13 +14,15 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nbagent.core.events import Event
 from nbagent.errors import SessionFileError, SessionNotFoundError
-from nbagent.store.base import SessionStore
-from nbagent.store.opening import open_store
-from nbagent.store.pg_location import is_postgres_url
+from nbagent.store.location import PostgresLocation, Where, parse_location
+from nbagent.store.opening import open_reader
+
+if TYPE_CHECKING:
+    from nbagent.store.postgres import PostgresStore
 
 POLL_S = 0.05
 """How often a SQLite follower looks at the change counter (a few bytes read, no query)."""
@@ -32,7 +34,7 @@ WAL_INDEX_HEADER = 48
 
 
 async def follow_events(
-    location: str | os.PathLike[str],
+    location: Where,
     session_id: str,
     *,
     after: int = -1,
@@ -45,14 +47,18 @@ async def follow_events(
     cancelling the task): the connections close. Read-only: creates and changes nothing. Raises
     :class:`~nbagent.errors.SessionNotFoundError` when the store holds no such session.
     """
-    store = await asyncio.to_thread(open_store, location, "read")
+    where = parse_location(location)
+    store = await asyncio.to_thread(open_reader, where)
     try:
         if await asyncio.to_thread(store.session_row, session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
-        if is_postgres_url(location):
-            changes = _notifications(str(location), store)
+        if isinstance(where, PostgresLocation):
+            from nbagent.store.postgres import PostgresStore
+
+            assert isinstance(store, PostgresStore)  # open_store's choice for a PostgresLocation
+            changes = _notifications(where.url, store)
         else:
-            changes = _file_changes(Path(location), poll_interval)
+            changes = _file_changes(where.path, poll_interval)
         try:
             async for _ in changes:
                 while True:
@@ -99,12 +105,12 @@ async def _file_changes(path: Path, poll_interval: float) -> AsyncIterator[None]
         await asyncio.sleep(poll_interval)
 
 
-async def _notifications(url: str, store: SessionStore) -> AsyncIterator[None]:
+async def _notifications(url: str, store: PostgresStore) -> AsyncIterator[None]:
     """Yield once after ``LISTEN`` starts, then on each notice of the store's channel (or a rescan)."""
     import psycopg
     from psycopg import sql
 
-    channel: str = store.channel  # type: ignore[attr-defined]
+    channel = store.channel
     try:
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
     except psycopg.Error as exc:

@@ -7,7 +7,6 @@ child as an agent is the session layer's part (:func:`nbagent.fork_session`, ``a
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from typing import NamedTuple
@@ -15,30 +14,29 @@ from typing import NamedTuple
 from nbagent import _json
 from nbagent.core.events import REQUEST_HEADER, TURN_END, TURN_START, RequestHeader, SessionForked
 from nbagent.errors import NbagentError, SessionNotFoundError
-from nbagent.store.base import SessionStore
+from nbagent.store.base import EventRow, StoreReader
+from nbagent.store.location import StoreLocation, Where
 from nbagent.store.opening import open_store
 from nbagent.store.prefix import copy_prefix
-
-PathLike = str | os.PathLike[str]
 
 
 class Forked(NamedTuple):
     """The new session: its id, the store to open it from, and the prefix's last header."""
 
     session_id: str
-    location: PathLike
+    location: StoreLocation
     header: RequestHeader | None
 
 
 def create_fork(
-    path: PathLike,
+    path: Where,
     session_id: str,
     *,
     before_turn: int | None,
     at: int | None,
     new_session_id: str | None,
     model_name: str | None,
-    to: PathLike | None,
+    to: Where | None,
 ) -> Forked:
     """Write the fork of ``session_id`` (into ``to`` when given); exactly one of ``before_turn``
     (S = the seq before turn N's ``turn/start``) and ``at`` (a quiet point) says where."""
@@ -54,26 +52,32 @@ def create_fork(
             raise SessionNotFoundError(f"no session {session_id} in {src.location}; see list_sessions()")
         stop, turn = fork_point(src, session_id, before_turn=before_turn, at=at)
         header = _last_header(src, session_id, stop)
-        recorded = header.model if header is not None and header.model else meta[5]
+        recorded = header.model if header is not None and header.model else meta.model
         dst = src if to is None else open_store(to, "create")
         try:
             if dst.session_row(child_id) is not None:
                 raise NbagentError(f"session {child_id} already exists in {dst.location}; pick another id")
             now = int(time.time() * 1000)
-            row = (child_id, now, meta[2], session_id, meta[4], model_name or recorded, meta[6] or "{}")
+            row = meta._replace(
+                id=child_id,
+                created_at=now,
+                parent=session_id,
+                model=model_name or recorded,
+                metadata=meta.metadata or "{}",
+            )
             forked = SessionForked(session_id, stop, turn)
-            own = [(child_id, stop + 1, now, forked.type, _json.dumps(forked.to_json()), None)]
+            own = [EventRow(child_id, stop + 1, now, forked.type, _json.dumps(forked.to_json()), None)]
             copy_prefix(src, dst, session_id, stop, row, own)
+            return Forked(child_id, dst.where, header)
         finally:
             if dst is not src:
                 dst.close()
     finally:
         src.close()
-    return Forked(child_id, path if to is None else to, header)
 
 
 def fork_point(
-    store: SessionStore, session_id: str, *, before_turn: int | None, at: int | None
+    store: StoreReader, session_id: str, *, before_turn: int | None, at: int | None
 ) -> tuple[int, int | None]:
     """``(S, turn)``: the last seq to copy and the turn forked before (``None`` for ``at=``)."""
     count, _ = store.tail(session_id) if store.session_row(session_id) else (0, 0)
@@ -99,7 +103,7 @@ def fork_point(
     return at, None
 
 
-def _turn_spans(store: SessionStore, session_id: str, count: int) -> list[tuple[int, int, int | None]]:
+def _turn_spans(store: StoreReader, session_id: str, count: int) -> list[tuple[int, int, int | None]]:
     """Each turn as ``(number, seq of turn/start, seq of turn/end or None)``, in log order."""
     spans: list[tuple[int, int, int | None]] = []
     for ev in store.events(session_id, stop=count, types=[TURN_START, TURN_END]):
@@ -110,6 +114,6 @@ def _turn_spans(store: SessionStore, session_id: str, count: int) -> list[tuple[
     return spans
 
 
-def _last_header(store: SessionStore, session_id: str, stop: int) -> RequestHeader | None:
+def _last_header(store: StoreReader, session_id: str, stop: int) -> RequestHeader | None:
     headers = store.events(session_id, stop=stop + 1, types=[REQUEST_HEADER])
     return RequestHeader.from_json(headers[-1].data) if headers else None

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from nbagent import _json
-from nbagent._json import gc_paused
 from nbagent.core.events import TURN_START, Event
 from nbagent.errors import (
     NbagentError,
@@ -32,9 +31,12 @@ from nbagent.errors import (
     SessionNotFoundError,
     SessionWriteError,
 )
-from nbagent.store.base import Mode, Row, SessionRow
+from nbagent.store import checked_reads
+from nbagent.store.base import Mode, Row
+from nbagent.store.checked_reads import CheckedReads, EventQuery, Fetched, LogFigures, SessionFigures
+from nbagent.store.location import PostgresLocation
 from nbagent.store.pg_lease import AdvisoryLease, holder_name, lock_key
-from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, redact
+from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING
 from nbagent.store.pg_watchdog import (
     SERVER_KEEPALIVES,
     STATEMENT_TIMEOUT_MS,
@@ -95,14 +97,17 @@ def channel(schema: str) -> str:
     return f"nbagent:{schema}"[:63]
 
 
-class PostgresStore:
+class PostgresStore(CheckedReads):
     """One connection to the nbagent schema of one PostgreSQL database (see ``SessionStore``)."""
 
-    def __init__(self, url: str, *, mode: Mode = "read") -> None:
+    remedy = "restore it from a backup"
+
+    def __init__(self, where: PostgresLocation | str, *, mode: Mode = "read") -> None:
         psycopg = _psycopg()
         self.mode: Mode = mode
-        self._url = url
-        self.location = self.path = redact(url)
+        self.where = where if isinstance(where, PostgresLocation) else PostgresLocation(where)
+        self._url = url = self.where.url
+        self.location = self.path = self.where.shown
         self.lock = threading.RLock()
         self.broken: SessionWriteError | None = None
         self.closed = False
@@ -274,10 +279,6 @@ class PostgresStore:
         except Exception:
             return None
 
-    def statement(self, text: str) -> bytes:
-        """``text`` as SQL with ``{schema}`` filled in (this store's schema, quoted)."""
-        return self._q(text)
-
     def run(self, fn: Callable[[psycopg.Connection[Any]], T], *, doing: str = "reading") -> T:
         """Run ``fn`` on the connection under the store's lock; database errors become nbagent's."""
         psycopg = _psycopg()
@@ -334,7 +335,7 @@ class PostgresStore:
 
     def reader(self) -> PostgresStore:
         """Another, read-only connection to the same store (for lazy reads beside a writer)."""
-        return PostgresStore(self._url, mode="read")
+        return PostgresStore(self.where, mode="read")
 
     def close(self, *, checkpoint: bool = True) -> None:
         """Close the connection (releasing any lease it holds); never raises."""
@@ -406,7 +407,27 @@ class PostgresStore:
         )
         self.run(lambda c: c.execute(query, (*fields.values(), session_id)), doing="writing to")
 
-    # -- reads ----------------------------------------------------------------------------------
+    def copy_within(self, parent: str, stop: int, session: Sequence[Any], own: Sequence[Row]) -> None:
+        """Create ``session`` holding ``parent``'s rows up to ``stop`` and then ``own``, in one
+        transaction, the rows copied by the server itself (a fork within this schema)."""
+        q = self._q
+
+        def copy(c: psycopg.Connection[Any]) -> None:
+            with c.transaction():
+                c.execute(q("INSERT INTO {schema}.sessions VALUES (%s, %s, %s, %s, %s, %s, %s)"), session)
+                c.execute(
+                    q(
+                        "INSERT INTO {schema}.events SELECT %s, seq, time, type, data, inbox_pending "
+                        "FROM {schema}.events WHERE session_id = %s AND seq <= %s ORDER BY seq"
+                    ),
+                    (session[0], parent, stop),
+                )
+                for row in own:
+                    c.execute(q("INSERT INTO {schema}.events VALUES (%s, %s, %s, %s, %s, %s)"), row)
+
+        self.run(copy, doing="writing to")
+
+    # -- fetching, for the shared reads and checks (:class:`CheckedReads`) -------------------------
 
     _SESSION_SELECT = (
         "SELECT s.id, s.created_at, s.title, s.parent, s.notebook, s.model, s.metadata, last.seq, "
@@ -415,176 +436,79 @@ class PostgresStore:
         "WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1) last ON true"
     )
 
-    def _session(self, row: Sequence[Any]) -> SessionRow:
-        try:
-            metadata = _json.loads(row[6] or "{}")
-        except ValueError:
-            metadata = {}
-        return SessionRow(
-            id=row[0],
-            created_at=row[1],
-            title=row[2],
-            parent=row[3],
-            notebook=row[4],
-            model=row[5],
-            metadata=metadata,
-            events=0 if row[7] is None else row[7] + 1,
-            turns=row[9],
-            last_activity=row[8],
-            file=self.location,
-        )
+    def _holds_sessions(self) -> bool:
+        return not self.empty
 
-    def session_row(self, session_id: str) -> SessionRow | None:
-        if self.empty:
-            return None
-        sql = self._q(self._SESSION_SELECT + " WHERE s.id = %s")
-        row = self.run(lambda c: c.execute(sql, (TURN_START, session_id)).fetchone())
-        return None if row is None else self._session(row)
+    def _fetch_sessions(self, session_id: str | None) -> list[SessionFigures]:
+        if session_id is None:
+            sql, args = self._q(self._SESSION_SELECT), (TURN_START,)
+        else:
+            sql, args = self._q(self._SESSION_SELECT + " WHERE s.id = %s"), (TURN_START, session_id)
+        rows = self.run(lambda c: c.execute(sql, args).fetchall())
+        return [SessionFigures(row[:7], row[7], row[8], row[9]) for row in rows]
 
-    def sessions(self) -> list[SessionRow]:
-        """Every session, most recent activity first."""
-        if self.empty:
-            return []
-        sql = self._q(
-            self._SESSION_SELECT + " ORDER BY coalesce(last.time, s.created_at) DESC, s.created_at DESC"
-        )
-        return [self._session(r) for r in self.run(lambda c: c.execute(sql, (TURN_START,)).fetchall())]
-
-    def tail(self, session_id: str) -> tuple[int, int]:
-        """``(event count, time of the last event)`` from the last row alone (no scan)."""
+    def _fetch_last(self, session_id: str) -> Fetched | None:
         sql = self._q("SELECT seq, time FROM {schema}.events WHERE session_id = %s ORDER BY seq DESC LIMIT 1")
-        row = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
-        return (0, 0) if row is None else (row[0] + 1, row[1])
+        return self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
 
-    def check_log(self, session_id: str) -> tuple[int, int]:
-        """Check that the log is continuous (row count = last seq + 1); ``(count, last time)``.
-
-        Every record is valid JSON by construction: the server checks ``json`` values on insert.
-        """
+    def _fetch_log(self, session_id: str) -> LogFigures:
+        """Every record is valid JSON by construction: the server checks ``json`` values on insert."""
         sql = self._q("SELECT count(*), max(seq) FROM {schema}.events WHERE session_id = %s")
         count, last = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
         if not count:
-            return 0, 0
-        if count != last + 1:
-            gap = self._q(
-                "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS want "
-                "FROM {schema}.events WHERE session_id = %s) x WHERE seq <> want ORDER BY seq LIMIT 1"
-            )
-            (before,) = self.run(lambda c: c.execute(gap, (session_id,)).fetchone())
-            prev = self.run(
-                lambda c: c.execute(
-                    self._q("SELECT count(*) FROM {schema}.events WHERE session_id = %s AND seq < %s"),
-                    (session_id, before),
-                ).fetchone()[0]
-            )
-            raise SessionCorruptError(
-                f"session {session_id} in {self.location} has a gap in its log: seq {prev} is missing "
-                f"before seq {before}; restore it from a backup (nbagent does not truncate logs)"
-            )
-        return count, self.tail(session_id)[1]
+            return LogFigures(0, -1, 0, None)
+        return LogFigures(count, last, self.tail(session_id)[1], None)
 
-    def last_of_type(self, session_id: str, type_: str) -> Event | None:
+    def _fetch_first_gap(self, session_id: str) -> tuple[int, int]:
+        gap = self._q(
+            "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS want "
+            "FROM {schema}.events WHERE session_id = %s) x WHERE seq <> want ORDER BY seq LIMIT 1"
+        )
+        (before,) = self.run(lambda c: c.execute(gap, (session_id,)).fetchone())
+        count = self._q("SELECT count(*) FROM {schema}.events WHERE session_id = %s AND seq < %s")
+        return self.run(lambda c: c.execute(count, (session_id, before)).fetchone()[0]), before
+
+    def checks_may_wait(self, session_id: str) -> bool:
+        """No checks wait for the first write here: the server checked every record on insert."""
+        return False
+
+    def check_before_first_write(self, session_id: str) -> None:
+        """Nothing is owed (see :meth:`checks_may_wait`)."""
+
+    def _fetch_last_of_type(self, session_id: str, type_: str) -> Fetched | None:
         sql = self._q(
             "SELECT seq, time, type, data FROM {schema}.events WHERE session_id = %s AND type = %s "
             "ORDER BY seq DESC LIMIT 1"
         )
-        row = self.run(lambda c: c.execute(sql, (session_id, type_)).fetchone())
-        return None if row is None else self._event(row)
+        return self.run(lambda c: c.execute(sql, (session_id, type_)).fetchone())
 
-    def last_quiet_inbox(self, session_id: str) -> int:
-        """The seq of the last splice after which both queues were empty (-1 if none)."""
+    def _fetch_last_quiet(self, session_id: str) -> int | None:
         sql = self._q("SELECT max(seq) FROM {schema}.events WHERE session_id = %s AND inbox_pending = 0")
-        row = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
-        return -1 if row[0] is None else row[0]
+        return self.run(lambda c: c.execute(sql, (session_id,)).fetchone()[0])
 
-    def _select(
-        self,
-        columns: str,
-        session_id: str,
-        start: int,
-        stop: int | None,
-        types: Iterable[str] | None,
-        limit: int | None,
-    ) -> tuple[bytes, list[Any]]:
-        text = f"SELECT {columns} FROM {{schema}}.events WHERE session_id = %s AND seq >= %s"
-        args: list[Any] = [session_id, start]
-        if stop is not None:
-            text += " AND seq < %s"
-            args.append(stop)
-        if types is not None:
-            text += " AND type = ANY(%s)"
-            args.append(list(types))
-        text += " ORDER BY seq"
-        if limit is not None:
-            text += " LIMIT %s"
-            args.append(max(0, int(limit)))
+    def _select(self, columns: str, session_id: str, query: EventQuery) -> tuple[bytes, list[Any]]:
+        text, args = checked_reads.select_events(columns, "{schema}.events", session_id, query, "%s")
         return self._q(text), args
 
-    def events(
-        self,
-        session_id: str,
-        *,
-        start: int = 0,
-        stop: int | None = None,
-        types: Iterable[str] | None = None,
-        limit: int | None = None,
-    ) -> list[Event]:
-        """Events with ``start <= seq < stop``, optionally only of ``types``, in seq order.
-
-        Reading every type checks that ``seq`` has no gap.
-        """
-        if self.empty:
-            return []
-        sql, args = self._select("seq, time, type, data", session_id, start, stop, types, limit)
-        loads = _json.loads
+    def _fetch_events(self, session_id: str, query: EventQuery) -> list[Event]:
+        sql, args = self._select("seq, time, type, data", session_id, query)
 
         def read(c: psycopg.Connection[Any]) -> list[Event]:
             with c.cursor(binary=True) as cur:
                 cur.execute(sql, args)
                 rows = cur.fetchall()
-            with gc_paused():
-                try:
-                    return [Event(seq, t, type_, loads(data)) for seq, t, type_, data in rows]
-                except ValueError:
-                    return [self._event(r) for r in rows]
+            return self._decode(rows, lambda: rows)
 
-        out = self.run(read)
-        if types is None:
-            for expected, ev in enumerate(out, start):
-                if ev.seq != expected:
-                    raise SessionCorruptError(
-                        f"session {session_id} in {self.location} has a gap in its log: seq {expected} is "
-                        f"missing before seq {ev.seq}; restore it from a backup"
-                    )
-        return out
+        return self.run(read)
 
-    def raw_rows(self, session_id: str, *, start: int = 0, limit: int | None = None) -> list[Row]:
-        """Stored rows as written (``data`` as its exact text), for copying between stores."""
-        if self.empty:
-            return []
-        sql, args = self._select(
-            "session_id, seq, time, type, data, inbox_pending", session_id, start, None, None, limit
-        )
-        return self.run(lambda c: [tuple(r) for r in c.execute(sql, args).fetchall()])  # type: ignore[misc]
+    def _fetch_raw(self, session_id: str, query: EventQuery) -> list[Fetched]:
+        columns = "session_id, seq, time, type, data, inbox_pending"
+        sql, args = self._select(columns, session_id, query)
+        return self.run(lambda c: c.execute(sql, args).fetchall())
 
-    def session_tuple(self, session_id: str) -> tuple[Any, ...] | None:
-        """The stored ``sessions`` row as written, for copying between stores."""
-        if self.empty:
-            return None
+    def _fetch_stored_session(self, session_id: str) -> Fetched | None:
         sql = self._q("SELECT * FROM {schema}.sessions WHERE id = %s")
-        row = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
-        return None if row is None else tuple(row)
-
-    def _event(self, row: Sequence[Any]) -> Event:
-        try:
-            data = _json.loads(row[3])
-            if not isinstance(data, dict):
-                raise ValueError("data is not a JSON object")
-            return Event(row[0], row[1], row[2], data)
-        except ValueError as exc:
-            raise SessionCorruptError(
-                f"the record at seq {row[0]} in {self.location} is damaged ({exc}); restore it from a backup"
-            ) from None
+        return self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
 
 
 def _secrets(url: str) -> list[str]:

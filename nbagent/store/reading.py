@@ -12,20 +12,21 @@ import os
 from nbagent.core.events import Event
 from nbagent.errors import SessionNotFoundError
 from nbagent.store.base import SessionRow
-from nbagent.store.opening import open_store
-from nbagent.store.pg_location import is_postgres_url
+from nbagent.store.location import SqliteLocation, Where, parse_location
+from nbagent.store.opening import open_reader
 
 
-def list_sessions(path: str | os.PathLike[str]) -> list[SessionRow]:
+def list_sessions(path: Where) -> list[SessionRow]:
     """Metadata rows of every session in the file at ``path``, most recent activity first.
 
     A missing or empty file holds no session (``[]``). Read-only: safe while another process
     writes, and never creates or changes anything. Raises
     :class:`~nbagent.errors.SessionFileError` (naming the path) for a file nbagent cannot use.
     """
-    if not is_postgres_url(path) and not os.path.lexists(path):
+    location = parse_location(path)
+    if isinstance(location, SqliteLocation) and not os.path.lexists(location.path):
         return []
-    store = open_store(path, "read")
+    store = open_reader(location)
     try:
         return store.sessions()
     finally:
@@ -33,7 +34,7 @@ def list_sessions(path: str | os.PathLike[str]) -> list[SessionRow]:
 
 
 def read_events(
-    path: str | os.PathLike[str], session_id: str, *, after: int = -1, limit: int | None = None
+    path: Where, session_id: str, *, after: int = -1, limit: int | None = None
 ) -> tuple[Event, ...]:
     """The events of session ``session_id`` with ``seq > after``, in seq order (at most ``limit``).
 
@@ -44,7 +45,7 @@ def read_events(
     :class:`~nbagent.errors.SessionNotFoundError` when the file holds no such session and
     :class:`~nbagent.errors.SessionFileError` (naming the path) for a file nbagent cannot use.
     """
-    store = open_store(path, "read")
+    store = open_reader(path)
     try:
         if store.session_row(session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")

@@ -18,7 +18,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -27,19 +27,20 @@ from nbagent import _json
 from nbagent._json import gc_paused
 from nbagent.core.events import Event
 from nbagent.errors import (
-    SessionCorruptError,
     SessionFileError,
     SessionNotFoundError,
     SessionWriteError,
 )
 from nbagent.store import budget as read_budget
-from nbagent.store import file_errors, netfs, osfile, sqlite_checks
-from nbagent.store.base import Mode, Row, SessionRow
+from nbagent.store import checked_reads, file_errors, netfs, osfile, sqlite_checks
+from nbagent.store.base import Mode, Row
+from nbagent.store.checked_reads import CheckedReads, EventQuery, Fetched, LogFigures, SessionFigures
 from nbagent.store.file_errors import file_error as _file_error
 from nbagent.store.file_errors import guard as _guard
 from nbagent.store.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, check_ids, identify
 from nbagent.store.file_state import Snapshot, fingerprint, locked_from, regular_or_missing
 from nbagent.store.lease import FIRST_LEASE_BYTE, Lease
+from nbagent.store.location import SqliteLocation
 from nbagent.store.sqlite_schema import (
     INVALID_INDEX,
     add_invalid_index,
@@ -73,7 +74,7 @@ def _connect(path: Path, query: str) -> sqlite3.Connection:
 # -- the file ------------------------------------------------------------------------------------
 
 
-class SessionFile:
+class SessionFile(CheckedReads):
     """One connection to one nbagent SQLite file (see :class:`nbagent.store.base.SessionStore`).
 
     ``mode`` is ``"create"`` (open for writing, initialising an empty or missing file),
@@ -86,6 +87,7 @@ class SessionFile:
     ) -> None:
         self.mode: Mode = mode or ("create" if create else "read")
         self.path = Path(path).expanduser().absolute()
+        self.where = SqliteLocation(self.path)
         self.location = str(self.path)
         self.lock = threading.Lock()
         self.conn: sqlite3.Connection | None = None
@@ -345,108 +347,53 @@ class SessionFile:
             self._owed.settle(self.connection)
             _guard(self.path, "writing to", update)
 
-    # -- reads --------------------------------------------------------------------------------
+    def copy_within(self, parent: str, stop: int, session: Sequence[Any], own: Sequence[Row]) -> None:
+        """Create ``session`` holding ``parent``'s rows up to ``stop`` and then ``own``, in one
+        transaction, the rows copied by SQLite itself (a fork within this file)."""
 
-    def session_row(self, session_id: str) -> SessionRow | None:
-        if self.conn is None and self.header.empty:
-            return None
-        return self._read(lambda c: self._session_row(c, session_id))
+        def copy() -> None:
+            conn = self.connection
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)", session)
+                conn.execute(
+                    "INSERT INTO events SELECT ?, seq, time, type, data, inbox_pending FROM events "
+                    "WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                    (session[0], parent, stop),
+                )
+                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", own)
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
 
-    def _session_row(self, conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
-        row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        return None if row is None else self._session(conn, row)
+        with self.lock:
+            _guard(self.path, "writing to", copy)
 
-    def _session(self, conn: sqlite3.Connection, row: Sequence[Any]) -> SessionRow:
-        sid = row[0]
-        last = conn.execute(
-            "SELECT seq, time FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (sid,)
-        ).fetchone()
-        turns = conn.execute(
-            "SELECT count(*) FROM events WHERE session_id = ? AND type = 'turn/start'", (sid,)
-        ).fetchone()[0]
-        try:
-            metadata = _json.loads(row[6] or "{}")
-        except ValueError:
-            metadata = {}
-        return SessionRow(
-            id=sid,
-            created_at=row[1],
-            title=row[2],
-            parent=row[3],
-            notebook=row[4],
-            model=row[5],
-            metadata=metadata,
-            events=0 if last is None else last[0] + 1,
-            turns=turns,
-            last_activity=None if last is None else last[1],
-            file=self.location,
-        )
+    # -- fetching, for the shared reads and checks (:class:`CheckedReads`) -------------------------
 
-    def sessions(self) -> list[SessionRow]:
-        """Every session, most recent activity first."""
-        if self.conn is None and self.header.empty:
-            return []
+    def _holds_sessions(self) -> bool:
+        return not (self.conn is None and self.header.empty)
 
-        def read(conn: sqlite3.Connection) -> list[SessionRow]:
-            return [self._session(conn, r) for r in conn.execute("SELECT * FROM sessions").fetchall()]
-
-        rows = self._read(read)
-        rows.sort(key=lambda s: (s.last_activity or s.created_at, s.created_at), reverse=True)
-        return rows
-
-    def tail(self, session_id: str) -> tuple[int, int]:
-        """``(event count, time of the last event)`` from the last row alone (no scan)."""
-        row = self._read(
-            lambda c: c.execute(
-                "SELECT seq, time FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (session_id,)
-            ).fetchone()
-        )
-        return (0, 0) if row is None else (row[0] + 1, row[1])
-
-    def check_log(self, session_id: str) -> tuple[int, int]:
-        """Check in SQL that the log is continuous and every row holds valid JSON (SPEC §6.3).
-
-        Returns ``(event count, time of the last event)``; raises :class:`SessionCorruptError`
-        naming the first missing or damaged seq.
-        """
-
-        indexed = self._has_invalid_index()
-
-        def scan(conn: sqlite3.Connection) -> tuple[int, int, int, int | None]:
-            count, last = conn.execute(
-                "SELECT count(*), max(seq) FROM events INDEXED BY events_by_type WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            if not count:
-                return 0, -1, 0, None
-            if indexed:
-                (bad,) = conn.execute(
-                    f"SELECT min(seq) FROM events INDEXED BY {INVALID_INDEX} "
-                    "WHERE session_id = ? AND NOT json_valid(data)",
-                    (session_id,),
-                ).fetchone()
+    def _fetch_sessions(self, session_id: str | None) -> list[SessionFigures]:
+        def read(conn: sqlite3.Connection) -> list[SessionFigures]:
+            if session_id is None:
+                stored = conn.execute("SELECT * FROM sessions").fetchall()
             else:
-                (bad,) = conn.execute(
-                    "SELECT min(seq) FROM events WHERE session_id = ? AND NOT json_valid(data)", (session_id,)
-                ).fetchone()
-            time_ = conn.execute(
-                "SELECT time FROM events WHERE session_id = ? AND seq = ?", (session_id, last)
-            ).fetchone()[0]
-            return count, last, time_, bad
+                stored = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchall()
+            return [_figures(conn, row) for row in stored]
 
-        count, last, last_time, bad = self._read(scan)
-        if count != last + 1:
-            missing, before = self._read(lambda c: sqlite_checks.first_gap(c, session_id))
-            raise SessionCorruptError(
-                f"session {session_id} in {self.path} has a gap in its log: seq {missing} is missing "
-                f"before seq {before}; restore the file from a copy (nbagent does not truncate logs)"
-            )
-        if bad is not None:
-            raise SessionCorruptError(
-                f"session {session_id} in {self.path}: the record at seq {bad} is damaged (not valid "
-                "JSON); restore the file from a copy (nbagent does not truncate logs)"
-            )
-        return count, last_time
+        return self._read(read)
+
+    def _fetch_last(self, session_id: str) -> Fetched | None:
+        return self._read(lambda c: _last(c, session_id))
+
+    def _fetch_log(self, session_id: str) -> LogFigures:
+        indexed = self._has_invalid_index()
+        return self._read(lambda c: _log_figures(c, session_id, indexed=indexed))
+
+    def _fetch_first_gap(self, session_id: str) -> tuple[int, int]:
+        return self._read(lambda c: sqlite_checks.first_gap(c, session_id))
 
     def checks_may_wait(self, session_id: str) -> bool:
         """Whether the resume checks beyond :meth:`check_log` may wait for the first write; on a log
@@ -461,8 +408,8 @@ class SessionFile:
         run before this store's first write of any kind; damage refuses it and every later one."""
         self._owed.owe(session_id)
 
-    def last_of_type(self, session_id: str, type_: str) -> Event | None:
-        row = self._read(
+    def _fetch_last_of_type(self, session_id: str, type_: str) -> Fetched | None:
+        return self._read(
             lambda c: c.execute(
                 # The planner would walk the whole log backwards on the primary key instead.
                 "SELECT seq, time, type, data FROM events INDEXED BY events_by_type "
@@ -470,126 +417,67 @@ class SessionFile:
                 (session_id, type_),
             ).fetchone()
         )
-        return None if row is None else _event(row, self.path)
 
-    def last_quiet_inbox(self, session_id: str) -> int:
-        """The seq of the last splice after which both queues were empty (-1 if none)."""
-        row = self._read(
+    def _fetch_last_quiet(self, session_id: str) -> int | None:
+        return self._read(
             lambda c: c.execute(
                 "SELECT max(seq) FROM events WHERE session_id = ? AND inbox_pending = 0", (session_id,)
-            ).fetchone()
+            ).fetchone()[0]
         )
-        return -1 if row[0] is None else row[0]
 
-    def events(
-        self,
-        session_id: str,
-        *,
-        start: int = 0,
-        stop: int | None = None,
-        types: Iterable[str] | None = None,
-        limit: int | None = None,
-    ) -> list[Event]:
-        """Events with ``start <= seq < stop``, optionally only of ``types``, in seq order.
-
-        Reading every type from the start checks that ``seq`` has no gap.
-        """
-        if self.conn is None and self.header.empty:
-            return []
-        sql = "SELECT seq, time, type, data FROM events WHERE session_id = ? AND seq >= ?"
-        args: list[Any] = [session_id, start]
-        if stop is not None:
-            sql += " AND seq < ?"
-            args.append(stop)
-        if types is not None:
-            types = list(types)
-            sql += f" AND type IN ({', '.join('?' * len(types))})"
-            args += types
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(max(0, int(limit)))
-        loads = _json.loads
+    def _fetch_events(self, session_id: str, query: EventQuery) -> list[Event]:
+        sql, args = checked_reads.select_events("seq, time, type, data", "events", session_id, query, "?")
         budget = read_budget.current()
 
         def read(conn: sqlite3.Connection) -> list[Event]:
             if budget is not None:
-                return self._bounded_events(conn.execute(sql, args), budget)
-            with gc_paused():
-                try:
-                    return [
-                        Event(seq, time_, type_, loads(data))
-                        for seq, time_, type_, data in conn.execute(sql, args)
-                    ]
-                except (ValueError, TypeError):
-                    return [_event(r, self.path) for r in conn.execute(sql, args)]  # name the damaged row
+                return self._bounded(conn.execute(sql, args), budget)
+            return self._decode(conn.execute(sql, args), lambda: conn.execute(sql, args))
 
-        out = self._read(read)
-        if types is None:
-            for expected, ev in enumerate(out, start):
-                if ev.seq != expected:
-                    raise SessionCorruptError(
-                        f"session {session_id} in {self.path} has a gap in its log: seq {expected} is "
-                        f"missing before seq {ev.seq}; restore the file from a copy"
-                    )
-        return out
+        return self._read(read)
 
-    def _bounded_events(self, rows: Iterable[Sequence[Any]], budget: read_budget.Budget) -> list[Event]:
-        """A read under a request's budget: counted, stopped at a full page, depth-checked."""
-        out: list[Event] = []
-        size = 0
-        for row in rows:
-            if budget.full_page(len(out), size):
-                break
-            data = row[3]
-            length = len(data) if isinstance(data, str | bytes) else 0
-            budget.spend(self.location, length)
-            size += length
-            event = _event(row, self.path)
-            if (
-                isinstance(data, str)
-                and data.count("[") + data.count("{") > budget.max_depth
-                and _json.nests_deeper(event.data, budget.max_depth)
-            ):
-                raise SessionCorruptError(
-                    f"the record at seq {row[0]} in {self.path} nests deeper than {budget.max_depth} "
-                    "levels, which nbagent never writes; restore the file from a copy"
-                )
-            out.append(event)
-        return out
+    def _fetch_raw(self, session_id: str, query: EventQuery) -> list[Fetched]:
+        sql, args = checked_reads.select_events("*", "events", session_id, query, "?")
+        return self._read(lambda c: c.execute(sql, args).fetchall())
 
-    # -- beside a writer, and for copying between stores ----------------------------------------
+    def _fetch_stored_session(self, session_id: str) -> Fetched | None:
+        return self._read(
+            lambda c: c.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        )
+
+    # -- beside a writer ------------------------------------------------------------------------
 
     def reader(self) -> SessionFile:
         """Another, read-only connection to the same file."""
         return SessionFile(self.path, mode="read")
 
-    def raw_rows(self, session_id: str, *, start: int = 0, limit: int | None = None) -> list[Row]:
-        """Stored rows exactly as written (``data`` as its stored text), in seq order."""
-        if self.conn is None and self.header.empty:
-            return []
-        sql = "SELECT * FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
-        args = (session_id, start, -1 if limit is None else max(0, int(limit)))
-        return self._read(lambda c: c.execute(sql, args).fetchall())
 
-    def session_tuple(self, session_id: str) -> tuple[Any, ...] | None:
-        """The stored ``sessions`` row as written (the ``session=`` argument of :meth:`write`)."""
-        if self.conn is None and self.header.empty:
-            return None
-        return self._read(
-            lambda c: c.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-        )
+def _last(conn: sqlite3.Connection, session_id: str) -> Fetched | None:
+    return conn.execute(
+        "SELECT seq, time FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (session_id,)
+    ).fetchone()
 
 
-def _event(row: Sequence[Any], path: Path) -> Event:
-    try:
-        if not isinstance(row[3], str | bytes):
-            raise ValueError(f"data is a {type(row[3]).__name__}, not JSON text")
-        data = _json.loads(row[3])
-        if not isinstance(data, dict):
-            raise ValueError("data is not a JSON object")
-        return Event(row[0], row[1], row[2], data)
-    except ValueError as exc:
-        raise SessionCorruptError(
-            f"the record at seq {row[0]} in {path} is damaged ({exc}); restore the file from a copy"
-        ) from None
+def _figures(conn: sqlite3.Connection, stored: Fetched) -> SessionFigures:
+    last = _last(conn, stored[0])
+    turns = conn.execute(
+        "SELECT count(*) FROM events WHERE session_id = ? AND type = 'turn/start'", (stored[0],)
+    ).fetchone()[0]
+    return SessionFigures(stored, *(last or (None, None)), turns)
+
+
+def _log_figures(conn: sqlite3.Connection, session_id: str, *, indexed: bool) -> LogFigures:
+    """Count, last seq and time, first row that is not valid JSON: by the indexes, no JSON decoded."""
+    count, last = conn.execute(
+        "SELECT count(*), max(seq) FROM events INDEXED BY events_by_type WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if not count:
+        return LogFigures(0, -1, 0, None)
+    by = f"INDEXED BY {INVALID_INDEX} " if indexed else ""
+    (bad,) = conn.execute(
+        f"SELECT min(seq) FROM events {by}WHERE session_id = ? AND NOT json_valid(data)", (session_id,)
+    ).fetchone()
+    (time_,) = conn.execute(
+        "SELECT time FROM events WHERE session_id = ? AND seq = ?", (session_id, last)
+    ).fetchone()
+    return LogFigures(count, last, time_, bad)
