@@ -9,7 +9,7 @@ comes from ``statfs(2)``'s magic number; a FUSE mount is told apart by its subty
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import logging
 import os
 from pathlib import Path
@@ -60,13 +60,22 @@ def _existing(path: Path) -> Path:
     return path
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    """The C library, found once: the process's own symbols (``dlopen(NULL)``) hold ``statfs``;
+    ``ctypes.util.find_library`` would run ``ldconfig -p`` in a subprocess at every session open."""
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
 def filesystem_magic(path: str | os.PathLike[str]) -> int | None:
     """``statfs(2)``'s ``f_type`` for ``path`` (or its nearest existing parent); None where unknown."""
     if os.uname().sysname != "Linux":
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    except OSError:
+    libc = _libc()
+    if libc is None:
         return None
     # struct statfs begins with f_type, a C long (__fsword_t) on every Linux ABI Python runs on.
     buf = ctypes.create_string_buffer(256)
