@@ -7,7 +7,8 @@ tool               arguments                  does
 ``describe_variable`` ``name: str``           a DataFrame's §9.3 summary (as ``%inject``), else a preview
 ``recent_cells``   ``count: int = 5``         the last cells' ``In[n]`` source and result or error
 ``run_code``       ``code: str``              runs in the user's namespace (needs approval)
-``read_notebook``  ``include_outputs=True``   the saved notebook's cells (see ``notebook_reader``)
+``read_notebook``  ``include_outputs=True``   the notebook's cells (see ``notebook_reader``)
+``propose_cell``   ``code: str, note=""``     a cell for the user to insert (see ``proposals``)
 ================== ========================== ==========================================================
 
 Everything that touches the user's namespace runs on the kernel's main thread (SPEC §9.0), handed
@@ -38,6 +39,7 @@ from nbagent.notebook.namespace_view import (
     shown_safely,
 )
 from nbagent.notebook.notebook_reader import read_notebook_tool
+from nbagent.notebook.proposals import propose_cell_tool
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
@@ -45,7 +47,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 OnMain = Callable[[Callable[[], T]], Awaitable[T]]
 
-TOOL_NAMES = ("list_variables", "describe_variable", "recent_cells", "run_code", "read_notebook")
+TOOL_NAMES = (
+    "list_variables",
+    "describe_variable",
+    "recent_cells",
+    "run_code",
+    "read_notebook",
+    "propose_cell",
+)
 
 
 def _default_on_main() -> OnMain[Any]:
@@ -139,6 +148,7 @@ class KernelTools:
             make_tool(recent_cells, parallel_safe=True),
             make_tool(run_code, requires_approval=True),
             read_notebook_tool(shell),
+            propose_cell_tool(),
         )
 
 

@@ -35,6 +35,7 @@ from nbagent.notebook.injection import (
 )
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
+from nbagent.notebook.proposals import ProposalActions
 from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
@@ -78,6 +79,8 @@ class AgentMagics(Magics):
         self.session.on_open.append(self.tools.equip)
         self.mcp = mcp_commands.NotebookMcp()
         self.session.on_open.append(self.mcp.equip)
+        self.proposals = ProposalActions(self.session.current)  # clicks on proposed cells
+        self.proposals.listen()
         self.last_error: LastError | None = None
         self._shown_error: BaseException | None = getattr(sys, "last_value", None)
         """IPython's last shown error (``sys.last_value``) when last looked at: only later ones count."""
@@ -94,6 +97,7 @@ class AgentMagics(Magics):
             except ValueError:
                 pass
         self.tools.close()
+        self.proposals.close()
         self.session.dispose()
 
     # -- shell events -----------------------------------------------------------------------------
