@@ -1,0 +1,128 @@
+"""Proposed cells (SPEC §9.7) in JupyterLab and Notebook 7, in Debian's Chromium: a scripted model's
+``propose_cell`` shows under its turn; Insert and run puts the cell right below the cell that asked
+and runs it; the model's next request holds the notebook note; reopened without a kernel the
+proposal is read-only; an untrusted copy inserts nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Lab, shot, start_lab
+from notebook_page import open_notebook, output_text, run_cell, save
+from page_errors import PageErrors
+from test_lab_extension import NO_KERNELS, dismiss_kernel_dialog
+
+pytestmark = pytest.mark.browser
+
+CODE = "proposed_value = 6 * 7\nprint('ran', proposed_value, '<b>not bold</b>')"
+SETUP = f"""\
+%load_ext nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent
+model = ScriptedModel([
+    Response(tool_calls=[ToolCall('propose_cell', {{'code': {CODE!r}, 'note': 'a <i>quick</i> check'}})]),
+    'over to you',
+    'thanks',
+])
+current_agent().set_model(model)"""
+NOTES = (
+    "print([m.plain_text for m in model.requests[-1].messages "
+    "if (getattr(m, 'source', None) or {}).get('kind') == 'notebook'])"
+)
+CELLS = [SETUP, "%followup propose a cell", "%followup --wait and now?", NOTES]
+SOURCES_JS = "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.sharedModel.getSource())"
+
+
+def cell(page: Any, index: int) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+
+def proposal(page: Any, index: int) -> Any:
+    row = cell(page, index).locator('.jp-nbagent-output .nba-proposal[data-proposal="1.1"]')
+    row.wait_for()
+    return row
+
+
+def propose_insert_and_run(page: Any, front_end: str) -> None:
+    """Run the proposing turn, click Insert and run, check the cell, its output and the note."""
+    run_cell(page, 0)
+    run_cell(page, 1)
+    cell(page, 1).get_by_text("turn 1 · done").wait_for()
+    row = proposal(page, 1)
+    assert row.locator("pre").inner_text() == CODE  # the code as text: no <b> element
+    assert row.locator("b").count() == 0 and row.locator("i").count() == 0
+    buttons = row.locator("button:visible").all_inner_texts()
+    assert buttons == ["Insert below", "Insert and run", "Copy"], buttons
+    shot(page, f"proposals-01-{front_end}-proposed", cell(page, 1))
+
+    row.locator('button[data-action="insert-and-run"]').click()
+    row.locator('.nba-proposal-said:text-matches("inserted and ran below In \\\\[2\\\\]")').wait_for()
+    assert page.evaluate(SOURCES_JS) == [SETUP, CELLS[1], CODE, CELLS[2], NOTES]  # right below the asker
+    cell(page, 2).get_by_text("ran 42 <b>not bold</b>").wait_for()  # "Insert and run" ran it
+    shot(page, f"proposals-02-{front_end}-inserted-and-ran", cell(page, 2))
+
+    run_cell(page, 3)
+    cell(page, 3).get_by_text("· done").first.wait_for()
+    run_cell(page, 4)
+    cell(page, 4).get_by_text("[notebook]").wait_for()
+    notes = output_text(page, 4)
+    assert "The user inserted and ran your proposed cell 1.1 below In[2]." in notes, notes
+
+
+def test_insert_and_run_in_jupyterlab_then_reopened_read_only_and_untrusted_inserts_nothing(
+    lab: Lab, page: Any, browser: Any, tmp_path: Path
+) -> None:
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook("propose-lab", CELLS)
+    open_notebook(page, lab.lab_url(name, "propose-lab"))
+    propose_insert_and_run(page, "lab")
+    save(page)
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+    saved = json.loads((lab.root / name).read_text())
+    assert "".join(saved["cells"][2]["source"]) == CODE
+    assert errors.uncaught == [] and [e for e in errors.console if "nbagent" in e or "nba-" in e] == []
+
+    # Reopened on a server where no kernel can start: the proposal shows, with Copy only.
+    with start_lab(tmp_path, root=lab.root, extra_args=NO_KERNELS) as bare:
+        again = browser.new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            again.goto(bare.lab_url(name, "propose-no-kernel"))
+            dismiss_kernel_dialog(again)
+            row = proposal(again, 1)
+            assert row.locator("button:visible").all_inner_texts() == ["Copy"]
+            assert row.locator("pre").inner_text() == CODE
+            shot(again, "proposals-03-lab-reopened-no-kernel", cell(again, 1))
+        finally:
+            again.close()
+
+    # An untrusted copy (another content, so its signature does not match): no insert, even asked.
+    saved["metadata"]["reopened"] = True
+    copy = "propose-untrusted.ipynb"
+    (lab.root / copy).write_text(json.dumps(saved))
+    open_notebook(page, lab.lab_url(copy, "propose-untrusted"))
+    row = proposal(page, 1)
+    assert row.locator("button:visible").all_inner_texts() == ["Copy"]
+    before = page.evaluate(SOURCES_JS)
+    said = row.locator("pre").evaluate(
+        """(from) => {
+          let words = null;
+          const detail = { proposal: '1.1', code: 'print(1)', run: true, cellId: null,
+                           settle: (w) => { words = w; } };
+          from.dispatchEvent(new CustomEvent('nbagent-proposal', { bubbles: true, cancelable: true, detail }));
+          return words;
+        }"""
+    )
+    assert said == "not inserted: this output is not trusted (File › Trust Notebook first)"
+    assert page.evaluate(SOURCES_JS) == before
+    shot(page, "proposals-04-lab-untrusted", cell(page, 1))
+
+
+def test_insert_and_run_in_notebook_7(lab: Lab, page: Any) -> None:
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook("propose-nb7", CELLS)
+    open_notebook(page, lab.notebook7_url(name))
+    propose_insert_and_run(page, "nb7")
+    assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
