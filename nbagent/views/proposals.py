@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nbagent.core.events import TOOL_CALL, TURN_START, Event
+from nbagent.core.events import TOOL_CALL, TURN_START, Event, ToolCallEvent, TurnStart, parse_event
 from nbagent.views.escape import escape_html
 from nbagent.views.text import clip
 
@@ -36,13 +36,16 @@ def next_proposal_id(events: Iterable[Event]) -> str | None:
     sees it while it runs: its own call is logged already), or ``None`` outside a turn."""
     turn, count = None, 0
     for event in events:
-        if event.type == TURN_START:
-            turn, count = event.data.get("turn"), 0
-        elif event.type == TOOL_CALL and event.data.get("name") == PROPOSE_CELL:
-            count += 1
+        if event.type not in (TURN_START, TOOL_CALL):
+            continue
+        match parse_event(event):
+            case TurnStart(turn=started):
+                turn, count = started, 0
+            case ToolCallEvent(name=name) if name == PROPOSE_CELL:
+                count += 1
     if turn is None or count == 0:
         return None
-    return proposal_id(int(turn), count)
+    return proposal_id(turn, count)
 
 
 def proposed_code(arguments: str) -> tuple[str, str] | None:

@@ -33,7 +33,9 @@ NOTES = (
     "if (getattr(m, 'source', None) or {}).get('kind') == 'notebook'])"
 )
 CELLS = [SETUP, "%followup propose a cell", "%followup --wait and now?", NOTES]
-SOURCES_JS = "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.sharedModel.getSource())"
+SOURCES_JS = (
+    "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.sharedModel.getSource())"
+)
 
 
 def cell(page: Any, index: int) -> Any:
