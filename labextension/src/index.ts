@@ -21,6 +21,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { download, fetchTranscript, ISession } from './api';
 import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
+import { liveDocumentPlugin } from './livedoc';
 import { proposalHost, proposalPlugin } from './proposal';
 import { RANK, timelineFactory } from './renderer';
 import { watchSavedState } from './savedstate';
@@ -146,4 +147,4 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [rendererPlugin, sessionsPlugin, proposalPlugin];
+export default [rendererPlugin, sessionsPlugin, proposalPlugin, liveDocumentPlugin];

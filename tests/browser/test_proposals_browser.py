@@ -128,3 +128,45 @@ def test_insert_and_run_in_notebook_7(lab: Lab, page: Any) -> None:
     open_notebook(page, lab.notebook7_url(name))
     propose_insert_and_run(page, "nb7")
     assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
+
+
+READER = """\
+%load_ext nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent
+current_agent().set_model(ScriptedModel([Response(tool_calls=[ToolCall('read_notebook', {})]), 'read']))"""
+LAST_RESULT = """\
+from nbagent.notebook import current_agent
+print([e for e in current_agent().events if e.type == 'tool/result'][-1].data['message']['content'][0]['content'][0]['text'])"""
+EDIT_JS = """(text) => {
+  const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+  cells[1].model.sharedModel.setSource(text);
+}"""
+
+
+@pytest.mark.parametrize("front_end", ["lab", "nb7"])
+def test_read_notebook_sees_an_unsaved_edit_through_the_extension(
+    lab: Lab, page: Any, front_end: str
+) -> None:
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook(
+        f"live-doc-{front_end}", [READER, "print('saved text')", "%followup read it", LAST_RESULT]
+    )
+    open_notebook(
+        page, lab.lab_url(name, f"live-doc-{front_end}") if front_end == "lab" else lab.notebook7_url(name)
+    )
+    run_cell(page, 0)
+    page.evaluate(EDIT_JS, "print('UNSAVED EDIT 123')")  # never saved: only the front end has it
+    run_cell(page, 2)
+    cell(page, 2).get_by_text("turn 1 · done").wait_for()
+    run_cell(page, 3)
+    cell(page, 3).get_by_text("the live document").wait_for()
+    text = output_text(page, 3)
+    assert text.startswith(
+        f"Notebook {name}, the live document open in the front end (4 cells; edits not saved"
+    ), text
+    assert "[2] code · not run\nprint('UNSAVED EDIT 123')" in text, text
+    assert "saved text" not in text
+    assert "UNSAVED" not in (lab.root / name).read_text()
+    shot(page, f"live-document-{front_end}", cell(page, 3))
+    assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
