@@ -15,6 +15,7 @@ from nbagent.notebook.kernel_tools import NotebookTools
 from nbagent.notebook.proposals import CODE_CHARS, TARGET, ProposalActions, note_message
 from nbagent.testing import check_invariants
 from nbagent.views import timeline_html, timeline_json
+from nbagent.views.markdown import transcript
 from nbagent.views.proposals import next_proposal_id
 from nbagent.views.turn import TurnView
 
@@ -131,6 +132,9 @@ def test_the_code_is_data_in_the_static_html_and_the_text(tmp_path):
     plain = text.bundle()["text/plain"]
     assert "✎ proposed cell 1.1" in plain and "│ print('&amp;')" in plain
     assert json.loads(json.dumps(bundle)) == bundle  # the bundle stays storable JSON
+    markdown = transcript(events)
+    assert "*proposed cell 1.1 below In\\[5\\]" in markdown, markdown
+    assert f"```python\n{HOSTILE}\n```" in markdown  # fenced: shown as code, nothing in it takes effect
 
 
 class FakeComm:
