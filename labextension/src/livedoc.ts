@@ -2,7 +2,8 @@
  * The live document for `read_notebook` (SPEC §9.7): the kernel opens a comm on the target
  * `nbagent.notebook` with `{"request": "cells"}` (nbagent/notebook/live_document.py), and this
  * plugin answers at once, on that comm, with the notebook as it is in the front end (unsaved edits
- * included): `{cells: [{cell_type, source, execution_count, outputs}], path, dirty}`.
+ * included): `{cells: [{cell_type, source, execution_count, outputs}], path, dirty}`. To
+ * `{"request": "hello"}` it answers `{inserts: true}`: this front end inserts proposed cells itself.
  *
  * Outputs are sent as text: each output's `text/plain` (or stream text, or error name and value),
  * cut to `OUTPUT_CHARS`, and for other data only the MIME type names, so an image or a large HTML
@@ -65,11 +66,14 @@ function answerFor(panel: NotebookPanel): void {
     }
     answered.add(kernel);
     kernel.registerCommTarget(LIVE_TARGET, (comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg) => {
-      if ((msg.content.data as any)?.request !== 'cells' || panel.isDisposed) {
+      const request = (msg.content.data as any)?.request;
+      if (request === 'hello') {
+        comm.send({ inserts: true }); // proposed cells are inserted here (proposal.ts), not set as next input
+      } else if (request === 'cells' && !panel.isDisposed) {
+        comm.send(liveCells(panel) as any);
+      } else {
         comm.close();
-        return;
       }
-      comm.send(liveCells(panel) as any);
     });
   };
   panel.sessionContext.kernelChanged.connect(register);

@@ -32,6 +32,7 @@ from nbagent.notebook.approval_prompts import ApprovalPrompts
 from nbagent.notebook.approvals import Approvals
 from nbagent.notebook.cell_history import CellHistory
 from nbagent.notebook.code_runner import run_code as run_in_namespace
+from nbagent.notebook.live_document import front_end_inserts
 from nbagent.notebook.namespace_view import (
     UnknownVariable,
     describe_text,
@@ -39,7 +40,7 @@ from nbagent.notebook.namespace_view import (
     shown_safely,
 )
 from nbagent.notebook.notebook_reader import read_notebook_tool
-from nbagent.notebook.proposals import propose_cell_tool
+from nbagent.notebook.proposals import FrontEndInserts, propose_cell_tool
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
@@ -95,6 +96,10 @@ class KernelTools:
         self.shell = shell
         self.history = CellHistory(shell)
         self._on_main = on_main
+        self.front_end = FrontEndInserts(
+            front_end_inserts if getattr(shell, "kernel", None) is not None else None
+        )
+        """Whether the front end inserts proposed cells itself (learned at the first proposal)."""
         self.tools: tuple[Tool, ...] = self._build()
 
     def _build(self) -> tuple[Tool, ...]:
@@ -148,7 +153,7 @@ class KernelTools:
             make_tool(recent_cells, parallel_safe=True),
             make_tool(run_code, requires_approval=True),
             read_notebook_tool(shell),
-            propose_cell_tool(),
+            propose_cell_tool(self.front_end),
         )
 
 

@@ -35,7 +35,7 @@ from nbagent.notebook.injection import (
 )
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
-from nbagent.notebook.proposals import ProposalActions
+from nbagent.notebook.proposals import ProposalActions, offer_next_input
 from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
@@ -269,6 +269,9 @@ class AgentMagics(Magics):
             on_interrupt=lambda: agent.cancel("interrupt"),
         )
         view.refresh()
+        offer_next_input(
+            self.shell, view.proposals(), self.tools.kernel.front_end
+        )  # Copy's partner elsewhere
         if interrupted:
             raise cancelled_by_interrupt(f"the turn was cancelled ({run.outcome})") from None
         if run.outcome == "error":

@@ -11,8 +11,10 @@ is ``{"kind": "notebook", "action": "inserted" | "inserted-and-ran", "proposal":
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nbagent.core.messages import UserMessage
@@ -32,8 +34,24 @@ CODE_CHARS = 20_000
 ACTIONS = {"inserted": "inserted", "inserted-and-ran": "inserted and ran"}
 
 
-def propose_cell_tool() -> Tool:
-    """The ``propose_cell`` tool (async: it only answers, on the agent's loop)."""
+@dataclass
+class FrontEndInserts:
+    """Whether this kernel's front end inserts proposed cells itself (nbagent's lab extension says so
+    when ``ask`` asks it: see :func:`nbagent.notebook.live_document.front_end_inserts`). Asked at each
+    proposal until it says yes; elsewhere a ``--wait`` cell sets the proposal as the next input."""
+
+    ask: Callable[[], bool] | None = None
+    known: bool = False
+
+    def learn(self) -> bool:
+        if not self.known and self.ask is not None:
+            self.known = self.ask()
+        return self.known
+
+
+def propose_cell_tool(front_end: FrontEndInserts | None = None) -> Tool:
+    """The ``propose_cell`` tool (async: it only answers, on the agent's loop); with ``front_end``, each
+    proposal first learns whether the front end inserts cells itself (in a worker thread)."""
 
     async def propose_cell(code: str, note: str = "") -> ToolResult:
         """Propose a code cell to the user: it is shown under this turn in the notebook with Insert
@@ -54,6 +72,8 @@ def propose_cell_tool() -> Tool:
                 code="INVALID_ARGUMENTS",
             )
         pid = _current_proposal_id()
+        if front_end is not None:
+            await asyncio.to_thread(front_end.learn)
         named = f"cell {pid}" if pid else "a cell"
         return ToolResult(
             f"Proposed {named} to the user ({len(code.splitlines()) or 1} lines); it is shown under this "
@@ -62,6 +82,17 @@ def propose_cell_tool() -> Tool:
         )
 
     return make_tool(propose_cell, name=PROPOSE_CELL)
+
+
+def offer_next_input(shell: Any, proposals: list[str], front_end: FrontEndInserts) -> bool:
+    """After a ``--wait`` cell whose turn proposed ``proposals`` (their code): when the front end does
+    not insert proposed cells itself, the last one becomes the next input (IPython's
+    ``set_next_input``: a new cell below in Jupyter front ends that honour it, the next prompt in a
+    terminal). Returns whether it did."""
+    if not proposals or front_end.known:
+        return False
+    shell.set_next_input(proposals[-1], replace=False)
+    return True
 
 
 def _current_proposal_id() -> str | None:
