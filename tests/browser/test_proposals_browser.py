@@ -170,3 +170,31 @@ def test_read_notebook_sees_an_unsaved_edit_through_the_extension(
     assert "UNSAVED" not in (lab.root / name).read_text()
     shot(page, f"live-document-{front_end}", cell(page, 3))
     assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
+
+
+def test_the_timeline_widget_inserts_below_the_cell_whose_prompt_started_the_turn(
+    lab: Lab, page: Any
+) -> None:
+    errors = PageErrors().watch(page)
+    shown = "from nbagent.widgets import show\nfrom nbagent.notebook import current_agent\nwidgets = show(current_agent())"
+    name = lab.write_notebook(
+        "propose-widget", [SETUP, "%followup propose a cell", "print('between')", shown]
+    )
+    open_notebook(page, lab.lab_url(name, "propose-widget"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    cell(page, 1).get_by_text("turn 1 · done").wait_for()
+    run_cell(page, 3)
+    row = cell(page, 3).locator('.jp-nbagent-output[data-view="live"] .nba-proposal[data-proposal="1.1"]')
+    row.wait_for()  # the live timeline widget paints the proposal too
+    assert row.locator("pre").inner_text() == CODE
+    row.locator('button[data-action="insert"]').click()
+    widget = cell(page, 4).locator('.jp-nbagent-output[data-view="live"] .nba-proposal')  # moved down one
+    widget.locator(".nba-proposal-said", has_text="inserted below In [2]").wait_for()
+    sources = page.evaluate(SOURCES_JS)
+    assert sources == [SETUP, CELLS[1], CODE, "print('between')", shown], (
+        sources
+    )  # below the asker, not the widget
+    assert cell(page, 2).locator(".jp-OutputArea-output").count() == 0  # inserted, not run
+    shot(page, "proposals-05-widget-insert-below", cell(page, 4))
+    assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
