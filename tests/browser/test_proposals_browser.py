@@ -74,37 +74,47 @@ def propose_insert_and_run(page: Any, front_end: str) -> None:
     assert "The user inserted and ran your proposed cell 1.1 below In[2]." in notes, notes
 
 
-def test_insert_and_run_in_jupyterlab_then_reopened_read_only_and_untrusted_inserts_nothing(
-    lab: Lab, page: Any, browser: Any, tmp_path: Path
+def url(lab: Lab, name: str, front_end: str) -> str:
+    return lab.lab_url(name, name.replace(".", "-")) if front_end == "lab" else lab.notebook7_url(name)
+
+
+@pytest.mark.parametrize("front_end", ["lab", "nb7"])
+def test_insert_and_run_then_reopened_read_only_and_untrusted_inserts_nothing(
+    lab: Lab, page: Any, browser: Any, tmp_path: Path, front_end: str
 ) -> None:
     errors = PageErrors().watch(page)
-    name = lab.write_notebook("propose-lab", CELLS)
-    open_notebook(page, lab.lab_url(name, "propose-lab"))
-    propose_insert_and_run(page, "lab")
+    stacks: list[str] = []
+    page.on("pageerror", lambda exc: stacks.append(exc.stack or str(exc)))
+    name = lab.write_notebook(f"propose-{front_end}", CELLS)
+    open_notebook(page, url(lab, name, front_end))
+    propose_insert_and_run(page, front_end)
     save(page)
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
     saved = json.loads((lab.root / name).read_text())
     assert "".join(saved["cells"][2]["source"]) == CODE
-    assert errors.uncaught == [] and [e for e in errors.console if "nbagent" in e or "nba-" in e] == []
+    # Notebook 7.6 itself throws one error while loading its settings ("reading 'schema'", in
+    # notebook_core, with or without nbagent): only errors from nbagent's code fail this test.
+    assert [s for s in stacks if "nbagent" in s] == [], stacks
+    assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
 
     # Reopened on a server where no kernel can start: the proposal shows, with Copy only.
     with start_lab(tmp_path, root=lab.root, extra_args=NO_KERNELS) as bare:
         again = browser.new_page(viewport={"width": 1280, "height": 1000})
         try:
-            again.goto(bare.lab_url(name, "propose-no-kernel"))
+            again.goto(url(bare, name, front_end))
             dismiss_kernel_dialog(again)
             row = proposal(again, 1)
             assert row.locator("button:visible").all_inner_texts() == ["Copy"]
             assert row.locator("pre").inner_text() == CODE
-            shot(again, "proposals-03-lab-reopened-no-kernel", cell(again, 1))
+            shot(again, f"proposals-03-{front_end}-reopened-no-kernel", cell(again, 1))
         finally:
             again.close()
 
     # An untrusted copy (another content, so its signature does not match): no insert, even asked.
     saved["metadata"]["reopened"] = True
-    copy = "propose-untrusted.ipynb"
+    copy = f"propose-{front_end}-untrusted.ipynb"
     (lab.root / copy).write_text(json.dumps(saved))
-    open_notebook(page, lab.lab_url(copy, "propose-untrusted"))
+    open_notebook(page, url(lab, copy, front_end))
     row = proposal(page, 1)
     assert row.locator("button:visible").all_inner_texts() == ["Copy"]
     before = page.evaluate(SOURCES_JS)
@@ -119,15 +129,7 @@ def test_insert_and_run_in_jupyterlab_then_reopened_read_only_and_untrusted_inse
     )
     assert said == "not inserted: this output is not trusted (File › Trust Notebook first)"
     assert page.evaluate(SOURCES_JS) == before
-    shot(page, "proposals-04-lab-untrusted", cell(page, 1))
-
-
-def test_insert_and_run_in_notebook_7(lab: Lab, page: Any) -> None:
-    errors = PageErrors().watch(page)
-    name = lab.write_notebook("propose-nb7", CELLS)
-    open_notebook(page, lab.notebook7_url(name))
-    propose_insert_and_run(page, "nb7")
-    assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
+    shot(page, f"proposals-04-{front_end}-untrusted", cell(page, 1))
 
 
 READER = """\
