@@ -433,7 +433,7 @@ function proposalRow(n) {
     }
   };
   const copy = () =>
-    navigator.clipboard.writeText(n.code).then(
+    (navigator.clipboard ? navigator.clipboard.writeText(n.code) : Promise.reject(new Error("no clipboard"))).then(
       () => (said.textContent = "copied"),
       () => (said.textContent = "could not copy: select the code above"),
     );
