@@ -28,19 +28,21 @@ TIMEOUT = 1.5
 """Seconds ``read_notebook`` waits for the front end before it reads the saved file."""
 
 
-def ask_front_end(timeout: float = TIMEOUT) -> dict[str, Any] | None:
-    """The front end's answer (see the module doc), or ``None`` when it does not answer in time, closes
-    the comm, or no kernel can open one. Blocks the calling thread (a tool's worker thread)."""
-    data = ask(CELLS, timeout)
+def ask_front_end(timeout: float | None = None) -> dict[str, Any] | None:
+    """The front end's answer (see the module doc), or ``None`` when it does not answer within
+    ``timeout`` seconds (by default :data:`TIMEOUT`, read when asked), closes the comm, or no kernel can
+    open one. Blocks the calling thread (a tool's worker thread)."""
+    data = ask(CELLS, TIMEOUT if timeout is None else timeout)
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         return None
     return data
 
 
-def front_end_inserts(timeout: float = TIMEOUT) -> bool:
+def front_end_inserts(timeout: float | None = None) -> bool:
     """Whether the front end inserts proposed cells itself (nbagent's lab extension answers
-    ``{"request": "hello"}`` with ``{"inserts": true}``); ``False`` when nobody says so in time."""
-    data = ask(HELLO, timeout)
+    ``{"request": "hello"}`` with ``{"inserts": true}``); ``False`` when nobody says so within
+    ``timeout`` seconds (by default :data:`TIMEOUT`, read when asked)."""
+    data = ask(HELLO, TIMEOUT if timeout is None else timeout)
     return isinstance(data, dict) and data.get("inserts") is True
 
 
