@@ -1,5 +1,6 @@
 """The agent-in-the-notebook tutorial runs offline in a real kernel, cell by cell (nbclient) and all at
-once (Run All): the model lists variables, reads the saved notebook, and calls the tutorial's MCP server."""
+once (Run All): the model lists variables, reads the saved notebook, calls the tutorial's MCP server, and
+proposes a plotting cell (shown, not inserted: nobody clicks in a headless run)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,13 @@ def check_the_turn(db: Path) -> None:
     events = read_events(db)
     check_invariants(events)
     calls = [e.data["name"] for e in events if e.type == "tool/call"]
-    assert calls == ["list_variables", "read_notebook", "pallets__boxes_to_pallets"]
+    assert calls == ["list_variables", "read_notebook", "pallets__boxes_to_pallets", "propose_cell"]
     texts = [e.data["message"]["content"][0]["content"][0]["text"] for e in events if e.type == "tool/result"]
+    assert texts[3].startswith("Proposed cell 2.1 to the user (1 lines)")
+    answers = [e.data["message"]["content"] for e in events if e.type == "assistant/message"]
+    assert [b["text"] for b in answers[-1] if b["type"] == "text"] == [
+        "No notebook note yet: the proposed cell was not inserted."
+    ]  # nobody clicked
     assert "sales" in texts[0]
     assert texts[1].startswith(f"Notebook {NAME}.ipynb, as saved at ")
     assert "[3] markdown\n## Connect an MCP server" in texts[1]

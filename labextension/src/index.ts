@@ -21,6 +21,8 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { download, fetchTranscript, ISession } from './api';
 import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
+import { liveDocumentPlugin } from './livedoc';
+import { proposalHost, proposalPlugin } from './proposal';
 import { RANK, timelineFactory } from './renderer';
 import { watchSavedState } from './savedstate';
 import { sessionTab } from './tab';
@@ -52,7 +54,7 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
     // Inside a notebook the renderer can hand over to the live widget of the same output.
     const adopt = (panel: NotebookPanel): void => {
       const registry = panel.content.rendermime;
-      registry.addFactory(timelineFactory(registry, markdownFill(registry)), RANK);
+      registry.addFactory(timelineFactory(registry, markdownFill(registry), proposalHost(panel)), RANK);
       watchSavedState(panel);
     };
     notebooks?.forEach(adopt);
@@ -145,4 +147,4 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [rendererPlugin, sessionsPlugin];
+export default [rendererPlugin, sessionsPlugin, proposalPlugin, liveDocumentPlugin];

@@ -11,6 +11,7 @@
  */
 
 import type { MarkdownFill } from './markdown';
+import { CanInsert, IProposal, proposalRow } from './proposal';
 
 export const TIMELINE_MIME = 'application/vnd.nbagent.timeline+json';
 export const SUPPORTED_VERSION = 1;
@@ -201,6 +202,8 @@ interface IPaintContext {
   markdown: MarkdownFill | null;
   /** The answers whose raw text is shown instead of their rendering. */
   raw: Set<string>;
+  /** Whether proposed cells can be inserted here; `null`: read-only (Copy only). */
+  canInsert: CanInsert | null;
 }
 
 /** The element of one node that is not a turn or a step, or `null` for an unknown type. */
@@ -242,6 +245,8 @@ function leaf(n: INode, ctx: IPaintContext): HTMLElement | null {
       });
     case 'mark':
       return el('div', 'nba-mark', str(n.text), { mark: str(n.mark), id: n.id });
+    case 'proposal':
+      return proposalRow(n as unknown as IProposal, ctx.canInsert);
     default:
       return null; // a node type this version does not know is skipped
   }
@@ -276,6 +281,8 @@ export interface ITimelineViewOptions {
   note?: string;
   /** Renders assistant answers as Markdown (see `markdown.ts`); without it they stay text. */
   markdown?: MarkdownFill | null;
+  /** Whether proposed cells can be inserted where this view is (see `proposal.ts`). */
+  canInsert?: CanInsert | null;
 }
 
 /** A timeline painted from bundles; `render` again with a newer bundle to update in place. */
@@ -285,7 +292,7 @@ export class TimelineView {
 
   constructor(options: ITimelineViewOptions = {}) {
     this.note = options.note ?? '';
-    this._ctx = { markdown: options.markdown ?? null, raw: new Set() };
+    this._ctx = { markdown: options.markdown ?? null, raw: new Set(), canInsert: options.canInsert ?? null };
     this.node = el('div', 'nbagent nba-timeline');
     this._head = el('div', 'nba-head');
     this._notice = el('div', 'nba-note');

@@ -19,6 +19,7 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { MarkdownFill } from './markdown';
 import { IBundle, SUPPORTED_VERSION, TIMELINE_MIME, TimelineView, unsupported } from './paint';
+import { CanInsert } from './proposal';
 
 export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
 /** The class jupyterlab-manager's widget renderer puts on its node when it shows an error instead. */
@@ -27,9 +28,10 @@ const GAVE_UP_CLASS = 'jupyter-widgets';
 export const RANK = -20;
 
 export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
-  constructor(registry: IRenderMimeRegistry | null, markdown: MarkdownFill | null = null) {
+  constructor(registry: IRenderMimeRegistry | null, markdown: MarkdownFill | null = null, host: CanInsert | null = null) {
     super();
-    this._view = new TimelineView({ note: 'saved view', markdown });
+    const canInsert = host && ((): boolean | null => (this._trusted ? host() : null)); // untrusted: never
+    this._view = new TimelineView({ note: 'saved view', markdown, canInsert });
     this.addClass('jp-nbagent-output');
     this._registry = registry;
     this._painted = new Widget({ node: this._view.node });
@@ -37,6 +39,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this._trusted = model.trusted;
     this._render(model);
     const view = model.data[WIDGET_VIEW_MIME] as { model_id?: string } | undefined;
     if (
@@ -111,6 +114,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
   private _painted: Widget;
   private _live: IRenderMime.IRenderer | null = null;
   private _modelId = '';
+  private _trusted = false;
   private _observer: MutationObserver | null = null;
 }
 
@@ -120,12 +124,13 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
  */
 export function timelineFactory(
   registry: IRenderMimeRegistry | null,
-  markdown: MarkdownFill | null = null
+  markdown: MarkdownFill | null = null,
+  host: CanInsert | null = null
 ): IRenderMime.IRendererFactory {
   return {
     safe: true,
     mimeTypes: [TIMELINE_MIME],
     defaultRank: RANK,
-    createRenderer: () => new TimelineRenderer(registry, markdown)
+    createRenderer: () => new TimelineRenderer(registry, markdown, host)
   };
 }

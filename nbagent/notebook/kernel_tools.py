@@ -7,7 +7,8 @@ tool               arguments                  does
 ``describe_variable`` ``name: str``           a DataFrame's §9.3 summary (as ``%inject``), else a preview
 ``recent_cells``   ``count: int = 5``         the last cells' ``In[n]`` source and result or error
 ``run_code``       ``code: str``              runs in the user's namespace (needs approval)
-``read_notebook``  ``include_outputs=True``   the saved notebook's cells (see ``notebook_reader``)
+``read_notebook``  ``include_outputs=True``   the notebook's cells (see ``notebook_reader``)
+``propose_cell``   ``code: str, note=""``     a cell for the user to insert (see ``proposals``)
 ================== ========================== ==========================================================
 
 Everything that touches the user's namespace runs on the kernel's main thread (SPEC §9.0), handed
@@ -31,6 +32,7 @@ from nbagent.notebook.approval_prompts import ApprovalPrompts
 from nbagent.notebook.approvals import Approvals
 from nbagent.notebook.cell_history import CellHistory
 from nbagent.notebook.code_runner import run_code as run_in_namespace
+from nbagent.notebook.live_document import front_end_inserts
 from nbagent.notebook.namespace_view import (
     UnknownVariable,
     describe_text,
@@ -38,6 +40,7 @@ from nbagent.notebook.namespace_view import (
     shown_safely,
 )
 from nbagent.notebook.notebook_reader import read_notebook_tool
+from nbagent.notebook.proposals import FrontEndInserts, propose_cell_tool
 
 if TYPE_CHECKING:
     from nbagent.core.agent import Agent
@@ -45,7 +48,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 OnMain = Callable[[Callable[[], T]], Awaitable[T]]
 
-TOOL_NAMES = ("list_variables", "describe_variable", "recent_cells", "run_code", "read_notebook")
+TOOL_NAMES = (
+    "list_variables",
+    "describe_variable",
+    "recent_cells",
+    "run_code",
+    "read_notebook",
+    "propose_cell",
+)
 
 
 def _default_on_main() -> OnMain[Any]:
@@ -86,6 +96,10 @@ class KernelTools:
         self.shell = shell
         self.history = CellHistory(shell)
         self._on_main = on_main
+        self.front_end = FrontEndInserts(
+            front_end_inserts if getattr(shell, "kernel", None) is not None else None
+        )
+        """Whether the front end inserts proposed cells itself (learned at the first proposal)."""
         self.tools: tuple[Tool, ...] = self._build()
 
     def _build(self) -> tuple[Tool, ...]:
@@ -139,6 +153,7 @@ class KernelTools:
             make_tool(recent_cells, parallel_safe=True),
             make_tool(run_code, requires_approval=True),
             read_notebook_tool(shell),
+            propose_cell_tool(self.front_end),
         )
 
 

@@ -98,6 +98,12 @@ class LiveTurn:
     def final(self) -> bool:
         return self.view.final
 
+    def proposals(self) -> list[str]:
+        """The code of each cell the turn proposed (``propose_cell``), in order."""
+        if self.turn is None:
+            return []
+        return [n["code"] for n in self.view.timeline.turn_nodes(self.turn) if n["type"] == "proposal"]
+
     def start(self) -> None:
         """Show the initial output and subscribe; call before delivering the message."""
         self.surface.show(self.view.bundle())

@@ -35,6 +35,7 @@ from nbagent.notebook.injection import (
 )
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
+from nbagent.notebook.proposals import ProposalActions, offer_next_input
 from nbagent.views.text import plural
 
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
@@ -78,6 +79,8 @@ class AgentMagics(Magics):
         self.session.on_open.append(self.tools.equip)
         self.mcp = mcp_commands.NotebookMcp()
         self.session.on_open.append(self.mcp.equip)
+        self.proposals = ProposalActions(self.session.current)  # clicks on proposed cells
+        self.proposals.listen()
         self.last_error: LastError | None = None
         self._shown_error: BaseException | None = getattr(sys, "last_value", None)
         """IPython's last shown error (``sys.last_value``) when last looked at: only later ones count."""
@@ -94,6 +97,7 @@ class AgentMagics(Magics):
             except ValueError:
                 pass
         self.tools.close()
+        self.proposals.close()
         self.session.dispose()
 
     # -- shell events -----------------------------------------------------------------------------
@@ -265,6 +269,9 @@ class AgentMagics(Magics):
             on_interrupt=lambda: agent.cancel("interrupt"),
         )
         view.refresh()
+        offer_next_input(
+            self.shell, view.proposals(), self.tools.kernel.front_end
+        )  # Copy's partner elsewhere
         if interrupted:
             raise cancelled_by_interrupt(f"the turn was cancelled ({run.outcome})") from None
         if run.outcome == "error":

@@ -16,6 +16,7 @@ from typing import Any
 
 from nbagent.views.escape import escape_html
 from nbagent.views.meter import bar_html
+from nbagent.views.proposals import proposal_html
 from nbagent.views.text import clip, plural
 
 Node = Mapping[str, Any]
@@ -127,6 +128,8 @@ def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
     if t == "retry":
         text = n["text"] + (f" — {clip(n['why'], ROW_MAX)}" if n.get("why") else "")
         return f'<div class="nba-mark" data-mark="retry">{escape_html(text)}</div>'
+    if t == "proposal":
+        return proposal_html(n)
     if t == "approval":
         return f'<div class="nba-mark" data-mark="approval" data-outcome="{escape_html(n.get("outcome") or "asked")}">{escape_html(n["text"])}</div>'
     if t == "mark":

@@ -80,6 +80,8 @@ def _node(n: Node, esc: Escape) -> str | None:
             return f"{head}\n\n↳ {label}\n\n{fence(n['result'])}"
         case "mark" if n["mark"] != "claim":
             return _emphasis(f"{n['text'][:1].upper()}{n['text'][1:]}", esc)
+        case "proposal":
+            return f"{_emphasis(n['text'], esc)}\n\n{fence(n['code'], 'python')}"
         case "approval" | "retry":
             return _emphasis(n["text"], esc)
         case _ if isinstance(n.get("text"), str) and n["type"] not in ("mark", "assistant"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nbagent.views.proposals import proposal_lines
 from nbagent.views.text import clip
 
 Node = Mapping[str, Any]
@@ -39,6 +40,8 @@ def _node_lines(n: Node, indent: str) -> list[str]:
         return []  # the claimed messages follow as ``←`` lines
     if t in ("mark", "approval"):
         return [f"{indent}  · {n['text']}"]
+    if t == "proposal":
+        return proposal_lines(n, indent)
     if t == "retry":
         why = f" ({clip(n['why'], 100)})" if n.get("why") else ""
         return [f"{indent}  … {n['text']}{why}"]

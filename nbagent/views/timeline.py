@@ -49,6 +49,7 @@ from nbagent.views.inbox import inbox_item
 from nbagent.views.labels import describe_message, full_text
 from nbagent.views.meter import UsageTally, counter_from_model_name, estimate_fields, warning_text
 from nbagent.views.outcomes import approval_text, turn_outcome
+from nbagent.views.proposals import PROPOSE_CELL, proposal_id, proposal_node, turn_cell
 from nbagent.views.text import clip, first_line, plural, summary_line
 
 Patch = list[Any]
@@ -70,6 +71,8 @@ class Timeline:
         self._answer: str | None = None
         self._attempt = 1
         self._tools: dict[str, str] = {}  # call id -> tool node id (this turn)
+        self._proposals: dict[str, str] = {}  # call id -> proposal id (this turn's propose_cell calls)
+        self._turn_cell: dict[str, Any] | None = None  # the cell of the prompt that started this turn
         self._approvals: dict[str, str] = {}  # approval id -> node id
         self._queued: dict[str, str] = {}  # message id -> queue it was inserted into
         self._via: dict[str, str] = {}  # message id -> tool whose result added it
@@ -173,6 +176,8 @@ class Timeline:
             case ToolCallEvent():
                 node_id = f"tool-{ev.turn}-{ev.step}-{ev.call_id}"
                 self._tools[ev.call_id] = node_id
+                if ev.name == PROPOSE_CELL:
+                    self._proposals[ev.call_id] = proposal_id(ev.turn, len(self._proposals) + 1)
                 self._add({"id": node_id, "type": "tool", "parent": self._step or self._turn, "seq": ev.seq,
                            "name": ev.name, "call_id": ev.call_id, "arguments": ev.arguments,
                            "arguments_text": clip(" ".join(ev.arguments.split()), LINE_MAX), "result": None,
@@ -208,7 +213,7 @@ class Timeline:
         self._turn = f"turn-{turn}"
         self.open_turn = turn
         self._step = self._answer = None
-        self._tools = {}
+        self._tools, self._proposals, self._turn_cell = {}, {}, None
         self._add({"id": self._turn, "type": "turn", "parent": None, "seq": seq, "turn": turn,
                    "status": "running", "status_text": "running", "title": "", "outcome": "", "why": None,
                    "steps": 0, "steps_text": plural(0, "step"), "start": time, "end": None,
@@ -238,6 +243,8 @@ class Timeline:
         node = {"id": f"msg-{ev.seq}", "type": "message", "parent": self._step or self._turn, "seq": ev.seq,
                 "message_id": ev.id, **label.fields(), "via": via, "source": thaw(ev.source)}  # fmt: skip
         self._add(node)
+        if self._turn is not None and self._turn_cell is None:
+            self._turn_cell = turn_cell(node["source"])
         if label.kind == "user" and self._turn in self.nodes and not self.nodes[self._turn]["title"]:
             self._set(self._turn, title=clip(label.first_line, LINE_MAX))
 
@@ -310,6 +317,11 @@ class Timeline:
             self._add({"id": node_id, "type": "tool", "parent": self._step or self._turn, "seq": ev.seq,
                        "name": name, "call_id": ev.call_id, "arguments": "", "arguments_text": "", **fields})  # fmt: skip
         self._last_result = name
+        pid = self._proposals.get(ev.call_id)
+        if pid is not None and not ev.is_error:
+            proposal = proposal_node(self.nodes[node_id], pid, ev.seq, self._turn_cell)
+            if proposal is not None:
+                self._add(proposal)
 
     def _retry(self, ev: LlmRetry) -> None:
         code = str(ev.failure.get("code") or "?")

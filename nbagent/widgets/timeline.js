@@ -397,6 +397,54 @@ class TimelineView {
     e.dataset.outcome = n.outcome || "asked";
     return e;
   }
+
+  build_proposal(n) {
+    return proposalRow(n);
+  }
+}
+
+// A proposed cell (SPEC §9.7; the lab extension's proposal.ts paints the same row): its code as
+// text, Insert below / Insert and run (a bubbling "nbagent-proposal" DOM event the lab extension
+// answers; anywhere else the row says to copy) and Copy.
+function proposalRow(n) {
+  const box = h("div", "nba-item nba-proposal");
+  box.dataset.proposal = n.proposal;
+  box.dataset.state = "proposed";
+  const row = h("div", "nba-row");
+  row.append(badge("notebook", `proposed cell ${n.proposal}`));
+  if (n.note) row.append(h("span", "nba-line", n.note));
+  const said = h("span", "nba-muted nba-proposal-said");
+  const actions = h("div", "nba-proposal-actions");
+  const button = (action, label, onClick) => {
+    const b = h("button", "jp-Button jp-mod-minimal jp-mod-small nba-proposal-button", label);
+    b.type = "button";
+    b.dataset.action = action;
+    b.addEventListener("click", () => onClick(b));
+    return b;
+  };
+  const insert = (run) => (b) => {
+    const settle = (words, inserted) => {
+      said.textContent = words;
+      if (inserted) box.dataset.state = run ? "inserted-and-ran" : "inserted";
+    };
+    const detail = { proposal: n.proposal, code: n.code, run, cellId: (n.cell && n.cell.cell_id) || null, settle };
+    if (b.dispatchEvent(new CustomEvent("nbagent-proposal", { bubbles: true, cancelable: true, detail }))) {
+      settle("inserting needs this notebook open in JupyterLab or Notebook 7: use Copy", false);
+    }
+  };
+  const copy = () =>
+    (navigator.clipboard ? navigator.clipboard.writeText(n.code) : Promise.reject(new Error("no clipboard"))).then(
+      () => (said.textContent = "copied"),
+      () => (said.textContent = "could not copy: select the code above"),
+    );
+  actions.append(
+    button("insert", "Insert below", insert(false)),
+    button("insert-and-run", "Insert and run", insert(true)),
+    button("copy", "Copy", copy),
+    said,
+  );
+  box.append(row, h("pre", "nba-proposal-code", n.code), actions);
+  return box;
 }
 
 export default () => {

@@ -1,0 +1,240 @@
+/**
+ * Proposed cells (SPEC §9.7): the row a `proposal` node paints, and the plugin that inserts one.
+ *
+ * The row shows the proposal's code as text with Insert below, Insert and run and Copy. Its insert
+ * buttons dispatch a bubbling DOM event (`nbagent-proposal`), so any painter in the page can offer
+ * them (the mime renderer, the live timeline widget) without knowing JupyterLab: the plugin here
+ * catches the event in a notebook, finds the cell the proposal belongs to (the turn's cell by id,
+ * else the cell whose output holds the row) and runs the `nbagent:insert-proposal` command, which
+ * inserts the code below it with NotebookActions (no kernel round trip) and, for Insert and run,
+ * runs it. Then the kernel is told on the comm target `nbagent.proposals`, so the model reads it as
+ * notebook context at its next step. An event nobody catches (no notebook around the row) inserts
+ * nothing, and the row says to use Copy.
+ *
+ * Read-only where insert cannot work: outputs outside a notebook, untrusted outputs, and a notebook
+ * without a kernel show the code and Copy only (the insert buttons are hidden until a kernel is there).
+ */
+
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { Clipboard } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+
+export const PROPOSAL_EVENT = 'nbagent-proposal';
+export const INSERT_COMMAND = 'nbagent:insert-proposal';
+/** The kernel's comm target for what the user did (nbagent/notebook/proposals.py). */
+export const ACTIONS_TARGET = 'nbagent.proposals';
+const NEEDS_KERNEL = 'needsKernel';
+
+/** What a `proposal` node carries (docs/timeline-json.md). */
+export interface IProposal {
+  id: string;
+  proposal: string;
+  code: string;
+  note?: string;
+  cell?: { execution_count?: number | null; cell_id?: string } | null;
+}
+
+/** The detail of the DOM event an insert button dispatches. */
+export interface IProposalRequest {
+  proposal: string;
+  code: string;
+  run: boolean;
+  /** The turn's cell id, when the prompt's cell was known. */
+  cellId: string | null;
+  /** Called once with what happened, for the row to say. */
+  settle: (said: string, inserted: boolean) => void;
+}
+
+/**
+ * Whether the place a row is painted can insert: `true` (a trusted output in a notebook with a
+ * kernel), `false` (not now: no kernel; the buttons appear when one starts), `null` (never: an
+ * untrusted output).
+ */
+export type CanInsert = () => boolean | null;
+
+function h(tag: string, cls: string, text?: string): HTMLElement {
+  const e = document.createElement(tag);
+  e.className = cls;
+  if (text !== undefined) {
+    e.textContent = text;
+  }
+  return e;
+}
+
+/** Show or hide an insert button (a style, since `.jp-Button`'s display outranks `hidden`). */
+function offerInsert(b: HTMLElement, show: boolean): void {
+  b.hidden = !show;
+  b.style.display = show ? '' : 'none';
+}
+
+function button(action: string, label: string, title: string): HTMLButtonElement {
+  const b = h('button', 'jp-Button jp-mod-minimal jp-mod-small nba-proposal-button', label) as HTMLButtonElement;
+  b.type = 'button';
+  b.dataset.action = action;
+  b.title = title;
+  return b;
+}
+
+/** Copy `text` to the system clipboard (the async API where allowed, else JupyterLab's). */
+async function copy(text: string): Promise<void> {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    Clipboard.copyToSystem(text);
+  }
+}
+
+/** The row of one proposal; `canInsert` says whether insert buttons are offered here. */
+export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElement {
+  const box = h('div', 'nba-item nba-proposal');
+  box.dataset.id = n.id;
+  box.dataset.proposal = n.proposal;
+  const row = h('div', 'nba-row');
+  const badge = h('span', 'nba-badge', `proposed cell ${n.proposal}`);
+  badge.dataset.kind = 'notebook';
+  row.append(badge);
+  if (n.note) {
+    row.append(h('span', 'nba-line', n.note));
+  }
+  const code = h('pre', 'nba-proposal-code', n.code);
+  const actions = h('div', 'nba-proposal-actions');
+  const said = h('span', 'nba-muted nba-proposal-said');
+  said.setAttribute('role', 'status');
+  const inserts: HTMLButtonElement[] = [];
+  const offer = canInsert === null ? null : canInsert();
+  if (offer !== null) {
+    for (const [action, label, title] of [
+      ['insert', 'Insert below', 'Insert this cell below the cell that asked'],
+      ['insert-and-run', 'Insert and run', 'Insert this cell below the cell that asked, and run it']
+    ]) {
+      const b = button(action, label, title);
+      b.dataset[NEEDS_KERNEL] = 'true';
+      offerInsert(b, offer);
+      b.addEventListener('click', () => request(b, action === 'insert-and-run'));
+      inserts.push(b);
+    }
+  }
+  const copier = button('copy', 'Copy', 'Copy the code to the clipboard');
+  copier.addEventListener('click', () => {
+    copy(n.code)
+      .then(() => (said.textContent = 'copied'))
+      .catch(() => (said.textContent = 'could not copy: select the code above'));
+  });
+  actions.append(...inserts, copier, said);
+  box.append(row, code, actions);
+  box.dataset.state = 'proposed';
+
+  function request(from: HTMLButtonElement, run: boolean): void {
+    inserts.forEach(b => (b.disabled = true));
+    const settle = (words: string, inserted: boolean): void => {
+      said.textContent = words;
+      box.dataset.state = inserted ? (run ? 'inserted-and-ran' : 'inserted') : 'proposed';
+      inserts.forEach(b => (b.disabled = inserted));
+    };
+    const detail: IProposalRequest = { proposal: n.proposal, code: n.code, run, cellId: n.cell?.cell_id ?? null, settle };
+    const event = new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, detail });
+    if (from.dispatchEvent(event)) {
+      settle('inserting needs this notebook open in JupyterLab or Notebook 7: use Copy', false);
+    }
+  }
+  return box;
+}
+
+/** The cell of `panel` whose node holds `node`. */
+function holder(panel: NotebookPanel, node: Node): NotebookPanel['content']['widgets'][number] | null {
+  return panel.content.widgets.find(c => c.node.contains(node)) ?? null;
+}
+
+/** `canInsert` for outputs of `panel`: it has a kernel. Rows painted earlier follow the kernel. */
+export function proposalHost(panel: NotebookPanel): CanInsert {
+  const live = (): boolean => !!panel.sessionContext.session?.kernel;
+  const follow = (): void => {
+    const show = live();
+    panel.node.querySelectorAll<HTMLElement>('.nba-proposal [data-needs-kernel]').forEach(b => offerInsert(b, show));
+  };
+  panel.sessionContext.kernelChanged.connect(follow);
+  panel.sessionContext.statusChanged.connect(follow);
+  return live;
+}
+
+/** Tell the kernel what the user did (a note the model reads at its next step); never throws. */
+function tell(panel: NotebookPanel, data: Record<string, unknown>): void {
+  const kernel = panel.sessionContext.session?.kernel;
+  if (!kernel || kernel.isDisposed || !kernel.hasComm) {
+    return;
+  }
+  try {
+    const comm = kernel.createComm(ACTIONS_TARGET);
+    comm.open(data as any);
+  } catch {
+    // no kernel to tell: the cell is inserted all the same
+  }
+}
+
+interface IInsertArgs {
+  path: string;
+  anchor: string;
+  code: string;
+  run: boolean;
+  proposal: string;
+}
+
+/** Insert the proposal below `anchor` in the notebook at `path`; returns the sentence to show. */
+async function insert(tracker: INotebookTracker, args: IInsertArgs): Promise<string> {
+  const panel = tracker.find(p => p.context.path === args.path);
+  const notebook = panel?.content;
+  const index = notebook ? notebook.widgets.findIndex(c => c.model.id === args.anchor) : -1;
+  if (!panel || !notebook || index < 0) {
+    return 'not inserted: the cell that asked is no longer in this notebook';
+  }
+  const anchor = notebook.widgets[index];
+  const count = (anchor.model as any).executionCount ?? null;
+  notebook.activeCellIndex = index;
+  NotebookActions.insertBelow(notebook);
+  const cell = notebook.activeCell!;
+  cell.model.sharedModel.setSource(args.code);
+  tell(panel, {
+    action: args.run ? 'inserted-and-ran' : 'inserted',
+    proposal: args.proposal,
+    cell: { cell_id: cell.model.id },
+    below: { execution_count: count }
+  });
+  if (args.run) {
+    await NotebookActions.run(notebook, panel.sessionContext);
+  }
+  const where = count === null ? 'below the cell that asked' : `below In [${count}]`;
+  return `${args.run ? 'inserted and ran' : 'inserted'} ${where}`;
+}
+
+export const proposalPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'nbagent:proposals',
+  description: 'Inserts cells an agent proposed (propose_cell) below the cell that asked.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    app.commands.addCommand(INSERT_COMMAND, {
+      label: 'Insert Proposed Cell',
+      execute: args => insert(tracker, args as unknown as IInsertArgs)
+    });
+    document.addEventListener(PROPOSAL_EVENT, event => {
+      const ask = (event as CustomEvent<IProposalRequest>).detail;
+      const from = event.target as HTMLElement;
+      const panel = tracker.find(p => p.node.contains(from));
+      const own = panel ? holder(panel, from) : null;
+      if (!panel || !own) {
+        return; // not in a notebook: the row says to copy
+      }
+      event.preventDefault();
+      if (!own.model.trusted) {
+        ask.settle('not inserted: this output is not trusted (File › Trust Notebook first)', false);
+        return;
+      }
+      const byId = ask.cellId ? panel.content.widgets.find(c => c.model.id === ask.cellId) : undefined;
+      const args = { path: panel.context.path, anchor: (byId ?? own).model.id, code: ask.code, run: ask.run, proposal: ask.proposal };
+      app.commands
+        .execute(INSERT_COMMAND, args as any)
+        .then(said => ask.settle(String(said), !String(said).startsWith('not ')))
+        .catch(err => ask.settle(`not inserted: ${err}`, false));
+    });
+  }
+};
