@@ -1,30 +1,11 @@
 // nbagent inbox widget: paints the inbox model (nbagent/views/inbox.py, synced state "queues"):
 // both pending queues, each item opening to a preview of what will be sent, a remove button each.
-// Plain ES module, no bundler. The default export runs once per widget model.
+// The rows come from the shared painter (painter.js, put in front of this module by
+// nbagent/widgets/_widgets.py). The default export runs once per widget model.
 
-const h = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-};
+import { el as h, markPainted, paneHead, pendingItem, queueBox } from "./painter.js";
 
-function item(m, ui, send) {
-  const e = h("details", "nba-item nba-inbox-item");
-  e.dataset.id = m.id;
-  e.dataset.kind = m.kind;
-  const row = h("summary", "nba-row");
-  const b = h("span", "nba-badge", m.badge);
-  b.dataset.kind = m.kind;
-  b.dataset.role = m.role;
-  row.append(b);
-  if (m.label) row.append(h("span", "nba-label", m.label));
-  const line = h("span", "nba-line", m.first_line);
-  line.title = m.first_line;
-  row.append(line);
-  if (m.more_text) row.append(h("span", "nba-more", m.more_text));
-  row.append(h("span", "nba-size", m.size_text));
-  if (m.tokens_text) row.append(h("span", "nba-size", m.tokens_text)); // the context meter (SPEC §12)
+function inboxItem(m, ui, send) {
   const remove = h("button", "nba-remove", "remove");
   remove.type = "button";
   // Removing needs the kernel: the button works once the kernel has answered this view.
@@ -32,6 +13,8 @@ function item(m, ui, send) {
   remove.title = ui.live
     ? "Cancel this pending message (agent.inbox.remove)"
     : "Needs the running kernel: run the cell that shows this inbox";
+  const e = pendingItem(m, ui, [remove]);
+  const row = e.querySelector("summary");
   remove.addEventListener("click", (ev) => {
     ev.preventDefault();
     ev.stopPropagation();
@@ -40,22 +23,6 @@ function item(m, ui, send) {
     if (document.activeElement === remove) row.focus();
     remove.disabled = true;
     send({ type: "remove", id: m.id });
-  });
-  row.append(remove);
-  e.append(row);
-  e.open = ui.opened.has(m.id);
-  const fill = () => {
-    if (e.open && e.childElementCount === 1) {
-      const d = h("div", "nba-detail");
-      d.append(h("pre", null, m.text));
-      e.append(d);
-    }
-  };
-  fill();
-  e.addEventListener("toggle", () => {
-    if (e.open) ui.opened.add(m.id);
-    else ui.opened.delete(m.id);
-    fill();
   });
   return e;
 }
@@ -89,29 +56,14 @@ function draw(root, state, ui, send) {
     else ui.opened.delete(e.dataset.id);
   }
   const q = state || { queues: [], pending: 0, pending_text: "0 pending", status: "idle", status_text: "" };
-  const head = h("div", "nba-head");
-  const status = h("span", "nba-pill", q.status_text);
-  status.dataset.status = q.status;
-  head.append(h("span", "nba-title", "Inbox"), h("span", "nba-muted", q.pending_text), h("span", "nba-grow"), status);
-  const parts = [head];
-  for (const queue of q.queues) {
-    const box = h("div", "nba-queue");
-    box.dataset.queue = queue.name;
-    const title = h("div", "nba-queue-name", queue.name);
-    title.title = queue.hint;
-    box.append(title);
-    if (!queue.items.length) {
-      box.classList.add("nba-queue-empty");
-      box.append(h("span", "nba-muted", "empty"));
-    }
-    for (const m of queue.items) box.append(item(m, ui, send));
-    parts.push(box);
-  }
+  const parts = [paneHead("Inbox", q.pending_text, q.status, q.status_text)];
+  for (const queue of q.queues) parts.push(queueBox(queue.name, queue.hint, queue.items, (m) => inboxItem(m, ui, send)));
   if (q.error) parts.push(h("div", "nba-error-text", q.error));
   root.replaceChildren(...parts);
   restoreFocus(root, place);
   root.dataset.pending = String(q.pending);
   root.dataset.live = String(ui.live);
+  markPainted(root);
 }
 
 export default () => {

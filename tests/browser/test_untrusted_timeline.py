@@ -26,7 +26,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 FLAG_JS = "() => window.__nbagent_xss === undefined ? null : window.__nbagent_xss"
 HOSTILE_HTML = "<img src=x onerror=\"window.__nbagent_xss=1;document.title='pwned'\">"
-CONTROL_HTML = '<b class="nba-control">live control widget</b>'
+CONTROL_HTML = '<b class="nba-control" data-nba-painted="true">live control widget</b>'
+"""The control's live widget: its element carries the mark nbagent's widget modules set once painted
+(the renderer shows a live view on that mark, never on the words it holds)."""
 INJECTED = ".jp-OutputArea img[src='x'], .jp-OutputArea script:not([type])"
 
 
