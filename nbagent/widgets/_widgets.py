@@ -245,6 +245,9 @@ class InboxWidget(_AgentWidget):
         if content.get("type") == "hello":
             self.send({"type": "live"})
             return
+        if content.get("type") == "move":
+            self._move(content)
+            return
         if content.get("type") != "remove":
             return
         self._error = None
@@ -258,3 +261,19 @@ class InboxWidget(_AgentWidget):
         self._batch.flush_now()
         self._refresh()
         self.send({"type": "removed", "id": message_id})
+
+    def _move(self, content: dict[str, Any]) -> None:
+        """A drag or a keyboard move in the view: ``agent.inbox.move`` (SPEC §11.1)."""
+        self._error = None
+        message_id, queue, index = str(content.get("id")), content.get("queue"), content.get("index")
+        try:
+            if queue not in (NEXT_STEP, NEXT_TURN) or not isinstance(index, int) or index < 0:
+                self._error = f"could not move: {queue!r} at {index!r} is not a place in the inbox"
+            elif not self._agent.inbox.move(message_id, queue, index):
+                self._error = "that message is no longer pending (it was claimed or removed already)"
+        except Exception as exc:  # a closed session, a failed write: say so in the widget
+            log.warning("nbagent inbox move failed: %s", exc)
+            self._error = f"could not move: {exc}"
+        self._batch.flush_now()
+        self._refresh()
+        self.send({"type": "moved", "id": message_id})

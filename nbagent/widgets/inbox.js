@@ -1,5 +1,7 @@
 // nbagent inbox widget: paints the inbox model (nbagent/views/inbox.py, synced state "queues"):
 // both pending queues, each item opening to a preview of what will be sent, a remove button each.
+// A pending item moves (agent.inbox.move, SPEC §11.1) by dragging it to another place or queue, or
+// from the keyboard: Alt+ArrowUp / Alt+ArrowDown on its row, and its button to the other queue.
 // The rows come from the shared painter (painter.js, put in front of this module by
 // nbagent/widgets/_widgets.py). The default export runs once per widget model.
 
@@ -24,7 +26,65 @@ function inboxItem(m, ui, send) {
     remove.disabled = true;
     send({ type: "remove", id: m.id });
   });
+  const other = m.queue === "next-step" ? "next-turn" : "next-step";
+  const across = h("button", "nba-move", `to ${other}`);
+  across.type = "button";
+  across.disabled = !ui.live;
+  across.title = `Move to the end of ${other} (agent.inbox.move)`;
+  across.addEventListener("click", (ev) => {
+    ev.preventDefault();
+    ev.stopPropagation();
+    ui.refocus = m.id;
+    send({ type: "move", id: m.id, queue: other, index: ui.lengths[other] || 0 });
+  });
+  remove.after(across);
+  e.draggable = ui.live;
+  e.setAttribute("aria-keyshortcuts", "Alt+ArrowUp Alt+ArrowDown");
+  e.addEventListener("dragstart", (ev) => {
+    ev.dataTransfer.setData("application/x-nbagent-pending", m.id);
+    ev.dataTransfer.effectAllowed = "move";
+    ui.dragging = m.id;
+  });
+  e.addEventListener("dragend", () => {
+    ui.dragging = null;
+  });
+  row.addEventListener("keydown", (ev) => {
+    if (!ev.altKey || !ui.live || (ev.key !== "ArrowUp" && ev.key !== "ArrowDown")) return;
+    ev.preventDefault();
+    const index = ui.positions.get(m.id) + (ev.key === "ArrowUp" ? -1 : 1);
+    if (index < 0 || index >= (ui.lengths[m.queue] || 0)) return;
+    ui.refocus = m.id;
+    send({ type: "move", id: m.id, queue: m.queue, index });
+  });
   return e;
+}
+
+// Where a dragged item would land in `box` (a queue): its index there, counted without it.
+function dropIndex(box, y, id) {
+  const items = [...box.querySelectorAll(":scope > .nba-inbox-item")].filter((e) => e.dataset.id !== id);
+  return items.filter((e) => {
+    const r = e.getBoundingClientRect();
+    return r.top + r.height / 2 < y;
+  }).length;
+}
+
+function dropTarget(box, ui, send) {
+  box.addEventListener("dragover", (ev) => {
+    if (!ui.dragging || !ui.live) return;
+    ev.preventDefault(); // this queue takes the drop
+    ev.dataTransfer.dropEffect = "move";
+    box.classList.add("nba-drop");
+  });
+  box.addEventListener("dragleave", () => box.classList.remove("nba-drop"));
+  box.addEventListener("drop", (ev) => {
+    box.classList.remove("nba-drop");
+    const id = ev.dataTransfer.getData("application/x-nbagent-pending") || ui.dragging;
+    if (!id || !ui.live) return;
+    ev.preventDefault();
+    ui.refocus = id;
+    send({ type: "move", id, queue: box.dataset.queue, index: dropIndex(box, ev.clientY, id) });
+  });
+  return box;
 }
 
 // Where the keyboard focus is inside the inbox: the item (by id and position) and which part.
@@ -57,10 +117,24 @@ function draw(root, state, ui, send) {
   }
   const q = state || { queues: [], pending: 0, pending_text: "0 pending", status: "idle", status_text: "" };
   const parts = [paneHead("Inbox", q.pending_text, q.status, q.status_text)];
-  for (const queue of q.queues) parts.push(queueBox(queue.name, queue.hint, queue.items, (m) => inboxItem(m, ui, send)));
+  ui.positions = new Map();
+  ui.lengths = {};
+  for (const queue of q.queues) {
+    ui.lengths[queue.name] = queue.items.length;
+    queue.items.forEach((m, i) => ui.positions.set(m.id, i));
+  }
+  for (const queue of q.queues) {
+    const paint = (m) => inboxItem({ ...m, queue: queue.name }, ui, send);
+    parts.push(dropTarget(queueBox(queue.name, queue.hint, queue.items, paint), ui, send));
+  }
   if (q.error) parts.push(h("div", "nba-error-text", q.error));
   root.replaceChildren(...parts);
-  restoreFocus(root, place);
+  // After a move from the keyboard or a drop, the focus follows the moved item.
+  const moved = ui.refocus && root.querySelector(`.nba-inbox-item[data-id="${CSS.escape(ui.refocus)}"] > summary`);
+  if (moved) {
+    ui.refocus = null;
+    moved.focus();
+  } else restoreFocus(root, place);
   root.dataset.pending = String(q.pending);
   root.dataset.live = String(ui.live);
   markPainted(root);
@@ -68,7 +142,9 @@ function draw(root, state, ui, send) {
 
 export default () => {
   // Per model: opened items, items being removed, whether the kernel answered, views rendered.
-  const ui = { opened: new Set(), removing: new Set(), live: false, views: 0 };
+  const ui = { opened: new Set(), removing: new Set(), live: false, views: 0, dragging: null, refocus: null };
+  ui.positions = new Map(); // pending id -> its index in its queue
+  ui.lengths = {}; // queue name -> items
   return {
     render({ model, el }) {
       const root = h("div", "nbagent nba-inbox");
@@ -86,11 +162,13 @@ export default () => {
         if (msg.type === "live") {
           ui.live = true;
           root.dataset.live = "true";
+          for (const b of root.querySelectorAll(".nba-move")) b.disabled = false;
+          for (const e of root.querySelectorAll(".nba-inbox-item")) e.draggable = true;
           for (const b of root.querySelectorAll(".nba-remove")) {
             b.disabled = ui.removing.has(b.closest(".nba-inbox-item").dataset.id);
             b.title = "Cancel this pending message (agent.inbox.remove)";
           }
-        } else if (msg.type === "removed") {
+        } else if (msg.type === "removed" || msg.type === "moved") {
           ui.removing.delete(msg.id);
           redraw();
         }

@@ -63,3 +63,8 @@ export function queueBox(
   items: IPainterNode[],
   paintItem: (m: IPainterNode) => HTMLElement
 ): HTMLElement;
+
+/** One step of a turn diff (`diff_json` of nbagent/views/diff.py). */
+export function diffStep(step: any, later?: ((box: HTMLElement, fill: () => void) => void) | null): HTMLElement;
+/** A turn diff's view model (`application/vnd.nbagent.diff+json`) painted. */
+export function diffView(model: any, options?: { eager?: boolean }): HTMLElement;

@@ -375,3 +375,129 @@ export function queueBox(name, hint, items, paintItem) {
   for (const m of items) box.append(paintItem(m));
   return box;
 }
+
+// -- the turn diff (nbagent/views/diff.py, diff_json): two requests per step, side by side --------
+
+const SAME_RUN = 3; // this many "same" rows in a row or more fold into one line that opens to them
+const EAGER_STEPS = 4; // steps whose rows are built at once; later ones when they scroll into view
+const ROW_PX = 20; // a row's height, for the room a step not built yet keeps
+
+function diffRow(m) {
+  const row = el("div", "nba-diff-msg", null, { mark: m.mark, id: m.id, kind: m.kind });
+  const symbol = el("span", "nba-diff-mark", m.symbol);
+  symbol.title = m.mark_text;
+  symbol.setAttribute("aria-label", m.mark_text);
+  row.append(symbol, badge(str(m.kind), str(m.badge), m.role === "user" ? "" : str(m.role)));
+  if (m.label) row.append(el("span", "nba-label", str(m.label)));
+  const line = el("span", "nba-line", str(m.first_line));
+  line.title = str(m.first_line);
+  row.append(line);
+  if (m.mark !== "same") row.append(el("span", "nba-diff-where", str(m.mark_text)));
+  row.append(el("span", "nba-size", str(m.tokens_text)));
+  return row;
+}
+
+function diffRows(rows) {
+  const out = [];
+  for (let i = 0; i < rows.length; ) {
+    let j = i;
+    while (j < rows.length && rows[j].mark === "same") j++;
+    if (j - i >= SAME_RUN) {
+      const run = rows.slice(i, j);
+      const fold = el("details", "nba-diff-same", null, { count: run.length });
+      fold.append(el("summary", "nba-muted", `${run.length} messages the same on both sides`));
+      fold.addEventListener("toggle", () => {
+        if (fold.open && fold.childElementCount === 1) fold.append(...run.map(diffRow));
+      });
+      out.push(fold);
+      i = j;
+    } else {
+      for (; i < Math.max(j, i + 1) && i < rows.length; i++) out.push(diffRow(rows[i]));
+    }
+  }
+  return out;
+}
+
+function diffSide(side) {
+  const box = el("div", "nba-diff-side", null, { side: side.side, missing: side.missing ? "true" : undefined });
+  if (side.missing) {
+    box.append(el("div", "nba-muted nba-diff-none", `no step here in ${side.side}`));
+    return box;
+  }
+  box.append(...diffRows(side.rows));
+  const answer = el("div", "nba-diff-answer");
+  answer.append(badge("assistant", "assistant"), el("span", "nba-line", str(side.answer_text)));
+  box.append(answer);
+  return box;
+}
+
+function fillStep(box, s) {
+  if (box.dataset.built === "true") return;
+  const sides = el("div", "nba-diff-sides");
+  sides.append(...s.sides.map(diffSide));
+  box.append(sides);
+  box.style.minHeight = "";
+  box.dataset.built = "true";
+}
+
+/**
+ * One step of a diff: its head (answer changed or not, marks), then side a and side b. With
+ * `later`, the sides are built only when `later(box, fill)` calls `fill` (when it scrolls into view).
+ */
+export function diffStep(s, later) {
+  const box = el("div", "nba-diff-step", null, { step: s.step, changed: String(!!s.changed) });
+  const head = el("div", "nba-diff-step-head");
+  head.append(el("b", null, `Step ${s.step}`), pill(s.changed ? "changed" : "same", str(s.changed_text)));
+  if (s.marks_text) head.append(el("span", "nba-muted", str(s.marks_text)));
+  box.append(head);
+  if (!later) {
+    fillStep(box, s);
+    return box;
+  }
+  box.dataset.built = "false";
+  const rows = Math.max(...s.sides.map((side) => side.rows.length + 1));
+  box.style.minHeight = `${Math.min(rows, 40) * ROW_PX}px`;
+  later(box, () => fillStep(box, s));
+  return box;
+}
+
+/**
+ * The whole diff view model (`application/vnd.nbagent.diff+json`) as an element; `options.eager`
+ * builds every step at once (else steps after the first few are built as they scroll into view).
+ */
+export function diffView(d, options) {
+  const root = el("div", "nbagent nba-diff");
+  const head = el("div", "nba-head");
+  head.append(el("span", "nba-title", "Diff"), el("span", "nba-muted", str(d.summary)), el("span", "nba-grow"));
+  const legend = el("div", "nba-diff-legend");
+  for (const [symbol, word] of d.legend || []) {
+    const key = el("span", "nba-diff-key", null, { mark: word });
+    key.append(el("span", "nba-diff-mark", symbol), document.createTextNode(` ${word}`));
+    legend.append(key);
+  }
+  const columns = el("div", "nba-diff-sides nba-diff-columns");
+  columns.append(el("div", "nba-title", str(d.a && d.a.title)), el("div", "nba-title", str(d.b && d.b.title)));
+  const body = el("div", "nba-scroll");
+  // A long diff builds its first steps now and the others as they scroll into view.
+  const waiting = new Map();
+  const seen = typeof IntersectionObserver === "function"
+    ? new IntersectionObserver((entries) => {
+        for (const entry of entries) {
+          if (!entry.isIntersecting) continue;
+          seen.unobserve(entry.target);
+          waiting.get(entry.target)?.();
+          waiting.delete(entry.target);
+        }
+      }, { rootMargin: "400px" })
+    : null;
+  const later = seen && !(options && options.eager)
+    ? (box, fill) => {
+        waiting.set(box, fill);
+        seen.observe(box);
+      }
+    : null;
+  body.append(...(d.steps || []).map((s, i) => diffStep(s, i < EAGER_STEPS ? null : later)));
+  root.append(head, legend, columns, body);
+  markPainted(root);
+  return root;
+}
