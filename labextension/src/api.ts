@@ -32,7 +32,8 @@ export type Listing = (ISession | IUnreadable)[];
 
 const settings = ServerConnection.makeSettings();
 
-async function get(path: string, params: Record<string, string | number>): Promise<Response> {
+/** A GET of the API under `sessions/` (`path` after it), its errors as `Error(message)`. */
+export async function get(path: string, params: Record<string, string | number>): Promise<Response> {
   const query = URLExt.objectToQueryString(Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])));
   const url = URLExt.join(settings.baseUrl, 'nbagent', 'api', 'sessions', path) + query;
   const response = await ServerConnection.makeRequest(url, {}, settings);

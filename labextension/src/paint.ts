@@ -12,6 +12,20 @@
 
 import type { MarkdownFill } from './markdown';
 import { CanInsert, IProposal, proposalRow } from './proposal';
+import {
+  el as paintEl,
+  leaf as paintLeaf,
+  markPainted,
+  paneHead,
+  paintStepHead,
+  pendingItem,
+  pill,
+  pre,
+  queueBox,
+  repaintTurn,
+  stepBox,
+  turnBox
+} from '../../nbagent/widgets/painter.js';
 
 export const TIMELINE_MIME = 'application/vnd.nbagent.timeline+json';
 export const SUPPORTED_VERSION = 1;
@@ -43,226 +57,31 @@ export interface IBundle {
   view?: string;
 }
 
-/** An element with a class and, optionally, text (always as text) and data attributes. */
+/**
+ * An element with a class and, optionally, text (always as text) and data attributes: the shared
+ * painter's (`nbagent/widgets/painter.js`, the module the anywidget widgets run too).
+ */
 export function el(
   tag: string,
   cls = '',
   text?: string | null,
   data?: Record<string, string | number | null | undefined>
 ): HTMLElement {
-  const e = document.createElement(tag);
-  if (cls) {
-    e.className = cls;
-  }
-  if (text !== undefined && text !== null) {
-    e.textContent = String(text);
-  }
-  for (const [key, value] of Object.entries(data ?? {})) {
-    if (value !== undefined && value !== null) {
-      e.dataset[key] = String(value);
-    }
-  }
-  return e;
+  return paintEl(tag, cls, text, data);
 }
 
 const str = (value: unknown): string => (value === undefined || value === null ? '' : String(value));
 
-function badge(kind: string, text: string, role = ''): HTMLElement {
-  return el('span', 'nba-badge', text, { kind: kind || 'unknown', role: role || undefined });
-}
-
-function pill(status: string, text: string): HTMLElement {
-  return el('span', 'nba-pill', text, { status });
-}
-
-function pre(text: string): HTMLElement {
-  return el('pre', '', text);
-}
-
-/** A `<details>` item (or a plain row when there is no detail): the static HTML's `_details`. */
-function item(
-  cls: string,
-  row: HTMLElement[],
-  detail: HTMLElement[],
-  data: Record<string, string | undefined>
-): HTMLElement {
-  const hasDetail = detail.length > 0;
-  const box = el(hasDetail ? 'details' : 'div', `nba-item ${cls}`, undefined, data);
-  const head = el(hasDetail ? 'summary' : 'div', 'nba-row');
-  head.append(...row);
-  box.append(head);
-  if (hasDetail) {
-    const body = el('div', 'nba-detail');
-    body.append(...detail);
-    box.append(body);
-  }
-  return box;
-}
-
-/** Badge, label, first line, `+N lines` and size: one row of a message or a pending item. */
-export function messageRow(n: INode): HTMLElement[] {
-  const row = [badge(str(n.kind), str(n.badge), str(n.role))];
-  if (n.via) {
-    row.push(el('span', 'nba-muted', `via ${n.via}`));
-  }
-  if (n.label) {
-    row.push(el('span', 'nba-label', str(n.label)));
-  }
-  row.push(el('span', 'nba-line', str(n.first_line)));
-  if (n.more_text) {
-    row.push(el('span', 'nba-more', str(n.more_text)));
-  }
-  row.push(el('span', 'nba-size', str(n.size_text)));
-  return row;
-}
-
-function section(title: string, text: string): HTMLElement[] {
-  return [el('div', 'nba-source', title), pre(text)];
-}
-
-function answerRow(n: INode): HTMLElement[] {
-  const row = [badge('assistant', 'assistant')];
-  if (n.outcome) {
-    row.push(el('span', 'nba-outcome', str(n.outcome)));
-  }
-  return row;
-}
-
-function answerClass(n: INode): string {
-  return 'nba-answer' + (n.failed ? ' nba-failed' : '') + (n.streaming ? ' nba-streaming' : '');
-}
-
-/** An answer as text (as in the static HTML): no Markdown renderer, or still streaming. */
-function plainAnswer(n: INode): HTMLElement {
-  const row = answerRow(n);
-  row.push(el('span', 'nba-answer-text', str(n.text) || str(n.first_line)));
-  if (n.calls_text) {
-    row.push(el('span', 'nba-muted', str(n.calls_text)));
-  }
-  const detail = n.reasoning ? section('reasoning', str(n.reasoning)) : [];
-  return item(answerClass(n), row, detail, { id: n.id });
-}
-
-/**
- * An answer rendered as Markdown (sanitized, see `markdown.ts`), with its raw text one click away
- * (the "Raw" button; the choice is kept per answer across repaints). Reasoning stays collapsed.
- */
-function answer(n: INode, ctx: IPaintContext): HTMLElement {
-  const raw = ctx.raw.has(n.id);
-  const box = el('div', `nba-item ${answerClass(n)} nba-answer-md`, undefined, { id: n.id });
-  const row = el('div', 'nba-row');
-  row.append(...answerRow(n));
-  if (n.calls_text) {
-    row.append(el('span', 'nba-muted', str(n.calls_text)));
-  }
-  const toggle = el('button', 'jp-Button jp-mod-minimal jp-mod-small nba-raw-toggle') as HTMLButtonElement;
-  toggle.type = 'button';
-  const rendered = el('div', 'nba-answer-text nba-md jp-RenderedHTMLCommon');
-  const source = pre(str(n.text));
-  source.classList.add('nba-answer-raw');
-  const show = (asRaw: boolean): void => {
-    rendered.hidden = asRaw;
-    source.hidden = !asRaw;
-    toggle.textContent = asRaw ? 'Markdown' : 'Raw';
-    toggle.title = asRaw ? 'Show the answer rendered as Markdown' : 'Show the answer as the model wrote it';
-    toggle.setAttribute('aria-pressed', String(asRaw));
-    box.dataset.show = asRaw ? 'raw' : 'markdown';
-  };
-  toggle.addEventListener('click', () => {
-    const asRaw = !ctx.raw.has(n.id);
-    if (asRaw) {
-      ctx.raw.add(n.id);
-    } else {
-      ctx.raw.delete(n.id);
-    }
-    show(asRaw);
-  });
-  show(raw);
-  row.append(el('span', 'nba-grow'), toggle);
-  box.append(row, rendered, source);
-  ctx.markdown!(str(n.text), rendered)
-    .then(() => {
-      box.dataset.rendered = 'true';
-    })
-    .catch(() => {
-      rendered.replaceChildren(pre(str(n.text))); // the parser failed: the text as written
-      box.dataset.rendered = 'failed';
-    });
-  if (n.reasoning) {
-    const reasoning = el('details', 'nba-reasoning');
-    reasoning.append(el('summary', 'nba-source', 'reasoning'), pre(str(n.reasoning)));
-    box.append(reasoning);
-  }
-  return box;
-}
-
-/** What painting a leaf may use besides the node. */
+/** What painting a leaf may use besides the node (the shared painter's context). */
 interface IPaintContext {
+  /** Items the user opened, kept across repaints. */
+  opened: Set<string>;
   /** Renders an answer's Markdown, or `null` to keep answers as text. */
   markdown: MarkdownFill | null;
   /** The answers whose raw text is shown instead of their rendering. */
   raw: Set<string>;
-  /** Whether proposed cells can be inserted here; `null`: read-only (Copy only). */
-  canInsert: CanInsert | null;
-}
-
-/** The element of one node that is not a turn or a step, or `null` for an unknown type. */
-function leaf(n: INode, ctx: IPaintContext): HTMLElement | null {
-  switch (n.type) {
-    case 'message':
-      return item('nba-msg', messageRow(n), [pre(str(n.text))], {
-        id: n.id,
-        kind: str(n.kind),
-        role: str(n.role)
-      });
-    case 'assistant':
-      return ctx.markdown && n.text && !n.streaming ? answer(n, ctx) : plainAnswer(n);
-    case 'tool': {
-      const running = n.result === null || n.result === undefined;
-      const row = [
-        badge('tool', 'tool'),
-        el('b', '', str(n.name)),
-        el('span', 'nba-tool-args', str(n.arguments_text)),
-        el('span', 'nba-outcome', n.is_error || running ? str(n.outcome) : '→'),
-        el('span', 'nba-line', str(n.result_line))
-      ];
-      const detail = section('arguments', str(n.arguments));
-      if (!running) {
-        detail.push(...section(n.is_error ? 'error' : 'result', str(n.result)));
-      }
-      const cls = 'nba-tool' + (n.is_error ? ' nba-tool-error' : '');
-      return item(cls, row, detail, { id: n.id, outcome: str(n.outcome) });
-    }
-    case 'retry': {
-      const why = n.why ? ` — ${n.why}` : '';
-      return el('div', 'nba-mark', `${str(n.text)}${why}`, { mark: 'retry', id: n.id });
-    }
-    case 'approval':
-      return el('div', 'nba-mark', str(n.text), {
-        mark: 'approval',
-        outcome: str(n.outcome) || 'asked',
-        id: n.id
-      });
-    case 'mark':
-      return el('div', 'nba-mark', str(n.text), { mark: str(n.mark), id: n.id });
-    case 'proposal':
-      return proposalRow(n as unknown as IProposal, ctx.canInsert);
-    default:
-      return null; // a node type this version does not know is skipped
-  }
-}
-
-function turnHead(n: INode): HTMLElement[] {
-  const head = [el('span', 'nba-caret'), el('b', '', `Turn ${n.turn}`), el('span', 'nba-line', str(n.title))];
-  if (n.why !== null && n.why !== undefined) {
-    head.push(el('span', 'nba-outcome', str(n.outcome)));
-  }
-  head.push(el('span', 'nba-muted', str(n.steps_text)));
-  if (n.duration_text) {
-    head.push(el('span', 'nba-muted', str(n.duration_text)));
-  }
-  head.push(pill(str(n.status), str(n.status_text)));
-  return head;
+  /** Painters of node types the shared painter leaves to its host (`proposal`: `proposal.ts`). */
+  leaves: Record<string, (n: INode) => HTMLElement>;
 }
 
 interface IEntry {
@@ -292,7 +111,13 @@ export class TimelineView {
 
   constructor(options: ITimelineViewOptions = {}) {
     this.note = options.note ?? '';
-    this._ctx = { markdown: options.markdown ?? null, raw: new Set(), canInsert: options.canInsert ?? null };
+    const canInsert = options.canInsert ?? null;
+    this._ctx = {
+      opened: new Set(),
+      markdown: options.markdown ?? null,
+      raw: new Set(),
+      leaves: { proposal: n => proposalRow(n as unknown as IProposal, canInsert) }
+    };
     this.node = el('div', 'nbagent nba-timeline');
     this._head = el('div', 'nba-head');
     this._notice = el('div', 'nba-note');
@@ -329,6 +154,7 @@ export class TimelineView {
     this._paintHead(bundle);
     if (inbox) {
       this._paintPending(bundle, true);
+      markPainted(this.node);
       return;
     }
     const turns = bundle.nodes.filter(n => n.type === 'turn' && n.parent === null);
@@ -342,6 +168,7 @@ export class TimelineView {
     }
     this._paintPending(bundle);
     this.node.dataset.nodes = String(this._entries.size);
+    markPainted(this.node);
   }
 
   private _reset(bundle: IBundle): void {
@@ -358,14 +185,14 @@ export class TimelineView {
   }
 
   private _paintHead(bundle: IBundle): void {
-    const parts: HTMLElement[] = [];
-    if (bundle.scope !== null) {
-      parts.push(el('span', 'nba-line', str(bundle.headline)));
-    } else {
-      parts.push(el('span', 'nba-title', bundle.view === 'inbox' ? 'Inbox' : 'Timeline'));
+    if (bundle.scope === null) {
+      const title = bundle.view === 'inbox' ? 'Inbox' : 'Timeline';
       const note = this.note ? ` · ${this.note}` : '';
-      parts.push(el('span', 'nba-muted', `${str(bundle.summary)}${note}`));
+      const head = paneHead(title, `${str(bundle.summary)}${note}`, str(bundle.status), str(bundle.status_text));
+      this._head.replaceChildren(...Array.from(head.childNodes));
+      return;
     }
+    const parts = [el('span', 'nba-line', str(bundle.headline))];
     parts.push(el('span', 'nba-grow'), pill(str(bundle.status), str(bundle.status_text)));
     this._head.replaceChildren(...parts);
   }
@@ -380,17 +207,10 @@ export class TimelineView {
       if (!items.length && !always) {
         continue;
       }
-      const queue = el('div', items.length ? 'nba-queue' : 'nba-queue nba-queue-empty', undefined, { queue: name });
-      queue.append(el('div', 'nba-queue-name', name));
-      if (!items.length) {
-        queue.append(el('span', 'nba-muted', 'empty'));
-      }
       // A long queue shows its first items and a button for more: thousands of pending items
       // would otherwise all be in the DOM.
       const shown = this._pendingShown.get(name) ?? PENDING_SHOWN;
-      for (const m of items.slice(0, shown)) {
-        queue.append(item('nba-inbox-item', messageRow(m), [pre(str(m.text))], { id: m.id, kind: str(m.kind) }));
-      }
+      const queue = queueBox(name, null, items.slice(0, shown), m => pendingItem(m, this._ctx));
       if (items.length > shown) {
         const more = el('button', 'jp-Button jp-mod-minimal jp-mod-small nba-more-pending') as HTMLButtonElement;
         more.type = 'button';
@@ -456,12 +276,7 @@ export class TimelineView {
   private _create(entry: IEntry, opened: boolean): void {
     const n = entry.node;
     if (n.type === 'turn') {
-      const box = el('details', 'nba-turn', undefined, { id: n.id, status: str(n.status) });
-      const head = el('summary', 'nba-turn-head');
-      head.append(...turnHead(n));
-      const body = el('div', 'nba-turn-body');
-      this._setWhy(body, n);
-      box.append(head, body);
+      const { box, body } = turnBox(n);
       entry.element = box;
       entry.children = body;
       if (n.omitted) {
@@ -477,31 +292,17 @@ export class TimelineView {
         this._build(entry);
       }
     } else if (n.type === 'step') {
-      const box = el('div', 'nba-step', undefined, { id: n.id });
-      box.append(el('div', 'nba-step-head', str(n.label)));
+      const box = stepBox(n);
       entry.element = box;
       entry.children = box;
       if (n.parent === null) {
         this._built.add(entry.root);
       }
     } else {
-      entry.element = leaf(n, this._ctx);
+      entry.element = paintLeaf(n, this._ctx);
       if (n.parent === null) {
         this._built.add(entry.root);
       }
-    }
-  }
-
-  /** The turn body's first child says why a turn did not complete (absent when it did). */
-  private _setWhy(body: HTMLElement, n: INode): void {
-    const old = body.firstElementChild;
-    if (old?.classList.contains('nba-why')) {
-      old.remove();
-    }
-    if (n.why) {
-      const why = el('div', 'nba-why');
-      why.append(el('b', '', 'Why:'), document.createTextNode(` ${n.why}`));
-      body.prepend(why);
     }
   }
 
@@ -529,16 +330,14 @@ export class TimelineView {
     const n = entry.node;
     const old = entry.element!;
     if (n.type === 'turn') {
-      old.dataset.status = str(n.status);
-      old.querySelector(':scope > summary')!.replaceChildren(...turnHead(n));
-      this._setWhy(entry.children!, n);
+      repaintTurn(old, entry.children, n);
       return;
     }
     if (n.type === 'step') {
-      old.querySelector(':scope > .nba-step-head')!.textContent = str(n.label);
+      paintStepHead(old.querySelector<HTMLElement>(':scope > .nba-step-head')!, n);
       return;
     }
-    const fresh = leaf(n, this._ctx);
+    const fresh = paintLeaf(n, this._ctx);
     if (fresh) {
       if (old instanceof HTMLDetailsElement && fresh instanceof HTMLDetailsElement) {
         fresh.open = old.open;

@@ -24,6 +24,11 @@ import { CanInsert } from './proposal';
 export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
 /** The class jupyterlab-manager's widget renderer puts on its node when it shows an error instead. */
 const GAVE_UP_CLASS = 'jupyter-widgets';
+/**
+ * What an nbagent widget module sets on its root once it has painted (`markPainted` of the shared
+ * painter, nbagent/widgets/painter.js): the signal that the live view is there.
+ */
+const PAINTED = '[data-nba-painted]';
 /** Above the widget view's renderer (rank -10, jupyterlab-manager), below nothing else of ours. */
 export const RANK = -20;
 
@@ -76,15 +81,14 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
     live.hide();
     this.addWidget(live);
     this._live = live;
-    // The live view appeared (the widget renderer added the view's element): show it. The widget
-    // renderer gave up (it marks its own node `jupyter-widgets` and adds no element): drop it, so
-    // its error text is nowhere in the page; the painted timeline stays. Whatever text a view
-    // holds decides nothing.
+    // The live view painted (the widget module marked its root, see PAINTED): show it. The widget
+    // renderer gave up (it marks its own node `jupyter-widgets`): drop it, so its error text is
+    // nowhere in the page; the painted timeline stays. Whatever text a view holds decides nothing.
     const settle = (): void => {
       if (live.isDisposed) {
         return;
       }
-      if (live.node.firstElementChild) {
+      if (live.node.querySelector(PAINTED)) {
         this._observer?.disconnect();
         live.show();
         this._painted.dispose(); // one timeline in the page: the live one
@@ -96,7 +100,12 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
       }
     };
     this._observer = new MutationObserver(settle);
-    this._observer.observe(live.node, { childList: true });
+    this._observer.observe(live.node, {
+      childList: true,
+      subtree: true,
+      attributes: true,
+      attributeFilter: ['data-nba-painted', 'class']
+    });
     const data = { [WIDGET_VIEW_MIME]: model.data[WIDGET_VIEW_MIME] };
     live
       .renderModel(new MimeModel({ data, metadata: model.metadata, trusted: model.trusted }))

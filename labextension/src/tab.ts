@@ -9,6 +9,7 @@ import { caretDownIcon, caretUpIcon, downloadIcon, refreshIcon } from '@jupyterl
 import { Widget } from '@lumino/widgets';
 
 import { download, fetchTimeline, fetchTranscript, fileSessions, ISession } from './api';
+import { DiffPane } from './diffpane';
 import { MarkdownFill } from './markdown';
 import { el, TimelineView } from './paint';
 
@@ -172,6 +173,13 @@ export function sessionTab(
       tooltip: 'To the newest turns (the tab follows them from there)',
       onClick: () => content.scrollToNewest()
     })
+  );
+  // A fork's turn beside its parent's (diffpane.ts); a session that is no fork says so there.
+  const diff = new DiffPane(session.file, session.id);
+  content.node.insertBefore(diff.node, content.node.children[1] ?? null);
+  widget.toolbar.addItem(
+    'diff',
+    new ToolbarButton({ label: 'Diff with parent', tooltip: 'This fork\u2019s turn beside its parent\u2019s, step by step', onClick: () => void diff.toggle() })
   );
   widget.toolbar.addItem(
     'refresh',

@@ -35,6 +35,7 @@ from jupyter_server.utils import ensure_async
 from tornado import web
 
 from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.labserver.diffs import diff_answer
 from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.sessions import TimelineCache, event_json, listing, session_files
@@ -269,6 +270,38 @@ def _bounded_transcript(path: Path, session_id: str, fmt: str) -> bytes:
     return text
 
 
+class DiffHandler(_Base):
+    """``GET …/<id>/diff?file=FILE[&turn=N][&against=ID][&against_turn=M]``: a fork's turn beside its
+    parent's (``nbagent.labserver.diffs``), both logs read under one budget."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        target = await self._resolve(self.get_argument("file"), "file")
+        turn = self._int("turn", None, 1, MAX_SEQ)
+        against_turn = self._int("against_turn", None, 1, MAX_SEQ)
+        against = self.get_argument("against", None) or None
+        body = await self._run(_bounded_diff, target.real, session_id, turn, against, against_turn)
+        self.finish(body, set_content_type="application/json")
+
+
+DIFF_EVENTS = 2 * FOLD_EVENTS
+"""Events one diff request reads at most (both sessions); a longer pair is compared in the kernel."""
+
+
+def _bounded_diff(
+    path: Path, session_id: str, turn: int | None, against: str | None, against_turn: int | None
+) -> bytes:
+    with bounded(Budget(max_events=DIFF_EVENTS, max_bytes=MAX_RESPONSE * 2)):
+        body = orjson.dumps(diff_answer(path, session_id, turn, against, against_turn))
+    if len(body) > MAX_RESPONSE:
+        raise ReadLimitError(
+            f"the diff of session {session_id} in {path} is larger than the {size_text(MAX_RESPONSE)} one "
+            "answer may hold; compare the turns in the kernel (%agent diff)"
+        )
+    return body
+
+
 SESSION_ID = r"(?P<session_id>[^/]+)"
 
 
@@ -281,4 +314,5 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (url_path_join(api, SESSION_ID, "events"), EventsHandler),
         (url_path_join(api, SESSION_ID, "timeline"), TimelineHandler),
         (url_path_join(api, SESSION_ID, "transcript"), TranscriptHandler),
+        (url_path_join(api, SESSION_ID, "diff"), DiffHandler),
     ]

@@ -149,4 +149,9 @@ def _diff(session: Any, argv: list[str]) -> None:
     diff = turn_diff(events[a], events[b], turn_a=turn_a, turn_b=turn_b, names=(a, b))
     from IPython.display import display
 
-    display({"text/plain": diff_text(diff), "text/markdown": diff_markdown(diff)}, raw=True)
+    try:  # live, painted by the shared painter (nbagent/widgets/painter.js)
+        from nbagent.widgets.diff_widget import DiffWidget
+    except ImportError:  # no anywidget: the same view model as Markdown
+        display({"text/plain": diff_text(diff), "text/markdown": diff_markdown(diff)}, raw=True)
+        return
+    display(DiffWidget(diff))

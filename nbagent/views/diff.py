@@ -46,6 +46,8 @@ class DiffMessage:
     tokens: int
     """A rough count: characters / 4, rounded up (no tokenizer is assumed)."""
     mark: Mark
+    badge: str = ""
+    """The badge's word, as the timeline shows it (``followup``, ``dataframe``…)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,8 @@ def _row(m: Message, mark: Mark, described: dict[int, DiffMessage]) -> DiffMessa
         line = label.first_line
         if m.role == "assistant" and not message_text(m).strip():  # an answer that only calls tools
             line = "→ " + ", ".join(_answer(m).tool_calls)
-        row = DiffMessage(m.id, m.role, label.kind, label.label, line, -(-len(label.text) // 4), "same")
+        tokens = -(-len(label.text) // 4)
+        row = DiffMessage(m.id, m.role, label.kind, label.label, line, tokens, "same", badge=label.badge)
         described[id(m)] = row
     return row if mark == "same" else replace(row, mark=mark)
 
@@ -250,3 +253,64 @@ def diff_markdown(d: TurnDiff) -> str:
                     f" ({m.tokens} tokens)" for m in rows]  # fmt: skip
             out += ["", f"{side} answered: {e(_answer_line(answer))}", ""]
     return "\n".join(out)
+
+
+# -- the view model as JSON (what the browser's painter paints: nbagent/widgets/painter.js) ----------
+
+DIFF_MIME = "application/vnd.nbagent.diff+json"
+MARK_WORDS = {"same": "same", "added": "added", "removed": "removed", "moved": "moved"}
+
+
+def _first_steps_by_id(steps: Sequence[StepDiff], side: str) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for s in steps:
+        for m in s.a if side == "a" else s.b:
+            first.setdefault(m.id, s.step)
+    return first
+
+
+def _row_json(m: DiffMessage, step: int, other: str, there: dict[str, int]) -> dict[str, object]:
+    mark_text = m.mark
+    if m.mark == "moved":
+        elsewhere = there.get(m.id)
+        mark_text = (
+            f"moved: step {elsewhere} in {other}"
+            if elsewhere is not None and elsewhere != step
+            else f"moved: another place in step {step} of {other}"
+        )
+    return {"id": m.id, "role": m.role, "kind": m.source, "badge": m.badge or m.source, "label": m.label,
+            "first_line": m.first_line, "tokens_text": f"≈{m.tokens:,} tok", "mark": m.mark,
+            "symbol": SYMBOL[m.mark], "mark_text": mark_text}  # fmt: skip
+
+
+def diff_json(d: TurnDiff) -> dict[str, object]:
+    """The diff as the browser paints it: every word ready-made (docs/timeline-json.md's rule)."""
+    first = {"a": _first_steps_by_id(d.steps, "a"), "b": _first_steps_by_id(d.steps, "b")}
+    steps = []
+    for s in d.steps:
+        sides = []
+        for side, other, rows, answer in (("a", "b", s.a, s.answer_a), ("b", "a", s.b, s.answer_b)):
+            sides.append({
+                "side": side,
+                "missing": answer is None and not rows,
+                "rows": [_row_json(m, s.step, other, first[other]) for m in rows],
+                "answer_text": _answer_line(answer),
+            })  # fmt: skip
+        counts = Counter(m.mark for m in (*s.a, *s.b))
+        steps.append({
+            "step": s.step,
+            "changed": s.answer_changed,
+            "changed_text": "the answer changed" if s.answer_changed else "same answer",
+            "marks_text": " · ".join(f"{counts[k]} {k}" for k in ("added", "removed", "moved") if counts[k]),
+            "sides": sides,
+        })  # fmt: skip
+    changed = sum(s.answer_changed for s in d.steps)
+    return {
+        "version": 1,
+        "a": {"session": d.session_a, "turn": d.turn_a, "title": f"a · turn {d.turn_a} of {d.session_a[:8]}"},
+        "b": {"session": d.session_b, "turn": d.turn_b, "title": f"b · turn {d.turn_b} of {d.session_b[:8]}"},
+        "summary": f"{len(d.steps)} step{'s' if len(d.steps) != 1 else ''} · "
+        f"{changed} answer{'s' if changed != 1 else ''} changed",
+        "legend": [[SYMBOL[k], k] for k in ("same", "added", "removed", "moved")],
+        "steps": steps,
+    }

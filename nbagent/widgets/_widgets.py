@@ -29,9 +29,10 @@ from nbagent.views import (
     timeline_json,
     timeline_text,
 )
+from nbagent.views.markdown_tree import AnswerTrees
+from nbagent.widgets.modules import widget_module
 
 log = logging.getLogger("nbagent.widgets")
-_HERE = Path(__file__).parent
 _CSS = Path(__file__).parents[1] / "views" / "nbagent.css"
 DELAY = 0.04
 """Seconds a burst of events (a streaming answer) is coalesced into one front-end message."""
@@ -119,12 +120,13 @@ class TimelineWidget(_AgentWidget):
     sent as custom messages, coalesced while text streams.
     """
 
-    _esm = _HERE / "timeline.js"
+    _esm = widget_module("timeline.js")
     snapshot = traitlets.Dict().tag(sync=True)
 
     def __init__(self, agent: Agent, *, delay: float = DELAY, **kwargs: Any) -> None:
         self._agent = agent
         self._timeline = Timeline()
+        self._trees = AnswerTrees()  # answers as Markdown trees (the page builds them, parses no HTML)
         self._lock = threading.Lock()
         self._batch: Coalescer[Event] = Coalescer(self._flush, delay)
         self._offs = (agent.on("event", self._on_event), self._batch.cancel)
@@ -148,7 +150,9 @@ class TimelineWidget(_AgentWidget):
         self._batch.flush_now()
         with self._lock:
             self._sent = self._timeline.seq
-            return self._timeline.snapshot()
+            snapshot = self._timeline.snapshot()
+            snapshot["nodes"] = [self._trees.node(n) for n in snapshot["nodes"]]
+            return snapshot
 
     def saved_views(self) -> dict[str, Any]:
         self._batch.flush_now()
@@ -167,7 +171,7 @@ class TimelineWidget(_AgentWidget):
     def _flush(self, events: list[Event]) -> None:
         with self._lock:
             start = self._sent
-            ops = self._timeline.feed(events)
+            ops = self._trees.patches(self._timeline.feed(events), self._timeline.nodes)
             self._sent = self._timeline.seq
         if ops:
             self.send({"type": "patch", "from": start, "to": self._sent, "ops": ops, "time": events[-1].time})
@@ -185,7 +189,7 @@ class InboxWidget(_AgentWidget):
     """Both pending queues, live; each item with its badge, label, first line, size, and a remove
     button that works while the kernel runs; an item opens to a preview of what will be sent."""
 
-    _esm = _HERE / "inbox.js"
+    _esm = widget_module("inbox.js")
     queues = traitlets.Dict().tag(sync=True)
 
     def __init__(self, agent: Agent, *, delay: float = DELAY, **kwargs: Any) -> None:
@@ -241,6 +245,9 @@ class InboxWidget(_AgentWidget):
         if content.get("type") == "hello":
             self.send({"type": "live"})
             return
+        if content.get("type") == "move":
+            self._move(content)
+            return
         if content.get("type") != "remove":
             return
         self._error = None
@@ -254,3 +261,19 @@ class InboxWidget(_AgentWidget):
         self._batch.flush_now()
         self._refresh()
         self.send({"type": "removed", "id": message_id})
+
+    def _move(self, content: dict[str, Any]) -> None:
+        """A drag or a keyboard move in the view: ``agent.inbox.move`` (SPEC §11.1)."""
+        self._error = None
+        message_id, queue, index = str(content.get("id")), content.get("queue"), content.get("index")
+        try:
+            if queue not in (NEXT_STEP, NEXT_TURN) or not isinstance(index, int) or index < 0:
+                self._error = f"could not move: {queue!r} at {index!r} is not a place in the inbox"
+            elif not self._agent.inbox.move(message_id, queue, index):
+                self._error = "that message is no longer pending (it was claimed or removed already)"
+        except Exception as exc:  # a closed session, a failed write: say so in the widget
+            log.warning("nbagent inbox move failed: %s", exc)
+            self._error = f"could not move: {exc}"
+        self._batch.flush_now()
+        self._refresh()
+        self.send({"type": "moved", "id": message_id})

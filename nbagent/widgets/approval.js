@@ -6,16 +6,12 @@
 // question is pending and the prompt is on screen, the view tells the kernel so every few seconds
 // (somebody is there to ask). A prompt whose kernel is gone (restarted, shut down: the widget
 // manager marks the view "jupyter-widgets-disconnected", or a send fails) says so and offers nothing
-// to click; it never throws. Plain ES module, no bundler.
+// to click; it never throws. Its elements come from the shared painter (painter.js, put in front
+// of this module by nbagent/widgets/modules.py).
+
+import { el as h, markPainted } from "./painter.js";
 
 const SEEN_EVERY_MS = 5000;
-
-const h = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-};
 
 function card(q, state, outcome) {
   const box = h("div", "nba-approval");
@@ -41,8 +37,9 @@ function draw(root, model, send, gone) {
   if (gone && !outcome) parts.push(h("div", "nba-approval-notice", GONE));
   if (!outcome && !gone) {
     const row = h("div", "nba-approval-buttons");
-    const button = (action, label, title, msg) => {
-      const b = h("button", null, label);
+    const button = (action, label, title, msg, cls) => {
+      const b = h("button", cls || "jp-Button jp-mod-styled", label);
+      b.type = "button";
       b.dataset.action = action;
       b.title = title;
       b.addEventListener("click", () => {
@@ -52,8 +49,8 @@ function draw(root, model, send, gone) {
       return b;
     };
     row.append(
-      button("approve", "Approve", "Run it this once", { outcome: "allowed-once" }),
-      button("deny", "Deny", "Do not run it; the model is told you declined", { outcome: "rejected" }),
+      button("approve", "Approve", "Run it this once", { outcome: "allowed-once" }, "jp-Button jp-mod-styled jp-mod-accept"),
+      button("deny", "Deny", "Do not run it; the model is told you declined", { outcome: "rejected" }, "jp-Button jp-mod-styled jp-mod-warn"),
       button("session", `Allow ${q.tool} for this session`, `Run this and every later ${q.tool} call without asking`, {
         outcome: "allowed-once",
         remember: true,
@@ -68,6 +65,7 @@ function draw(root, model, send, gone) {
   const context = h("div", "nba-approval-context");
   context.innerHTML = model.get("context_html") || ""; // nbagent's own escaped rendering of the turn
   root.replaceChildren(context, ...earlier, current);
+  markPainted(root);
 }
 
 function render({ model, el }) {

@@ -19,6 +19,7 @@ import anywidget
 import traitlets
 
 from nbagent.views.escape import escape_html as escape
+from nbagent.widgets.modules import widget_module
 
 log = logging.getLogger("nbagent.widgets")
 _HERE = Path(__file__).parent
@@ -37,7 +38,7 @@ class ApprovalWidget(anywidget.AnyWidget):
     the same cell, ``{question, state, outcome}`` each.
     """
 
-    _esm = _HERE / "approval.js"
+    _esm = widget_module("approval.js")
     _css = _HERE / "approval.css"
     question = traitlets.Dict().tag(sync=True)
     outcome = traitlets.Unicode("").tag(sync=True)

@@ -1,30 +1,13 @@
 // nbagent inbox widget: paints the inbox model (nbagent/views/inbox.py, synced state "queues"):
 // both pending queues, each item opening to a preview of what will be sent, a remove button each.
-// Plain ES module, no bundler. The default export runs once per widget model.
+// A pending item moves (agent.inbox.move, SPEC §11.1) by dragging it to another place or queue, or
+// from the keyboard: Alt+ArrowUp / Alt+ArrowDown on its row, and its button to the other queue.
+// The rows come from the shared painter (painter.js, put in front of this module by
+// nbagent/widgets/_widgets.py). The default export runs once per widget model.
 
-const h = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-};
+import { el as h, markPainted, paneHead, pendingItem, queueBox } from "./painter.js";
 
-function item(m, ui, send) {
-  const e = h("details", "nba-item nba-inbox-item");
-  e.dataset.id = m.id;
-  e.dataset.kind = m.kind;
-  const row = h("summary", "nba-row");
-  const b = h("span", "nba-badge", m.badge);
-  b.dataset.kind = m.kind;
-  b.dataset.role = m.role;
-  row.append(b);
-  if (m.label) row.append(h("span", "nba-label", m.label));
-  const line = h("span", "nba-line", m.first_line);
-  line.title = m.first_line;
-  row.append(line);
-  if (m.more_text) row.append(h("span", "nba-more", m.more_text));
-  row.append(h("span", "nba-size", m.size_text));
-  if (m.tokens_text) row.append(h("span", "nba-size", m.tokens_text)); // the context meter (SPEC §12)
+function inboxItem(m, ui, send) {
   const remove = h("button", "nba-remove", "remove");
   remove.type = "button";
   // Removing needs the kernel: the button works once the kernel has answered this view.
@@ -32,6 +15,8 @@ function item(m, ui, send) {
   remove.title = ui.live
     ? "Cancel this pending message (agent.inbox.remove)"
     : "Needs the running kernel: run the cell that shows this inbox";
+  const e = pendingItem(m, ui, [remove]);
+  const row = e.querySelector("summary");
   remove.addEventListener("click", (ev) => {
     ev.preventDefault();
     ev.stopPropagation();
@@ -41,23 +26,65 @@ function item(m, ui, send) {
     remove.disabled = true;
     send({ type: "remove", id: m.id });
   });
-  row.append(remove);
-  e.append(row);
-  e.open = ui.opened.has(m.id);
-  const fill = () => {
-    if (e.open && e.childElementCount === 1) {
-      const d = h("div", "nba-detail");
-      d.append(h("pre", null, m.text));
-      e.append(d);
-    }
-  };
-  fill();
-  e.addEventListener("toggle", () => {
-    if (e.open) ui.opened.add(m.id);
-    else ui.opened.delete(m.id);
-    fill();
+  const other = m.queue === "next-step" ? "next-turn" : "next-step";
+  const across = h("button", "nba-move", `to ${other}`);
+  across.type = "button";
+  across.disabled = !ui.live;
+  across.title = `Move to the end of ${other} (agent.inbox.move)`;
+  across.addEventListener("click", (ev) => {
+    ev.preventDefault();
+    ev.stopPropagation();
+    ui.refocus = m.id;
+    send({ type: "move", id: m.id, queue: other, index: ui.lengths[other] || 0 });
+  });
+  remove.after(across);
+  e.draggable = ui.live;
+  e.setAttribute("aria-keyshortcuts", "Alt+ArrowUp Alt+ArrowDown");
+  e.addEventListener("dragstart", (ev) => {
+    ev.dataTransfer.setData("application/x-nbagent-pending", m.id);
+    ev.dataTransfer.effectAllowed = "move";
+    ui.dragging = m.id;
+  });
+  e.addEventListener("dragend", () => {
+    ui.dragging = null;
+  });
+  row.addEventListener("keydown", (ev) => {
+    if (!ev.altKey || !ui.live || (ev.key !== "ArrowUp" && ev.key !== "ArrowDown")) return;
+    ev.preventDefault();
+    const index = ui.positions.get(m.id) + (ev.key === "ArrowUp" ? -1 : 1);
+    if (index < 0 || index >= (ui.lengths[m.queue] || 0)) return;
+    ui.refocus = m.id;
+    send({ type: "move", id: m.id, queue: m.queue, index });
   });
   return e;
+}
+
+// Where a dragged item would land in `box` (a queue): its index there, counted without it.
+function dropIndex(box, y, id) {
+  const items = [...box.querySelectorAll(":scope > .nba-inbox-item")].filter((e) => e.dataset.id !== id);
+  return items.filter((e) => {
+    const r = e.getBoundingClientRect();
+    return r.top + r.height / 2 < y;
+  }).length;
+}
+
+function dropTarget(box, ui, send) {
+  box.addEventListener("dragover", (ev) => {
+    if (!ui.dragging || !ui.live) return;
+    ev.preventDefault(); // this queue takes the drop
+    ev.dataTransfer.dropEffect = "move";
+    box.classList.add("nba-drop");
+  });
+  box.addEventListener("dragleave", () => box.classList.remove("nba-drop"));
+  box.addEventListener("drop", (ev) => {
+    box.classList.remove("nba-drop");
+    const id = ev.dataTransfer.getData("application/x-nbagent-pending") || ui.dragging;
+    if (!id || !ui.live) return;
+    ev.preventDefault();
+    ui.refocus = id;
+    send({ type: "move", id, queue: box.dataset.queue, index: dropIndex(box, ev.clientY, id) });
+  });
+  return box;
 }
 
 // Where the keyboard focus is inside the inbox: the item (by id and position) and which part.
@@ -89,34 +116,35 @@ function draw(root, state, ui, send) {
     else ui.opened.delete(e.dataset.id);
   }
   const q = state || { queues: [], pending: 0, pending_text: "0 pending", status: "idle", status_text: "" };
-  const head = h("div", "nba-head");
-  const status = h("span", "nba-pill", q.status_text);
-  status.dataset.status = q.status;
-  head.append(h("span", "nba-title", "Inbox"), h("span", "nba-muted", q.pending_text), h("span", "nba-grow"), status);
-  const parts = [head];
+  const parts = [paneHead("Inbox", q.pending_text, q.status, q.status_text)];
+  ui.positions = new Map();
+  ui.lengths = {};
   for (const queue of q.queues) {
-    const box = h("div", "nba-queue");
-    box.dataset.queue = queue.name;
-    const title = h("div", "nba-queue-name", queue.name);
-    title.title = queue.hint;
-    box.append(title);
-    if (!queue.items.length) {
-      box.classList.add("nba-queue-empty");
-      box.append(h("span", "nba-muted", "empty"));
-    }
-    for (const m of queue.items) box.append(item(m, ui, send));
-    parts.push(box);
+    ui.lengths[queue.name] = queue.items.length;
+    queue.items.forEach((m, i) => ui.positions.set(m.id, i));
+  }
+  for (const queue of q.queues) {
+    const paint = (m) => inboxItem({ ...m, queue: queue.name }, ui, send);
+    parts.push(dropTarget(queueBox(queue.name, queue.hint, queue.items, paint), ui, send));
   }
   if (q.error) parts.push(h("div", "nba-error-text", q.error));
   root.replaceChildren(...parts);
-  restoreFocus(root, place);
+  // After a move from the keyboard or a drop, the focus follows the moved item.
+  const moved = ui.refocus && root.querySelector(`.nba-inbox-item[data-id="${CSS.escape(ui.refocus)}"] > summary`);
+  if (moved) {
+    ui.refocus = null;
+    moved.focus();
+  } else restoreFocus(root, place);
   root.dataset.pending = String(q.pending);
   root.dataset.live = String(ui.live);
+  markPainted(root);
 }
 
 export default () => {
   // Per model: opened items, items being removed, whether the kernel answered, views rendered.
-  const ui = { opened: new Set(), removing: new Set(), live: false, views: 0 };
+  const ui = { opened: new Set(), removing: new Set(), live: false, views: 0, dragging: null, refocus: null };
+  ui.positions = new Map(); // pending id -> its index in its queue
+  ui.lengths = {}; // queue name -> items
   return {
     render({ model, el }) {
       const root = h("div", "nbagent nba-inbox");
@@ -134,11 +162,13 @@ export default () => {
         if (msg.type === "live") {
           ui.live = true;
           root.dataset.live = "true";
+          for (const b of root.querySelectorAll(".nba-move")) b.disabled = false;
+          for (const e of root.querySelectorAll(".nba-inbox-item")) e.draggable = true;
           for (const b of root.querySelectorAll(".nba-remove")) {
             b.disabled = ui.removing.has(b.closest(".nba-inbox-item").dataset.id);
             b.title = "Cancel this pending message (agent.inbox.remove)";
           }
-        } else if (msg.type === "removed") {
+        } else if (msg.type === "removed" || msg.type === "moved") {
           ui.removing.delete(msg.id);
           redraw();
         }

@@ -1,68 +1,14 @@
 // nbagent timeline widget: paints the timeline view model (nbagent/views/timeline.py) and applies
 // the patches the kernel sends for new events ("add" / "set" / "text"). Every word, size, outcome
 // and reason arrives ready-made in the nodes (docs/timeline-json.md): this module only paints.
-// Plain ES module, no bundler. The default export runs once per widget model: what the user
-// opened and where they scrolled live there, and survive the output being re-published.
+// The rows and items come from the shared painter (painter.js; nbagent/widgets/_widgets.py puts it
+// in front of this module, whose one import line it replaces). The default export runs once per
+// widget model: what the user opened and where they scrolled live there, and survive the output
+// being re-published.
+
+import { badge, el as h, leaf, markdownNodes, markPainted, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, stepBox, turnBox } from "./painter.js";
 
 const KEEP_OPEN = 3; // the last turns shown opened at first render (older ones start collapsed)
-
-const h = (tag, cls, text) => {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-};
-
-const badge = (kind, text, role) => {
-  const b = h("span", "nba-badge", text);
-  b.dataset.kind = kind || "unknown";
-  if (role) b.dataset.role = role;
-  return b;
-};
-
-const pill = (status, text) => {
-  const p = h("span", "nba-pill", text);
-  p.dataset.status = status;
-  return p;
-};
-
-const pre = (text) => h("pre", null, text);
-
-// The context meter (SPEC §12): a step's stacked bar by source kind, coloured like the badges
-// (their CSS variables, so dark themes follow), numbers in the tooltip and the total in words.
-// Replaces the bar already in the step head, if any (estimates arrive as a "set" on the step).
-function paintStepMeter(stepEl, n) {
-  const head = stepEl.querySelector(":scope > .nba-step-head");
-  if (!head) return;
-  head.querySelector(":scope > .nba-meter")?.remove();
-  if (!n.bar || !n.bar.length) return;
-  const meter = h("span", "nba-meter");
-  meter.style.cssText = "display:inline-flex;align-items:center;gap:6px;margin-left:6px";
-  meter.title = n.bar.map((p) => p.text).join(" · ");
-  const bar = h("span");
-  bar.style.cssText = "display:inline-flex;width:120px;height:8px;border-radius:2px;overflow:hidden;gap:1px";
-  for (const p of n.bar) {
-    const part = h("span");
-    part.dataset.part = p.kind;
-    part.title = p.text;
-    const name = p.kind === "user" ? "followup" : p.kind;
-    part.style.flexGrow = String(p.share);
-    part.style.background = /^[a-z-]+$/.test(name) ? `var(--nba-${name}, var(--nba-neutral))` : "var(--nba-neutral)";
-    bar.append(part);
-  }
-  meter.append(bar, h("span", "nba-muted", n.tokens_text || ""));
-  head.append(meter);
-}
-
-function messageRow(n) {
-  const parts = [badge(n.kind, n.badge, n.role)];
-  if (n.via) parts.push(h("span", "nba-muted", `via ${n.via}`));
-  if (n.label) parts.push(h("span", "nba-label", n.label));
-  parts.push(h("span", "nba-line", n.first_line));
-  if (n.more_text) parts.push(h("span", "nba-more", n.more_text));
-  parts.push(h("span", "nba-size", n.size_text));
-  return parts;
-}
 
 const turnsLast = (view) => {
   const top = view.kids.get(null) || [];
@@ -90,6 +36,8 @@ class TimelineView {
     this.els = new Map(); // node id -> element
     this.bodies = new Map(); // turn or step id -> element its children go into (built turns only)
     this.texts = new Map(); // answer id -> its streaming text node
+    // What the shared painter may use: opened items and raw answers (kept per model), Markdown.
+    this.ctx = { opened: ui.details, raw: ui.raw, markdown: ui.markdown, renders: ui.renders, leaves: { proposal: proposalRow } };
   }
 
   atBottom() {
@@ -135,6 +83,7 @@ class TimelineView {
     place(); // and again once the view is laid out in the page (render may run before it is attached)
     this.root.dataset.seq = String(this.seq);
     this.root.dataset.renderMs = (performance.now() - t0).toFixed(1);
+    markPainted(this.root);
     requestAnimationFrame(() => {
       place();
       this.resetting = false;
@@ -227,71 +176,44 @@ class TimelineView {
 
   refresh(n) {
     const old = this.els.get(n.id);
-    if (old && n.type === "step") return paintStepMeter(old, n);
-    if (!old || n.type === "step") return;
-    if (n.type === "turn") return this.fillTurn(old, n);
+    if (!old) return;
+    if (n.type === "step") return paintStepHead(old.querySelector(":scope > .nba-step-head"), n);
+    if (n.type === "turn") return repaintTurn(old, this.bodies.get(n.id), n);
     old.replaceWith(this.build(n));
   }
 
-  // -- building elements (the same structure and classes as the static HTML) ---------------------
+  // -- building elements (the shared painter: the same structure and classes as the static HTML) --
 
   build(n) {
-    const builder = this[`build_${n.type}`];
-    if (!builder) {
-      // A node type this version has no case for: its words as a mark, or nothing.
-      if (typeof n.text !== "string") return document.createComment(n.type);
-      const e = this.mark(n.type, n.text);
-      e.dataset.id = n.id;
-      this.els.set(n.id, e);
-      return e;
-    }
-    const e = builder.call(this, n);
+    let e;
+    if (n.type === "turn") e = this.buildTurn(n);
+    else if (n.type === "step") e = this.buildStep(n);
+    else if (n.type === "assistant") e = this.buildAnswer(n);
+    else e = leaf(n, this.ctx);
+    if (!e) return document.createComment(n.type); // a node type this version has no words for
     e.dataset.id = n.id;
     this.els.set(n.id, e);
     return e;
   }
 
-  build_turn(n) {
-    const e = h("details", "nba-turn");
-    e.append(h("summary", "nba-turn-head"));
+  buildTurn(n) {
+    const { box: e } = turnBox(n);
+    e.lastChild.remove(); // the body is built when the turn is first opened
     e.open = !!this.ui.open.get(n.id);
     e.addEventListener("toggle", () => {
       // A toggle the view made itself matches the state it recorded; any other is the user's.
       if (e.open !== !!this.ui.open.get(n.id)) this.ui.open.set(n.id, e.open ? "user" : false);
       if (e.open) this.fillBody(e, this.nodes.get(n.id));
     });
-    this.fillTurn(e, n);
     if (e.open) this.fillBody(e, n);
     return e;
-  }
-
-  fillTurn(e, n) {
-    e.dataset.status = n.status;
-    const parts = [h("span", "nba-caret"), h("b", null, `Turn ${n.turn}`), h("span", "nba-line", n.title)];
-    if (n.why !== null) parts.push(h("span", "nba-outcome", n.outcome));
-    parts.push(h("span", "nba-muted", n.steps_text));
-    if (n.duration_text) parts.push(h("span", "nba-muted", n.duration_text));
-    parts.push(pill(n.status, n.status_text));
-    e.firstChild.replaceChildren(...parts);
-    const body = this.bodies.get(n.id);
-    if (body) this.fillWhy(body, n);
-  }
-
-  fillWhy(body, n) {
-    let why = body.querySelector(":scope > .nba-why");
-    if (!n.why) return why && why.remove();
-    if (!why) {
-      why = h("div", "nba-why");
-      body.prepend(why);
-    }
-    why.replaceChildren(h("b", null, "Why: "), n.why);
   }
 
   fillBody(e, n) {
     if (this.bodies.has(n.id)) return;
     const body = h("div", "nba-turn-body");
     this.bodies.set(n.id, body);
-    this.fillWhy(body, n);
+    setWhy(body, n);
     this.buildChildren(n.id, body);
     e.append(body);
   }
@@ -302,104 +224,21 @@ class TimelineView {
     box.append(frag);
   }
 
-  build_step(n) {
-    const e = h("div", "nba-step");
-    e.append(h("div", "nba-step-head", n.label));
-    paintStepMeter(e, n);
+  buildStep(n) {
+    const e = stepBox(n);
     this.bodies.set(n.id, e);
     this.buildChildren(n.id, e);
     return e;
   }
 
-  // An item: a one-line row that opens to its details (built when first opened).
-  item(cls, n, row, detail) {
-    if (!detail) {
-      const e = h("div", "nba-item " + cls);
-      const r = h("div", "nba-row");
-      r.append(...row);
-      e.append(r);
-      return e;
-    }
-    const e = h("details", "nba-item " + cls);
-    const summary = h("summary", "nba-row");
-    summary.append(...row);
-    e.append(summary);
-    const fill = () => {
-      if (e.open && e.childElementCount === 1) {
-        const d = h("div", "nba-detail");
-        d.append(...detail());
-        e.append(d);
-      }
-    };
-    e.open = this.ui.details.has(n.id);
-    fill();
-    e.addEventListener("toggle", () => {
-      if (e.open) this.ui.details.add(n.id);
-      else this.ui.details.delete(n.id);
-      fill();
-    });
+  // A streaming answer is text whose node grows with each "text" op; a whole one is Markdown.
+  buildAnswer(n) {
+    if (!n.streaming && n.text) return leaf(n, this.ctx);
+    const e = plainAnswer(n, this.ctx);
+    const text = e.querySelector(".nba-answer-text");
+    if (!text.firstChild) text.append(document.createTextNode(""));
+    this.texts.set(n.id, text.firstChild);
     return e;
-  }
-
-  build_message(n) {
-    const e = this.item("nba-msg", n, messageRow(n), () => [pre(n.text)]);
-    e.dataset.kind = n.kind;
-    e.dataset.role = n.role;
-    return e;
-  }
-
-  build_assistant(n) {
-    const text = document.createTextNode(n.text || n.first_line);
-    const span = h("span", "nba-answer-text");
-    span.append(text);
-    const row = [badge("assistant", "assistant")];
-    if (n.outcome) row.push(h("span", "nba-outcome", n.outcome));
-    row.push(span);
-    if (n.calls_text) row.push(h("span", "nba-muted", n.calls_text));
-    const detail = n.reasoning ? () => [h("div", "nba-source", "reasoning"), pre(n.reasoning)] : null;
-    const e = this.item("nba-answer", n, row, detail);
-    this.texts.set(n.id, text);
-    e.classList.toggle("nba-streaming", !!n.streaming);
-    e.classList.toggle("nba-failed", !!n.failed);
-    return e;
-  }
-
-  build_tool(n) {
-    const row = [badge("tool", "tool"), h("b", null, n.name), h("span", "nba-tool-args", n.arguments_text)];
-    row.push(h("span", "nba-outcome", n.is_error || n.result === null ? n.outcome : "→"));
-    row.push(h("span", "nba-line", n.result_line));
-    const detail = () => {
-      const d = [h("div", "nba-source", "arguments"), pre(n.arguments)];
-      if (n.result !== null) d.push(h("div", "nba-source", n.is_error ? "error" : "result"), pre(n.result));
-      return d;
-    };
-    const e = this.item("nba-tool" + (n.is_error ? " nba-tool-error" : ""), n, row, detail);
-    e.dataset.outcome = n.outcome;
-    return e;
-  }
-
-  mark(kind, text) {
-    const e = h("div", "nba-mark", text);
-    e.dataset.mark = kind;
-    return e;
-  }
-
-  build_mark(n) {
-    return this.mark(n.mark, n.text);
-  }
-
-  build_retry(n) {
-    return this.mark("retry", n.why ? `${n.text} — ${n.why}` : n.text);
-  }
-
-  build_approval(n) {
-    const e = this.mark("approval", n.text);
-    e.dataset.outcome = n.outcome || "asked";
-    return e;
-  }
-
-  build_proposal(n) {
-    return proposalRow(n);
   }
 }
 
@@ -447,9 +286,14 @@ function proposalRow(n) {
   return box;
 }
 
+// Whole answers arrive with their Markdown as a tree of data ("md", made by the kernel with mistune:
+// nbagent/views/markdown_tree.py); the painter builds it with DOM calls and never parses HTML.
+const renders = (n) => Array.isArray(n.md);
+const markdown = (_source, host, n) => host.replaceChildren(...markdownNodes(n.md));
+
 export default () => {
   // Per model: what the user opened and where they scrolled, kept across re-rendered views.
-  const ui = { open: new Map(), details: new Set(), scrollTop: null, atBottom: true, views: 0 };
+  const ui = { open: new Map(), details: new Set(), raw: new Set(), markdown, renders, scrollTop: null, atBottom: true, views: 0 };
   return {
     render({ model, el }) {
       const view = new TimelineView(el, ui, (msg) => model.send(msg));

@@ -5,7 +5,8 @@ Paths: the live cell (the turn's view, then its HTML with the approval decided),
 prompt, the timeline and inbox widgets, ``%agent transcript``, the panel's Markdown export and
 ``nbagent transcript`` (both shown as a trusted Markdown output, the way a user would display
 them), the static HTML of saved outputs, the exported HTML page, the session tab (whose assistant answer
-is rendered as Markdown) and the sessions panel. Each payload sets ``window.__nbagent_xss`` to its id, so a failure names the payload.
+is rendered as Markdown through JupyterLab's sanitizer; the timeline widget's through a tree of data
+built with DOM calls) and the sessions panel. Each payload sets ``window.__nbagent_xss`` to its id, so a failure names the payload.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ def approval_prompt(page: Any, lab: Lab, hostile: str) -> tuple[Any, list[str]]:
 def timeline_widget(page: Any, lab: Lab, hostile: str) -> tuple[Any, list[str]]:
     out = run_to(page, lab, "timeline-widget", 3)
     root = out.locator(".jp-nbagent-output[data-view='live'] .nba-timeline")
+    # The answer (every payload) as Markdown: a tree the kernel parsed, built by the painter.
+    root.locator('.nba-answer-md[data-rendered="true"] .nba-md').wait_for()
     return root, [ALL, PROMPT, ITEMS["script"]]
 
 

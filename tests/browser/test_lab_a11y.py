@@ -170,3 +170,48 @@ def focused_item(page: Any) -> tuple[str, str | None]:
         " return [a.tagName, i ? i.querySelector('.nba-label').textContent : null]; }"
     )
     return tag, label
+
+
+def test_approve_and_deny_reach_aa_in_both_themes_as_jupyterlab_buttons(lab: Lab, page: Any) -> None:
+    """Approve and Deny are JupyterLab's accept and warn buttons; their white text reaches AA on
+    them in the light and the dark theme, at rest and under the mouse."""
+    cells = [
+        "%load_ext nbagent\nfrom nbagent.models import Response, ScriptedModel, ToolCall\n"
+        "from nbagent.notebook import current_agent\n"
+        "current_agent().set_model(ScriptedModel([Response(tool_calls=[ToolCall('run_code', {'code': 'x = 1'})]),"
+        " Response('done')]))",
+        "%followup go",
+    ]
+    errors = PageErrors().watch(page)
+    open_notebook(page, lab.lab_url(lab.write_notebook("approve-contrast", cells), "approve-contrast"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    prompt = page.locator('.nba-approval[data-state="pending"]')
+    prompt.wait_for()
+    approve, deny = (
+        prompt.locator('button[data-action="approve"]'),
+        prompt.locator('button[data-action="deny"]'),
+    )
+    assert "jp-mod-accept" in (approve.get_attribute("class") or "")
+    assert "jp-mod-warn" in (deny.get_attribute("class") or "")
+    ratios: dict[str, float] = {}
+    try:
+        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+            set_theme(page, theme)
+            page.wait_for_function(
+                "light => (getComputedStyle(document.querySelector('.jp-Notebook')).backgroundColor"
+                " === 'rgb(255, 255, 255)') === light",
+                arg="Light" in theme,
+            )
+            slug = theme.split()[-1].lower()
+            page.mouse.move(0, 0)
+            for name, button in (("approve", approve), ("deny", deny)):
+                ratios[f"{slug} {name}"] = button.evaluate(CONTRAST_JS)
+                button.hover()
+                ratios[f"{slug} {name} hovered"] = button.evaluate(CONTRAST_JS)
+                page.mouse.move(0, 0)
+            shot(page, f"a11y-approval-{slug}", prompt)
+    finally:
+        set_theme(page, "JupyterLab Light")
+    assert {k: v for k, v in ratios.items() if v < AA} == {}, ratios
+    assert errors.uncaught == [] and errors.console == [], errors

@@ -26,7 +26,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 FLAG_JS = "() => window.__nbagent_xss === undefined ? null : window.__nbagent_xss"
 HOSTILE_HTML = "<img src=x onerror=\"window.__nbagent_xss=1;document.title='pwned'\">"
-CONTROL_HTML = '<b class="nba-control">live control widget</b>'
+CONTROL_HTML = '<b class="nba-control" data-nba-painted="true">live control widget</b>'
+"""The control's live widget: its element carries the mark nbagent's widget modules set once painted
+(the renderer shows a live view on that mark, never on the words it holds)."""
 INJECTED = ".jp-OutputArea img[src='x'], .jp-OutputArea script:not([type])"
 
 
@@ -198,5 +200,28 @@ def test_an_untrusted_notebooks_saved_widget_html_never_runs_through_the_timelin
         assert page.locator(INJECTED).count() == 0
         assert page.locator("img[src='x']").count() == 0
         assert errors.uncaught == [] and errors.console == [], errors  # e.g. no failed load of `x`
+    finally:
+        page.close()
+
+
+def test_a_live_view_without_the_painted_mark_never_replaces_the_painted_timeline(
+    plain_lab: Lab, browser: Any, tmp_path: Path
+) -> None:
+    """The renderer shows a live widget when its module marks itself painted, not when the view has
+    any element (an error message, a widget that is not nbagent's): the painted timeline stays."""
+    unmarked = '<b class="nba-unmarked">a widget view with no painted mark</b>'
+    cell = control_cell(timeline_bundle(tmp_path)).replace(repr(CONTROL_HTML), repr(unmarked))
+    name = plain_lab.write_notebook("unmarked", [cell])
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    errors = PageErrors().watch(page)
+    try:
+        open_notebook(page, plain_lab.lab_url(name, "unmarked"))
+        run_cell(page, 0)
+        out = page.locator(".jp-nbagent-output")
+        out.locator(".nba-unmarked").wait_for(state="attached")  # the widget view did render, hidden
+        assert out.get_attribute("data-view") == "saved"
+        assert out.locator(".nba-turn").count() == 1 and out.locator(".nba-turn").is_visible()
+        assert not out.locator(".nba-unmarked").is_visible()
+        assert errors.uncaught == [] and errors.console == [], errors
     finally:
         page.close()

@@ -341,8 +341,13 @@ def test_a_long_timeline_opens_at_recent_turns_and_inbox_items_open_to_a_preview
     answer.click()
     text = answer.inner_text()
     assert text.count("reconcile with the ledger") == 8  # shown once, not repeated when clicked
-    style = answer.locator(".nba-answer-text").evaluate(
-        "e => [getComputedStyle(e).overflowWrap, getComputedStyle(e).wordBreak, getComputedStyle(e).whiteSpace]"
-    )
-    assert style == ["break-word", "normal", "pre-wrap"]  # lines break between words and numbers
+    style_js = "e => [getComputedStyle(e).overflowWrap, getComputedStyle(e).wordBreak, getComputedStyle(e).whiteSpace]"
+    # The answer is rendered as Markdown (whitespace collapses, as Markdown has it); lines break
+    # between words and numbers, never inside a number.
+    assert answer.locator(".nba-answer-text").evaluate(style_js) == ["break-word", "normal", "normal"]
+    answer.locator(".nba-raw-toggle").click()  # its raw text, one click away, keeps its lines
+    assert answer.get_attribute("data-show") == "raw"
+    raw = answer.locator(".nba-answer-raw")
+    assert raw.inner_text().count("reconcile with the ledger") == 8
+    assert raw.evaluate(style_js)[1:] == ["normal", "pre-wrap"]
     shot(page, "14-long-timeline-700px")

@@ -70,6 +70,11 @@ def test_an_injected_dataframe_waits_in_the_inbox_then_reaches_the_model_before_
     run_cell(page, 0)
     inbox = page.locator(".nba-inbox")
     inbox.wait_for()
+    # The module the browser runs is the widget's file with the shared painter in front: its
+    # painted mark is set by the painter's code, and the lab extension shows the live view on it.
+    live = page.locator('.jp-nbagent-output[data-view="live"]')
+    live.locator('.nba-inbox[data-nba-painted="true"]').wait_for()
+    live.locator('.nba-timeline[data-nba-painted="true"]').wait_for()
     run_cell(page, 1)
     item = inbox.locator('[data-queue="next-step"] .nba-inbox-item')
     item.wait_for()

@@ -1,0 +1,40 @@
+"""``%agent diff`` live in the notebook: the turn diff's view model painted by the shared painter.
+
+The output also carries the diff as text and Markdown (``nbagent.views.diff``), for a notebook read
+without the widget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from nbagent.views.diff import TurnDiff, diff_json, diff_markdown, diff_text
+from nbagent.widgets.modules import widget_module
+
+
+class DiffWidget(anywidget.AnyWidget):
+    """Two turns, step by step: each request's messages marked same / added / removed / moved, with
+    their source badges, and whether each step's answer changed."""
+
+    _esm = widget_module("diff.js")
+    _css = Path(__file__).parents[1] / "views" / "nbagent.css"
+    diff = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, d: TurnDiff, **kwargs: Any) -> None:
+        self._turn_diff = d
+        super().__init__(diff=diff_json(d), **kwargs)
+
+    def __repr__(self) -> str:
+        return diff_text(self._turn_diff)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
+        if data is None:
+            return bundle
+        saved = {"text/plain": diff_text(self._turn_diff), "text/markdown": diff_markdown(self._turn_diff)}
+        return {**data, **saved}, meta

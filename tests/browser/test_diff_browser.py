@@ -1,0 +1,113 @@
+"""``%agent diff`` live in the notebook, painted by the shared painter (nbagent/widgets/painter.js):
+the what-if tutorial's fork and replay, where a note that arrived one step late is moved a step
+earlier, shows the moved note with the step it is in on the other side, the changed answer, and the
+parent's extra step as removed (turns of different lengths)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Lab, shot
+from fork_story import write_fork
+from notebook_page import open_notebook, run_cell
+from page_errors import PageErrors
+
+pytestmark = pytest.mark.browser
+
+TUTORIAL = Path(__file__).resolve().parents[2] / "notebooks" / "what-if.ipynb"
+READ_DIFF_JS = """root => [...root.querySelectorAll('.nba-diff-step')].map(s => ({
+  step: Number(s.dataset.step),
+  changed: s.dataset.changed,
+  head: s.querySelector('.nba-diff-step-head').textContent,
+  sides: [...s.querySelectorAll(':scope .nba-diff-side')].map(side => ({
+    side: side.dataset.side,
+    missing: side.dataset.missing === 'true',
+    marked: [...side.querySelectorAll(':scope > .nba-diff-msg:not([data-mark="same"])')].map(m => [
+      m.dataset.mark, m.querySelector('.nba-badge').textContent, m.querySelector('.nba-line').textContent,
+      m.querySelector('.nba-diff-where')?.textContent ?? null]),
+    folded: [...side.querySelectorAll(':scope > .nba-diff-same')].map(f => Number(f.dataset.count)),
+    answer: side.querySelector('.nba-diff-answer .nba-line')?.textContent ?? null,
+  })),
+}))"""
+
+
+def code_cells() -> list[str]:
+    nb = json.loads(TUTORIAL.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def test_agent_diff_paints_the_moved_note_and_the_changed_answers_side_by_side(lab: Lab, page: Any) -> None:
+    cells = code_cells()
+    assert cells[-1] == "%agent diff 1 1"
+    errors = PageErrors().watch(page)
+    open_notebook(page, lab.lab_url(lab.write_notebook("what-if", cells), "what-if"))
+    for i in range(len(cells)):
+        run_cell(page, i)
+    out = page.locator(".jp-Notebook .jp-Cell").nth(len(cells) - 1).locator(".jp-OutputArea")
+    diff = out.locator('.nba-diff[data-nba-painted="true"]')
+    diff.wait_for()
+    steps = diff.evaluate(READ_DIFF_JS)
+    shot(page, "diff-01-widget", out)
+
+    assert [s["step"] for s in steps] == [1, 2, 3]
+    one, two, three = steps
+    # Step 1: the same request and answer on both sides.
+    assert [side["marked"] for side in one["sides"]] == [[], []]
+    assert one["changed"] == "false" and "same answer" in one["head"]
+    # Step 2: the fork got the note here, the parent a step later (its step 3): moved, and where to.
+    (a2, b2) = two["sides"]
+    assert a2["marked"] == []
+    assert b2["marked"] == [["moved", "note", "prices are in EUR", "moved: step 3 in a"]]
+    assert (two["changed"], a2["answer"], b2["answer"]) == (
+        "true",
+        "The total is 120 USD (I assumed dollars).",
+        "The total is 120 EUR.",
+    )
+    assert "the answer changed" in two["head"] and "1 moved" in two["head"]
+    # Step 3: only the parent has one (turns of different lengths): its request is all removed.
+    (a3, b3) = three["sides"]
+    assert b3["missing"] is True and a3["missing"] is False
+    assert [m[0] for m in a3["marked"]] == ["removed"] * 5 and a3["answer"] == "Noted."
+    assert "5 removed" in three["head"]
+    # Every unmarked row is the same on both sides: a run of them folds into one line that opens.
+    assert a2["folded"] == b2["folded"] == [3]
+    fold = diff.locator('.nba-diff-step[data-step="2"] .nba-diff-side[data-side="b"] .nba-diff-same')
+    fold.locator("summary").click()
+    assert fold.locator(".nba-diff-msg").count() == 3
+    assert errors.uncaught == [] and errors.console == [], errors
+
+
+def test_a_forks_session_tab_shows_the_diff_with_its_parent_and_picks_turns(lab: Lab, page: Any) -> None:
+    parent, fork = write_fork(lab.root / "fork.nbagent.sqlite")
+    errors = PageErrors().watch(page)
+    open_notebook(page, lab.lab_url(lab.write_notebook("tab-diff", []), "tab-diff"))
+    for sid in (fork, parent):
+        page.evaluate(
+            "([file, id]) => window.jupyterapp.commands.execute('nbagent:open-session', {file, id})",
+            ["fork.nbagent.sqlite", sid],
+        )
+    tabs = {sid: page.locator(f".jp-nbagent-session#nbagent-session-{sid}") for sid in (fork, parent)}
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('nbagent-session-{fork}')")
+    tab = tabs[fork]
+    tab.locator(".jp-nbagent-tab .nba-turn").first.wait_for()
+    tab.get_by_role("button", name="Diff with parent").click()
+    pane = tab.locator('.jp-nbagent-diff[data-state="ok"]')
+    pane.locator('.nba-diff[data-nba-painted="true"]').wait_for()
+    steps = pane.locator(".nba-diff").evaluate(READ_DIFF_JS)
+    shot(page, "diff-02-session-tab", tab)
+    assert [s["step"] for s in steps] == [1, 2, 3]
+    assert steps[1]["sides"][1]["marked"] == [["moved", "note", "prices are in EUR", "moved: step 3 in a"]]
+    assert steps[2]["sides"][1]["missing"] is True
+    # The pickers name each side's turns; the parent (a) has one turn, as does the fork (b).
+    assert pane.locator('select[data-side="a"] option').all_inner_texts() == ["turn 1"]
+    assert pane.locator('select[data-side="b"]').input_value() == "1"
+    # The parent is no fork: its tab says so where the diff would be, naming the way to make one.
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('nbagent-session-{parent}')")
+    tabs[parent].get_by_role("button", name="Diff with parent").click()
+    refused = tabs[parent].locator('.jp-nbagent-diff[data-state="none"]')
+    refused.wait_for()
+    assert "is not a fork" in refused.inner_text() and "%agent fork" in refused.inner_text()
+    assert errors.uncaught == [] and errors.console == [], errors
