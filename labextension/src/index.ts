@@ -11,7 +11,7 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -23,7 +23,7 @@ import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
 import { RANK, timelineFactory } from './renderer';
 import { watchSavedState } from './savedstate';
-import { sessionTab } from './tab';
+import { SessionTimeline, sessionTab } from './tab';
 
 import '../style/index.css';
 
@@ -76,6 +76,14 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const markdown = markdownFill(rendermime);
     const { commands, shell } = app;
+    // Open session tabs are tracked, and restored after a page reload by running the open
+    // command again with the file (a path relative to the server root) and the session id.
+    const tracker = new WidgetTracker<MainAreaWidget<SessionTimeline>>({ namespace: 'nbagent-session' });
+    void restorer?.restore(tracker, {
+      command: COMMANDS.open,
+      args: w => ({ file: w.content.session.file, id: w.content.session.id, label: w.content.session.label }),
+      name: w => `${w.content.session.file}:${w.content.session.id}`
+    });
     const open = (s: Pick<ISession, 'file' | 'id' | 'label'>): void => {
       void commands.execute(COMMANDS.open, { file: s.file, id: s.id, label: s.label });
     };
@@ -95,6 +103,12 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
           }
         }
         const tab = sessionTab(session, markdown);
+        const relabel = tab.content.onLabel;
+        tab.content.onLabel = label => {
+          relabel?.(label);
+          void tracker.save(tab); // a restored tab comes back with its new label
+        };
+        void tracker.add(tab);
         shell.add(tab, 'main');
         shell.activateById(tab.id);
         return tab;
