@@ -40,6 +40,30 @@ def write_session(
         return pool.submit(asyncio.run, _write(path, prompts, context, title)).result()
 
 
+async def _family(path: Path) -> tuple[str, str]:
+    import nbagent
+    from nbagent.models import ScriptedModel
+
+    parent = nbagent.open_session(path, model=ScriptedModel(["first answer", "second answer", "third"]))
+    for prompt in ("Where do sales come from?", "And returns?", "And refunds?"):
+        await parent.run(prompt)
+    sid = parent.session_id
+    await parent.close()
+    model = ScriptedModel(["a different second answer", "by region"])
+    child = nbagent.fork_session(path, sid, before_turn=2, model=model)
+    await child.run("And returns, by region?")  # after the carried-over "And returns?"
+    cid = child.session_id
+    await child.close()
+    return sid, cid
+
+
+def write_family(path: Path) -> tuple[str, str]:
+    """A parent session of three turns and its fork before turn 2 (two turns of its own), in
+    ``path``. Returns (parent id, fork id)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _family(path)).result()
+
+
 WRITER = """
 import asyncio, sys
 import nbagent

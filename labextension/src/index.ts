@@ -102,7 +102,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
             return w;
           }
         }
-        const tab = sessionTab(session, markdown);
+        const tab = sessionTab(session, markdown, open);
         const relabel = tab.content.onLabel;
         tab.content.onLabel = label => {
           relabel?.(label);

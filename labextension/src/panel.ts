@@ -11,6 +11,50 @@ import { Widget } from '@lumino/widgets';
 import { ago, download, fetchTranscript, ISession, IUnreadable, Listing, listSessions } from './api';
 import { el } from './paint';
 
+/** A session as the listing gives it, with the session it was forked from (in the same file). */
+export type ISessionRow = ISession & { parent?: string | null };
+
+/** A session and the sessions forked from it, in the order of the listing. */
+export interface ISessionNode {
+  session: ISessionRow;
+  forks: ISessionNode[];
+}
+
+/**
+ * The listing as a forest: a fork whose parent is a session of the same file goes under its parent
+ * (forks of forks under theirs); the others, and unreadable files, stay in the listing's order.
+ */
+export function nestForks(rows: Listing): (ISessionNode | IUnreadable)[] {
+  const nodes = new Map<string, ISessionNode>();
+  const key = (file: string, id: string): string => `${file}\n${id}`;
+  for (const r of rows) {
+    if (!('error' in r)) {
+      nodes.set(key(r.file, r.id), { session: r, forks: [] });
+    }
+  }
+  const out: (ISessionNode | IUnreadable)[] = [];
+  for (const r of rows) {
+    if ('error' in r) {
+      out.push(r);
+      continue;
+    }
+    const node = nodes.get(key(r.file, r.id))!;
+    const parentId = (r as ISessionRow).parent;
+    const parent = parentId ? nodes.get(key(r.file, parentId)) : undefined;
+    if (parent && !isAncestor(node, parent)) {
+      parent.forks.push(node);
+    } else {
+      out.push(node);
+    }
+  }
+  return out;
+}
+
+/** Whether `node` is `other` or holds it among its forks (a cycle in damaged metadata). */
+function isAncestor(node: ISessionNode, other: ISessionNode): boolean {
+  return node === other || node.forks.some(f => isAncestor(f, other));
+}
+
 export interface ISessionsPanelOptions {
   /** Open a session's timeline tab. */
   open: (session: ISession) => void;
@@ -151,7 +195,7 @@ export class SessionsPanel extends Widget {
 
   private _paint(rows: Listing): void {
     this._folderLine.textContent = `/${this._folder}`;
-    const items = rows.map(r => ('error' in r ? this._unreadable(r) : this._row(r)));
+    const items = nestForks(rows).map(r => ('error' in r ? this._unreadable(r) : this._tree(r)));
     const focus = this._focused();
     this._list.replaceChildren(...items);
     this._refocus(focus);
@@ -186,12 +230,25 @@ export class SessionsPanel extends Widget {
     target?.focus();
   }
 
-  private _row(s: ISession): HTMLElement {
+  /** A session's row with its forks' rows nested under it (a list in the row). */
+  private _tree(node: ISessionNode): HTMLElement {
+    const li = this._row(node.session);
+    if (node.forks.length) {
+      const forks = el('ul', 'jp-nbagent-forks');
+      forks.setAttribute('aria-label', `forks of ${node.session.label}`);
+      forks.append(...node.forks.map(f => this._tree(f)));
+      li.append(forks);
+    }
+    return li;
+  }
+
+  private _row(s: ISessionRow): HTMLElement {
     const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
     li.tabIndex = 0;
     li.title = `${s.label}\n${s.file} · session ${s.id}\nDouble-click or Enter to open the timeline`;
     const label = el('div', 'jp-nbagent-row-label', s.label);
     const facts = [
+      ...(s.parent ? ['fork'] : []),
       `${s.turns} turn${s.turns === 1 ? '' : 's'}`,
       `${s.events} event${s.events === 1 ? '' : 's'}`,
       s.model ?? 'no model',
@@ -208,7 +265,10 @@ export class SessionsPanel extends Widget {
     );
     actions.append(open, exportButton);
     li.append(label, meta, file, actions);
-    li.addEventListener('dblclick', () => this._open(s));
+    li.addEventListener('dblclick', e => {
+      e.stopPropagation(); // a fork's row lies inside its parent's
+      this._open(s);
+    });
     li.addEventListener('keydown', e => {
       // Enter on the row itself opens; Enter on one of its buttons is that button's own click.
       if (e.key === 'Enter' && e.target === li) {

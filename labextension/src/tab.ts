@@ -10,7 +10,9 @@ import { Widget } from '@lumino/widgets';
 
 import { download, fetchTimeline, fetchTranscript, fileSessions, ISession } from './api';
 import { MarkdownFill } from './markdown';
-import { el, TimelineView } from './paint';
+import { el, IBundle, INode, TimelineView } from './paint';
+
+type SessionRef = Pick<ISession, 'file' | 'id' | 'label'>;
 
 /** How often a visible tab asks whether the session grew, and a hidden one. */
 export const FOLLOW_MS = 1000;
@@ -22,16 +24,20 @@ const AT_END_PX = 32;
 
 export class SessionTimeline extends Widget {
   constructor(
-    public session: Pick<ISession, 'file' | 'id' | 'label'>,
-    markdown: MarkdownFill | null = null
+    public session: SessionRef,
+    markdown: MarkdownFill | null = null,
+    openSession: ((session: SessionRef) => void) | null = null
   ) {
     super();
+    this._openSession = openSession;
     this._view = new TimelineView({ note: 'read-only', markdown });
     this.addClass('jp-nbagent-tab');
     this.node.dataset.file = session.file;
     this.node.dataset.session = session.id;
     this._status = el('div', 'jp-nbagent-tab-status', 'loading…');
-    this.node.append(this._status, this._view.node);
+    this._fork = el('div', 'jp-nbagent-tab-fork');
+    this._fork.hidden = true;
+    this.node.append(this._status, this._fork, this._view.node);
     // Like a log viewer: open at the newest turns and keep following them while the view is at
     // the end; scrolled up, it stays where the user put it.
     this.node.addEventListener('scroll', () => {
@@ -66,6 +72,7 @@ export class SessionTimeline extends Widget {
           this.scrollToNewest();
         }
         void this._relabel();
+        void this._paintFork(bundle);
       }
       this._status.textContent = `${this.session.file} · following · checked ${new Date().toLocaleTimeString()}`;
       this._status.dataset.state = 'ok';
@@ -84,6 +91,23 @@ export class SessionTimeline extends Widget {
 
   scrollToTop(): void {
     this.node.scrollTop = 0;
+  }
+
+  /**
+   * A fork's tab says "forked from «parent» before turn N" above its timeline, the parent a link
+   * that opens the parent's tab (when the parent is a session of the same file).
+   */
+  private async _paintFork(bundle: IBundle): Promise<void> {
+    const forked = bundle.nodes.find(n => n.type === 'forked' && n.parent === null);
+    if (!forked || this._fork.dataset.parent === String(forked.parent_session)) {
+      return;
+    }
+    const parentId = String(forked.parent_session);
+    const rows = await fileSessions(this.session.file).catch(() => []);
+    const parent = rows.find(r => 'id' in r && r.id === parentId) as ISession | undefined;
+    this._fork.replaceChildren(...forkLine(forked, parent, () => parent && this._openSession?.(parent)));
+    this._fork.dataset.parent = parentId;
+    this._fork.hidden = false;
   }
 
   /** A session opened before its first prompt learns its label once the log has grown. */
@@ -129,6 +153,8 @@ export class SessionTimeline extends Widget {
     });
   }
 
+  private _openSession: ((session: SessionRef) => void) | null;
+  private _fork: HTMLElement;
   private _view: TimelineView;
   private _status: HTMLElement;
   private _timer = 0;
@@ -136,11 +162,26 @@ export class SessionTimeline extends Widget {
   private _resize: ResizeObserver;
 }
 
+/** The words of a fork's line: where it was forked, the parent a link when it is in this file. */
+function forkLine(forked: INode, parent: ISession | undefined, open: () => void): (HTMLElement | string)[] {
+  const where = forked.turn !== null && forked.turn !== undefined ? `before turn ${forked.turn}` : `at seq ${forked.at}`;
+  const id = String(forked.parent_session);
+  if (!parent) {
+    return [`forked from session ${id} ${where} (not in this file)`];
+  }
+  const link = el('button', 'jp-nbagent-link', parent.label, { session: id }) as HTMLButtonElement;
+  link.type = 'button';
+  link.title = `Open the timeline of ${parent.label} (session ${id})`;
+  link.addEventListener('click', open);
+  return ['forked from ', link, ` ${where}`];
+}
+
 export function sessionTab(
-  session: Pick<ISession, 'file' | 'id' | 'label'>,
-  markdown: MarkdownFill | null = null
+  session: SessionRef,
+  markdown: MarkdownFill | null = null,
+  openSession: ((session: SessionRef) => void) | null = null
 ): MainAreaWidget<SessionTimeline> {
-  const content = new SessionTimeline(session, markdown);
+  const content = new SessionTimeline(session, markdown, openSession);
   const widget = new MainAreaWidget({ content });
   widget.id = `nbagent-session-${session.id}`;
   const setLabel = (label: string): void => {
