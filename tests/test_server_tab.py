@@ -13,9 +13,12 @@ import pytest
 pytest.importorskip("jupyter_server")
 pytest.importorskip("pytest_jupyter")
 
-from lab_sessions import write_family
+from lab_sessions import write_family, write_synthetic
 from pytest_jupyter.jupyter_server import *  # noqa: F403
 from tornado.httpclient import HTTPClientError
+
+import nbagent
+import nbagent.views
 
 API = ("nbagent", "api", "sessions")
 
@@ -48,3 +51,76 @@ def test_the_listing_names_the_parent_of_a_fork(jp_root_dir: Path, get: Any) -> 
     status, rows = get(*API, path="")
     assert status == 200
     assert {r["id"]: r["parent"] for r in rows} == {parent: None, child: parent}
+
+
+def full_fold(path: Path, sid: str) -> dict[str, Any]:
+    return nbagent.views.timeline_json(nbagent.read_events(path, sid), max_text=None)
+
+
+def turns_of(nodes: list[dict[str, Any]], first: int, last: int) -> list[dict[str, Any]]:
+    """The nodes of turns ``first..last`` (their subtrees, in log order), ``cut`` flags dropped."""
+    keep: set[str] = set()
+    out = []
+    for n in nodes:
+        inside = n["type"] == "turn" and n["parent"] is None and first <= n["turn"] <= last
+        if inside or n["parent"] in keep:
+            keep.add(n["id"])
+            out.append({k: v for k, v in n.items() if k != "cut"})
+    return out
+
+
+def window(get: Any, path: Path, sid: str, **params: Any) -> dict[str, Any]:
+    status, bundle = get(*API, sid, "timeline", file=path.name, **params)
+    assert status == 200, bundle
+    return bundle
+
+
+def test_a_window_holds_the_newest_turns_as_the_whole_fold_shows_them(jp_root_dir: Path, get: Any) -> None:
+    path = jp_root_dir / "long.nbagent.sqlite"
+    sid, events = write_synthetic(path, 300, pending=40)
+    whole = full_fold(path, sid)
+    bundle = window(get, path, sid, window=20)
+    assert (bundle["first_turn"], bundle["seq"], bundle["log_seq"]) == (281, events, events)
+    assert bundle["summary"] == whole["summary"] == f"300 turns · {events} events"
+    assert turns_of(bundle["nodes"], 281, 300) == turns_of(whole["nodes"], 281, 300)
+    assert [n["id"] for n in bundle["nodes"] if n["parent"] is None] == [f"turn-{t}" for t in range(281, 301)]
+    assert bundle["pending"] == whole["pending"] and len(bundle["pending"]["next_step"]) == 40
+    assert bundle["usage"] is None  # folded from mid-log: no session totals
+    assert get(*API, sid, "timeline", file=path.name, window=20, known=events)[0] == 204
+
+    page = window(get, path, sid, window=20, before=281)
+    assert page["first_turn"] == 261 and page["pending"] == {"next_step": [], "next_turn": []}
+    assert turns_of(page["nodes"], 261, 280) == turns_of(whole["nodes"], 261, 280) == page["nodes"]
+    first = window(get, path, sid, window=20, before=11)
+    assert first["first_turn"] == 1 and turns_of(first["nodes"], 1, 10) == first["nodes"]
+    assert [n["turn"] for n in first["nodes"] if n["type"] == "turn"] == list(range(1, 11))
+    assert get(*API, sid, "timeline", file=path.name, window=20, before=301)[0] == 404
+
+
+def test_a_followed_window_grows_with_new_turns_and_a_long_tail_is_folded_over_polls(
+    jp_root_dir: Path, get: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nbagent.labserver import handlers
+
+    path = jp_root_dir / "queue.nbagent.sqlite"
+    sid, events = write_synthetic(path, 30, pending=2500)
+    monkeypatch.setattr(handlers, "FOLD_EVENTS", 1000)
+    bundle = window(get, path, sid, window=5)
+    assert bundle["first_turn"] == 26 and bundle["seq"] < bundle["log_seq"] == events
+    polls = 1
+    while bundle["seq"] < bundle["log_seq"]:
+        bundle = window(get, path, sid, window=5, known=bundle["seq"])
+        polls += 1
+    assert polls >= 3 and bundle["seq"] == events
+    whole = full_fold(path, sid)
+    assert bundle["pending"] == whole["pending"]
+    assert turns_of(bundle["nodes"], 26, 30) == turns_of(whole["nodes"], 26, 30)
+
+
+def test_a_fork_s_window_keeps_its_lineage_however_long_the_prefix(jp_root_dir: Path, get: Any) -> None:
+    path = jp_root_dir / "what-if.nbagent.sqlite"
+    parent, child = write_family(path)
+    bundle = window(get, path, child, window=1)
+    assert bundle["first_turn"] == 3
+    forked = [n for n in bundle["nodes"] if n["type"] == "forked"]
+    assert [(n["parent_session"], n["turn"]) for n in forked] == [(parent, 2)]

@@ -2,15 +2,21 @@
  * A session's timeline in a main-area tab: read-only, painted by the same painter as saved outputs,
  * and following the session while another kernel writes it (it asks for a new bundle only when the
  * log has grown: the server answers 204 otherwise).
+ *
+ * However long the session, the tab asks for its newest turns only (a window, which the server
+ * folds without reading the whole log) and paints earlier turns a page at a time, on demand
+ * ("Show earlier turns"), so the DOM holds what the user asked to see. While the server is still
+ * folding a long tail (the bundle's `seq` behind the log's `log_seq`), the tab asks again at once.
  */
 
 import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
 import { caretDownIcon, caretUpIcon, downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { download, fetchTimeline, fetchTranscript, fileSessions, ISession } from './api';
+import { download, fetchTranscript, fileSessions, ISession } from './api';
 import { MarkdownFill } from './markdown';
 import { el, IBundle, INode, TimelineView } from './paint';
+import { fetchWindow, IWindowBundle } from './windows';
 
 type SessionRef = Pick<ISession, 'file' | 'id' | 'label'>;
 
@@ -19,6 +25,9 @@ export const FOLLOW_MS = 1000;
 export const HIDDEN_MS = 5000;
 /** The label of a session with no title and no prompt (the server's words). */
 export const NO_PROMPT = '(no prompt yet)';
+/** Turns a tab asks for first (the newest), and per "Show earlier turns". */
+export const WINDOW_TURNS = 20;
+export const PAGE_TURNS = 20;
 /** How close to the end (px) still counts as "at the newest turns", so the tab keeps following. */
 const AT_END_PX = 32;
 
@@ -30,7 +39,13 @@ export class SessionTimeline extends Widget {
   ) {
     super();
     this._openSession = openSession;
+    this._markdown = markdown;
     this._view = new TimelineView({ note: 'read-only', markdown });
+    this._earlier = el('button', 'jp-Button jp-mod-styled jp-mod-small jp-nbagent-earlier') as HTMLButtonElement;
+    this._earlier.type = 'button';
+    this._earlier.hidden = true;
+    this._earlier.addEventListener('click', () => void this.showEarlier());
+    this._view.node.insertBefore(this._earlier, this._view.node.querySelector(':scope > .nba-scroll'));
     this.addClass('jp-nbagent-tab');
     this.node.dataset.file = session.file;
     this.node.dataset.session = session.id;
@@ -61,21 +76,19 @@ export class SessionTimeline extends Widget {
   async refresh(): Promise<void> {
     try {
       const known = this._view.bundle?.seq;
-      const bundle = await fetchTimeline(this.session.file, this.session.id, known);
+      const bundle = await fetchWindow(this.session.file, this.session.id, { window: WINDOW_TURNS, known });
       if (this.isDisposed) {
         return;
       }
       if (bundle) {
-        this._view.render(bundle);
-        this.node.dataset.seq = String(bundle.seq);
-        if (this._stick) {
-          this.scrollToNewest();
-        }
-        void this._relabel();
-        void this._paintFork(bundle);
+        this._paintWindow(bundle);
       }
-      this._status.textContent = `${this.session.file} · following · checked ${new Date().toLocaleTimeString()}`;
-      this._status.dataset.state = 'ok';
+      const seq = this._view.bundle?.seq ?? 0;
+      this._lagging = bundle !== null && bundle.seq < bundle.log_seq;
+      this._status.textContent = this._lagging
+        ? `${this.session.file} · reading the log: ${seq.toLocaleString()} of ${bundle!.log_seq.toLocaleString()} events…`
+        : `${this.session.file} · following · checked ${new Date().toLocaleTimeString()}`;
+      this._status.dataset.state = this._lagging ? 'reading' : 'ok';
     } catch (error) {
       this._status.textContent = `${this.session.file}: ${(error as Error).message}`;
       this._status.dataset.state = 'error';
@@ -91,6 +104,75 @@ export class SessionTimeline extends Widget {
 
   scrollToTop(): void {
     this.node.scrollTop = 0;
+  }
+
+  /** Paint the newest turns' window (a window that moved starts the earlier pages afresh). */
+  private _paintWindow(bundle: IWindowBundle): void {
+    if (bundle.first_turn !== this._windowFrom) {
+      this._pages.forEach(p => p.remove());
+      this._pages = [];
+      this._windowFrom = this._shownFrom = bundle.first_turn;
+    }
+    this._view.render(bundle);
+    this.node.dataset.seq = String(bundle.seq);
+    this.node.dataset.logSeq = String(bundle.log_seq);
+    this._updateEarlier();
+    if (this._stick) {
+      this.scrollToNewest();
+    }
+    void this._relabel();
+    void this._paintFork(bundle);
+  }
+
+  /** Paint the page of turns before the earliest shown, above it, keeping the view where it was. */
+  async showEarlier(): Promise<void> {
+    const before = this._shownFrom;
+    if (before <= 1 || this._loadingEarlier) {
+      return;
+    }
+    this._loadingEarlier = true;
+    this._earlier.disabled = true;
+    try {
+      const page = await fetchWindow(this.session.file, this.session.id, { window: PAGE_TURNS, before });
+      if (!page || this.isDisposed || before !== this._shownFrom) {
+        return;
+      }
+      const view = new TimelineView({ markdown: this._markdown });
+      view.render(page);
+      // A page's turns start closed (the painter opens a bundle's last ones): their bodies are
+      // built when opened.
+      view.node.querySelectorAll<HTMLDetailsElement>('details.nba-turn[open]').forEach(d => (d.open = false));
+      const turns = view.node.querySelector<HTMLElement>(':scope > .nba-scroll')!;
+      turns.classList.add('jp-nbagent-page');
+      turns.dataset.from = String(page.first_turn);
+      const anchor = this._earlier.nextElementSibling as HTMLElement | null;
+      const top = anchor?.getBoundingClientRect().top ?? 0;
+      this._earlier.after(turns);
+      this._pages.push(turns);
+      if (anchor) {
+        this.node.scrollTop += anchor.getBoundingClientRect().top - top;
+      }
+      this._shownFrom = page.first_turn;
+      this._status.dataset.state = 'ok';
+    } catch (error) {
+      this._status.textContent = `${this.session.file}: ${(error as Error).message}`;
+      this._status.dataset.state = 'error';
+    } finally {
+      this._loadingEarlier = false;
+      this._earlier.disabled = false;
+      this._updateEarlier();
+      if (this._earlier.hidden && document.activeElement === document.body) {
+        this._earlier.nextElementSibling?.querySelector<HTMLElement>('summary')?.focus();
+      }
+    }
+  }
+
+  private _updateEarlier(): void {
+    const count = Math.max(0, this._shownFrom - 1);
+    this._earlier.hidden = count === 0;
+    this.node.dataset.earlier = String(count);
+    const page = Math.min(PAGE_TURNS, count);
+    this._earlier.textContent = `Show ${page} earlier turn${page === 1 ? '' : 's'} (${count.toLocaleString()} before turn ${this._shownFrom})`;
   }
 
   /**
@@ -148,11 +230,20 @@ export class SessionTimeline extends Widget {
     window.clearTimeout(this._timer);
     void this.refresh().then(() => {
       if (this.isAttached && !this.isDisposed) {
-        this._timer = window.setTimeout(() => this._follow(), this.isVisible ? FOLLOW_MS : HIDDEN_MS);
+        const wait = this._lagging ? 0 : this.isVisible ? FOLLOW_MS : HIDDEN_MS;
+        this._timer = window.setTimeout(() => this._follow(), wait);
       }
     });
   }
 
+  private _markdown: MarkdownFill | null;
+  private _earlier: HTMLButtonElement;
+  private _pages: HTMLElement[] = [];
+  /** The first turn of the newest window, and of everything shown (earlier pages included). */
+  private _windowFrom = 0;
+  private _shownFrom = 0;
+  private _loadingEarlier = false;
+  private _lagging = false;
   private _openSession: ((session: SessionRef) => void) | null;
   private _fork: HTMLElement;
   private _view: TimelineView;
