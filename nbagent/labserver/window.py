@@ -34,8 +34,6 @@ QUIET_PAGE = 2_000
 """Rows read per step of the backward search for a quiet point."""
 QUIET_ROWS = 200_000
 """Rows searched back at most; past them the fold starts at the beginning of the log."""
-INDEX_BUDGET = Budget(max_bytes=256 << 20)
-"""What reading the turns' starts may read (one small record per turn)."""
 
 
 @dataclass
@@ -53,11 +51,28 @@ class Window:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def turn_starts(store: SessionStore, session_id: str, *, stop: int | None = None) -> list[tuple[int, int]]:
-    """Every ``(turn, seq of its turn/start)`` before ``stop``, in log order (from the type index)."""
-    with bounded(Budget(max_bytes=INDEX_BUDGET.max_bytes)):
-        events = store.events(session_id, stop=stop, types=[TURN_START])
-    return [(int(ev.data.get("turn", 0)), ev.seq) for ev in events]
+def turn_start(store: SessionStore, session_id: str, turn: int, *, stop: int) -> int | None:
+    """The seq of turn ``turn``'s ``turn/start`` (before ``stop``), or ``None``: a binary search
+    over the store's index of event types (turns are numbered in log order), so a session of any
+    length costs a few dozen one-row lookups."""
+    low, high = 0, stop
+    while low < high:
+        mid = (low + high) // 2
+        found = store.events(session_id, start=mid, stop=stop, types=[TURN_START], limit=1)
+        number = int(found[0].data.get("turn", 0)) if found else None
+        if number is None or number > turn:
+            high = mid
+        elif number < turn:
+            low = found[0].seq + 1
+        else:
+            return found[0].seq
+    return None
+
+
+def last_turn(store: SessionStore, session_id: str) -> int:
+    """The number of the session's last turn (0 before its first)."""
+    event = store.last_of_type(session_id, TURN_START)
+    return 0 if event is None else int(event.data.get("turn", 0))
 
 
 def quiet_before(store: SessionStore, session_id: str, seq: int) -> int:
@@ -167,13 +182,14 @@ class WindowCache:
 
     @staticmethod
     def _open(store: SessionStore, session_id: str, turns: int, log_seq: int) -> Window:
-        starts = turn_starts(store, session_id)
-        if not starts:
-            return Window(Timeline(), 0, 1, 0, 0)
-        first, cut = starts[max(0, len(starts) - turns)]
+        last = last_turn(store, session_id)
+        first = max(1, last - turns + 1)
+        cut = turn_start(store, session_id, first, stop=log_seq) if last else None
+        if cut is None:
+            return Window(Timeline(), 0, 1, 0, last)
         timeline, start = _fold_start(store, session_id, cut)
         timeline.seq = start
-        return Window(timeline, start, first, cut, starts[-1][0])
+        return Window(timeline, start, first, cut, last)
 
 
 def earlier(
@@ -185,15 +201,14 @@ def earlier(
         if store.session_row(session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
         log_seq = store.tail(session_id)[0]
-        starts = [s for s in turn_starts(store, session_id) if s[0] <= before]
-        if not starts or starts[-1][0] != before:
+        stop = turn_start(store, session_id, before, stop=log_seq)
+        if stop is None:
             raise SessionNotFoundError(f"session {session_id} has no turn {before}")
-        stop = starts[-1][1]
-        shown = starts[max(0, len(starts) - 1 - turns) : -1]
-        if not shown:
+        first = max(1, before - turns)
+        cut = turn_start(store, session_id, first, stop=stop) if first < before else None
+        if cut is None:
             window = Window(Timeline(), 0, before, stop, before - 1)
             return _bundle(window, max_text=max_text, log_seq=log_seq, high=stop)
-        first, cut = shown[0]
         timeline, start = _fold_start(store, session_id, cut)
         with bounded(page):
             events = store.events(session_id, start=start, stop=stop)
