@@ -16,6 +16,7 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IMainMenu } from '@jupyterlab/mainmenu';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { download, fetchTranscript, ISession } from './api';
@@ -46,13 +47,19 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Renders saved nbagent timelines (application/vnd.nbagent.timeline+json) without a kernel.',
   autoStart: true,
   requires: [IRenderMimeRegistry],
-  optional: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, notebooks: INotebookTracker | null) => {
-    rendermime.addFactory(timelineFactory(null, markdownFill(rendermime)), RANK);
+  optional: [INotebookTracker, ITranslator],
+  activate: (
+    _app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    notebooks: INotebookTracker | null,
+    translator: ITranslator | null
+  ) => {
+    const trans = (translator ?? nullTranslator).load('nbagent');
+    rendermime.addFactory(timelineFactory(null, markdownFill(rendermime), trans), RANK);
     // Inside a notebook the renderer can hand over to the live widget of the same output.
     const adopt = (panel: NotebookPanel): void => {
       const registry = panel.content.rendermime;
-      registry.addFactory(timelineFactory(registry, markdownFill(registry)), RANK);
+      registry.addFactory(timelineFactory(registry, markdownFill(registry), trans), RANK);
       watchSavedState(panel);
     };
     notebooks?.forEach(adopt);
@@ -64,7 +71,15 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbagent:sessions',
   description: 'The Agent sessions side panel, read-only session timelines and transcript export.',
   autoStart: true,
-  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette, IRenderMimeRegistry, IMainMenu],
+  optional: [
+    ILabShell,
+    IDefaultFileBrowser,
+    ILayoutRestorer,
+    ICommandPalette,
+    IRenderMimeRegistry,
+    IMainMenu,
+    ITranslator
+  ],
   activate: (
     app: JupyterFrontEnd,
     labShell: ILabShell | null,
@@ -72,8 +87,10 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     rendermime: IRenderMimeRegistry | null,
-    mainMenu: IMainMenu | null
+    mainMenu: IMainMenu | null,
+    translator: ITranslator | null
   ) => {
+    const trans = (translator ?? nullTranslator).load('nbagent');
     const markdown = markdownFill(rendermime);
     const { commands, shell } = app;
     // Open session tabs are tracked, and restored after a page reload by running the open
@@ -88,7 +105,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
       void commands.execute(COMMANDS.open, { file: s.file, id: s.id, label: s.label });
     };
     commands.addCommand(COMMANDS.open, {
-      label: 'Open Agent Session Timeline',
+      label: trans.__('Open Agent Session Timeline'),
       execute: args => {
         const session = {
           file: String(args.file),
@@ -102,7 +119,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
             return w;
           }
         }
-        const tab = sessionTab(session, markdown, open);
+        const tab = sessionTab(session, markdown, open, trans);
         const relabel = tab.content.onLabel;
         tab.content.onLabel = label => {
           relabel?.(label);
@@ -115,7 +132,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
       }
     });
     commands.addCommand(COMMANDS.exportMarkdown, {
-      label: 'Export Agent Session Transcript (Markdown)',
+      label: trans.__('Export Agent Session Transcript (Markdown)'),
       execute: async args => {
         const { name, text } = await fetchTranscript(String(args.file), String(args.id), 'md');
         download(name, text);
@@ -123,7 +140,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     });
     // JupyterLab's left sidebar; Notebook 7's left area (its notebook, editor and tree pages), shown
     // with "Show Agent Sessions" (View menu, command palette).
-    const panel = new SessionsPanel({ open });
+    const panel = new SessionsPanel({ open, trans });
     panel.title.icon = ICON;
     if (labShell) {
       labShell.add(panel, 'left', { rank: 600 });
@@ -132,11 +149,11 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     }
     restorer?.add(panel, 'nbagent-sessions');
     commands.addCommand(COMMANDS.refresh, {
-      label: 'Refresh Agent Sessions',
+      label: trans.__('Refresh Agent Sessions'),
       execute: () => panel.refresh()
     });
     commands.addCommand(COMMANDS.show, {
-      label: 'Show Agent Sessions',
+      label: trans.__('Show Agent Sessions'),
       execute: () => shell.activateById(panel.id)
     });
     mainMenu?.viewMenu.addGroup([{ command: COMMANDS.show }], 100);

@@ -5,6 +5,7 @@
  * demand. Every string from a session goes into the DOM as text.
  */
 
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { downloadIcon, LabIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
@@ -58,6 +59,8 @@ function isAncestor(node: ISessionNode, other: ISessionNode): boolean {
 export interface ISessionsPanelOptions {
   /** Open a session's timeline tab. */
   open: (session: ISession) => void;
+  /** The user-facing words (JupyterLab's translator, domain `nbagent`). */
+  trans?: TranslationBundle;
 }
 
 /** Signals and state of the folder to follow (the default file browser's model, in practice). */
@@ -93,12 +96,13 @@ export class SessionsPanel extends Widget {
   constructor(options: ISessionsPanelOptions) {
     super();
     this._open = options.open;
+    const trans = (this._trans = options.trans ?? nullTranslator.load('nbagent'));
     this.id = 'nbagent-sessions';
     this.addClass('jp-nbagent-panel');
-    this.title.caption = 'Agent sessions';
+    this.title.caption = trans.__('Agent sessions');
     const head = el('div', 'jp-nbagent-panel-head');
-    head.append(el('span', 'jp-nbagent-panel-title', 'Agent sessions'));
-    const refresh = button('jp-nbagent-refresh', refreshIcon, '', 'Refresh the list of sessions', () => void this.refresh());
+    head.append(el('span', 'jp-nbagent-panel-title', trans.__('Agent sessions')));
+    const refresh = button('jp-nbagent-refresh', refreshIcon, '', trans.__('Refresh the list of sessions'), () => void this.refresh());
     this._folderLine = el('div', 'jp-nbagent-panel-folder');
     this._list = el('ul', 'jp-nbagent-list');
     this._message = el('div', 'jp-nbagent-panel-message');
@@ -188,7 +192,7 @@ export class SessionsPanel extends Widget {
       }
     } catch (error) {
       this._list.replaceChildren();
-      this._message.textContent = `Could not list sessions in /${folder}: ${(error as Error).message}`;
+      this._message.textContent = this._trans.__('Could not list sessions in /%1: %2', folder, (error as Error).message);
       this.node.dataset.state = 'error';
     }
   }
@@ -201,7 +205,9 @@ export class SessionsPanel extends Widget {
     this._refocus(focus);
     this._message.textContent = rows.length
       ? ''
-      : 'No agent sessions in this folder. A notebook using nbagent keeps them in <notebook>.nbagent.sqlite beside it.';
+      : this._trans.__(
+          'No agent sessions in this folder. A notebook using nbagent keeps them in <notebook>.nbagent.sqlite beside it.'
+        );
     this.node.dataset.state = 'ready';
     this.node.dataset.count = String(rows.filter(r => !('error' in r)).length);
     this.node.dataset.folder = this._folder;
@@ -235,7 +241,7 @@ export class SessionsPanel extends Widget {
     const li = this._row(node.session);
     if (node.forks.length) {
       const forks = el('ul', 'jp-nbagent-forks');
-      forks.setAttribute('aria-label', `forks of ${node.session.label}`);
+      forks.setAttribute('aria-label', this._trans.__('forks of %1', node.session.label));
       forks.append(...node.forks.map(f => this._tree(f)));
       li.append(forks);
     }
@@ -245,23 +251,32 @@ export class SessionsPanel extends Widget {
   private _row(s: ISessionRow): HTMLElement {
     const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
     li.tabIndex = 0;
-    li.title = `${s.label}\n${s.file} · session ${s.id}\nDouble-click or Enter to open the timeline`;
+    li.title = this._trans.__('%1\n%2 · session %3\nDouble-click or Enter to open the timeline', s.label, s.file, s.id);
     const label = el('div', 'jp-nbagent-row-label', s.label);
     const facts = [
-      ...(s.parent ? ['fork'] : []),
-      `${s.turns} turn${s.turns === 1 ? '' : 's'}`,
-      `${s.events} event${s.events === 1 ? '' : 's'}`,
-      s.model ?? 'no model',
+      ...(s.parent ? [this._trans.__('fork')] : []),
+      this._trans._n('%1 turn', '%1 turns', s.turns),
+      this._trans._n('%1 event', '%1 events', s.events),
+      s.model ?? this._trans.__('no model'),
       ago(s.last_time)
     ];
     const meta = el('div', 'jp-nbagent-row-meta', facts.join(' · '));
     const file = el('div', 'jp-nbagent-row-file', s.file.split('/').pop() ?? s.file);
     const actions = el('div', 'jp-nbagent-row-actions');
-    const open = button('jp-nbagent-open', null, 'Open', 'Open the timeline (read-only, follows the session live)', () =>
-      this._open(s)
+    const trans = this._trans;
+    const open = button(
+      'jp-nbagent-open',
+      null,
+      trans.__('Open'),
+      trans.__('Open the timeline (read-only, follows the session live)'),
+      () => this._open(s)
     );
-    const exportButton = button('jp-nbagent-export', downloadIcon, 'Markdown', 'Export the transcript as Markdown', () =>
-      void this._export(s)
+    const exportButton = button(
+      'jp-nbagent-export',
+      downloadIcon,
+      trans.__('Markdown'),
+      trans.__('Export the transcript as Markdown'),
+      () => void this._export(s)
     );
     actions.append(open, exportButton);
     li.append(label, meta, file, actions);
@@ -289,11 +304,12 @@ export class SessionsPanel extends Widget {
       const { name, text } = await fetchTranscript(s.file, s.id, 'md');
       download(name, text);
     } catch (error) {
-      this._message.textContent = `Could not export ${s.file}: ${(error as Error).message}`;
+      this._message.textContent = this._trans.__('Could not export %1: %2', s.file, (error as Error).message);
     }
   }
 
   private _open: (session: ISession) => void;
+  private _trans: TranslationBundle;
   private _folder = '';
   private _signature = '';
   private _list: HTMLElement;

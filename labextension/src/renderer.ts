@@ -15,6 +15,7 @@
 
 import { MimeModel, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MarkdownFill } from './markdown';
@@ -27,9 +28,14 @@ const GAVE_UP_CLASS = 'jupyter-widgets';
 export const RANK = -20;
 
 export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
-  constructor(registry: IRenderMimeRegistry | null, markdown: MarkdownFill | null = null) {
+  constructor(
+    registry: IRenderMimeRegistry | null,
+    markdown: MarkdownFill | null = null,
+    trans: TranslationBundle = nullTranslator.load('nbagent')
+  ) {
     super();
-    this._view = new TimelineView({ note: 'saved view', markdown });
+    this._savedNote = trans.__('saved view');
+    this._view = new TimelineView({ note: this._savedNote, markdown });
     this.addClass('jp-nbagent-output');
     this._registry = registry;
     this._painted = new Widget({ node: this._view.node });
@@ -57,7 +63,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
     }
     const bundle = model.data[TIMELINE_MIME] as unknown as IBundle | undefined;
     if (bundle && bundle.version === SUPPORTED_VERSION && Array.isArray(bundle.nodes)) {
-      this._view.note = bundle.scope === null ? 'saved view' : '';
+      this._view.note = bundle.scope === null ? this._savedNote : '';
       this._view.render(bundle);
     } else {
       this._view.node.replaceChildren(unsupported(bundle, String(model.data['text/plain'] ?? '')));
@@ -107,6 +113,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   private _registry: IRenderMimeRegistry | null;
+  private _savedNote: string;
   private _view: TimelineView;
   private _painted: Widget;
   private _live: IRenderMime.IRenderer | null = null;
@@ -120,12 +127,13 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
  */
 export function timelineFactory(
   registry: IRenderMimeRegistry | null,
-  markdown: MarkdownFill | null = null
+  markdown: MarkdownFill | null = null,
+  trans: TranslationBundle = nullTranslator.load('nbagent')
 ): IRenderMime.IRendererFactory {
   return {
     safe: true,
     mimeTypes: [TIMELINE_MIME],
     defaultRank: RANK,
-    createRenderer: () => new TimelineRenderer(registry, markdown)
+    createRenderer: () => new TimelineRenderer(registry, markdown, trans)
   };
 }

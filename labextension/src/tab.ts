@@ -10,6 +10,7 @@
  */
 
 import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { caretDownIcon, caretUpIcon, downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
@@ -35,12 +36,14 @@ export class SessionTimeline extends Widget {
   constructor(
     public session: SessionRef,
     markdown: MarkdownFill | null = null,
-    openSession: ((session: SessionRef) => void) | null = null
+    openSession: ((session: SessionRef) => void) | null = null,
+    trans: TranslationBundle = nullTranslator.load('nbagent')
   ) {
     super();
     this._openSession = openSession;
+    this._trans = trans;
     this._markdown = markdown;
-    this._view = new TimelineView({ note: 'read-only', markdown });
+    this._view = new TimelineView({ note: trans.__('read-only'), markdown });
     this._earlier = el('button', 'jp-Button jp-mod-styled jp-mod-small jp-nbagent-earlier') as HTMLButtonElement;
     this._earlier.type = 'button';
     this._earlier.hidden = true;
@@ -49,7 +52,7 @@ export class SessionTimeline extends Widget {
     this.addClass('jp-nbagent-tab');
     this.node.dataset.file = session.file;
     this.node.dataset.session = session.id;
-    this._status = el('div', 'jp-nbagent-tab-status', 'loading…');
+    this._status = el('div', 'jp-nbagent-tab-status', trans.__('loading…'));
     this._fork = el('div', 'jp-nbagent-tab-fork');
     this._fork.hidden = true;
     this.node.append(this._status, this._fork, this._view.node);
@@ -86,8 +89,13 @@ export class SessionTimeline extends Widget {
       const seq = this._view.bundle?.seq ?? 0;
       this._lagging = bundle !== null && bundle.seq < bundle.log_seq;
       this._status.textContent = this._lagging
-        ? `${this.session.file} · reading the log: ${seq.toLocaleString()} of ${bundle!.log_seq.toLocaleString()} events…`
-        : `${this.session.file} · following · checked ${new Date().toLocaleTimeString()}`;
+        ? this._trans.__(
+            '%1 · reading the log: %2 of %3 events…',
+            this.session.file,
+            seq.toLocaleString(),
+            bundle!.log_seq.toLocaleString()
+          )
+        : this._trans.__('%1 · following · checked %2', this.session.file, new Date().toLocaleTimeString());
       this._status.dataset.state = this._lagging ? 'reading' : 'ok';
     } catch (error) {
       this._status.textContent = `${this.session.file}: ${(error as Error).message}`;
@@ -172,7 +180,13 @@ export class SessionTimeline extends Widget {
     this._earlier.hidden = count === 0;
     this.node.dataset.earlier = String(count);
     const page = Math.min(PAGE_TURNS, count);
-    this._earlier.textContent = `Show ${page} earlier turn${page === 1 ? '' : 's'} (${count.toLocaleString()} before turn ${this._shownFrom})`;
+    this._earlier.textContent = this._trans._n(
+      'Show %1 earlier turn (%2 before turn %3)',
+      'Show %1 earlier turns (%2 before turn %3)',
+      page,
+      count.toLocaleString(),
+      this._shownFrom
+    );
   }
 
   /**
@@ -187,7 +201,8 @@ export class SessionTimeline extends Widget {
     const parentId = String(forked.parent_session);
     const rows = await fileSessions(this.session.file).catch(() => []);
     const parent = rows.find(r => 'id' in r && r.id === parentId) as ISession | undefined;
-    this._fork.replaceChildren(...forkLine(forked, parent, () => parent && this._openSession?.(parent)));
+    const open = (): void => parent && this._openSession?.(parent);
+    this._fork.replaceChildren(...forkLine(forked, parent, open, this._trans));
     this._fork.dataset.parent = parentId;
     this._fork.hidden = false;
   }
@@ -237,6 +252,7 @@ export class SessionTimeline extends Widget {
   }
 
   private _markdown: MarkdownFill | null;
+  private _trans: TranslationBundle;
   private _earlier: HTMLButtonElement;
   private _pages: HTMLElement[] = [];
   /** The first turn of the newest window, and of everything shown (earlier pages included). */
@@ -254,30 +270,40 @@ export class SessionTimeline extends Widget {
 }
 
 /** The words of a fork's line: where it was forked, the parent a link when it is in this file. */
-function forkLine(forked: INode, parent: ISession | undefined, open: () => void): (HTMLElement | string)[] {
-  const where = forked.turn !== null && forked.turn !== undefined ? `before turn ${forked.turn}` : `at seq ${forked.at}`;
+function forkLine(
+  forked: INode,
+  parent: ISession | undefined,
+  open: () => void,
+  trans: TranslationBundle
+): (HTMLElement | string)[] {
+  const turn = forked.turn;
+  const where =
+    turn !== null && turn !== undefined ? trans.__('before turn %1', turn) : trans.__('at seq %1', forked.at);
   const id = String(forked.parent_session);
   if (!parent) {
-    return [`forked from session ${id} ${where} (not in this file)`];
+    return [trans.__('forked from session %1 %2 (not in this file)', id, where)];
   }
   const link = el('button', 'jp-nbagent-link', parent.label, { session: id }) as HTMLButtonElement;
   link.type = 'button';
-  link.title = `Open the timeline of ${parent.label} (session ${id})`;
+  link.title = trans.__('Open the timeline of %1 (session %2)', parent.label, id);
   link.addEventListener('click', open);
-  return ['forked from ', link, ` ${where}`];
+  // The link takes the place of the parent in the translated sentence.
+  const [before, after] = trans.__('forked from %1 %2', '\u0000', where).split('\u0000');
+  return [before, link, after ?? ''];
 }
 
 export function sessionTab(
   session: SessionRef,
   markdown: MarkdownFill | null = null,
-  openSession: ((session: SessionRef) => void) | null = null
+  openSession: ((session: SessionRef) => void) | null = null,
+  trans: TranslationBundle = nullTranslator.load('nbagent')
 ): MainAreaWidget<SessionTimeline> {
-  const content = new SessionTimeline(session, markdown, openSession);
+  const content = new SessionTimeline(session, markdown, openSession, trans);
   const widget = new MainAreaWidget({ content });
   widget.id = `nbagent-session-${session.id}`;
   const setLabel = (label: string): void => {
     widget.title.label = label.length > 40 ? `${label.slice(0, 39)}…` : label;
-    widget.title.caption = `${label}\n${session.file} · session ${session.id}`;
+    widget.title.caption = trans.__('%1\n%2 · session %3', label, session.file, session.id);
   };
   setLabel(session.label);
   content.onLabel = setLabel;
@@ -287,27 +313,36 @@ export function sessionTab(
     'export',
     new ToolbarButton({
       icon: downloadIcon,
-      label: 'Export Markdown',
-      tooltip: 'Download the transcript as Markdown',
+      label: trans.__('Export Markdown'),
+      tooltip: trans.__('Download the transcript as Markdown'),
       onClick: () => void content.exportMarkdown()
     })
   );
   widget.toolbar.addItem(
     'top',
-    new ToolbarButton({ icon: caretUpIcon, label: 'Top', tooltip: 'Back to the first turn', onClick: () => content.scrollToTop() })
+    new ToolbarButton({
+      icon: caretUpIcon,
+      label: trans.__('Top'),
+      tooltip: trans.__('To the earliest turn shown (earlier ones load from there)'),
+      onClick: () => content.scrollToTop()
+    })
   );
   widget.toolbar.addItem(
     'newest',
     new ToolbarButton({
       icon: caretDownIcon,
-      label: 'Newest',
-      tooltip: 'To the newest turns (the tab follows them from there)',
+      label: trans.__('Newest'),
+      tooltip: trans.__('To the newest turns (the tab follows them from there)'),
       onClick: () => content.scrollToNewest()
     })
   );
   widget.toolbar.addItem(
     'refresh',
-    new ToolbarButton({ icon: refreshIcon, tooltip: 'Check for new events now', onClick: () => void content.refresh() })
+    new ToolbarButton({
+      icon: refreshIcon,
+      tooltip: trans.__('Check for new events now'),
+      onClick: () => void content.refresh()
+    })
   );
   return widget;
 }
