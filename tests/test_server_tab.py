@@ -124,3 +124,16 @@ def test_a_fork_s_window_keeps_its_lineage_however_long_the_prefix(jp_root_dir: 
     assert bundle["first_turn"] == 3
     forked = [n for n in bundle["nodes"] if n["type"] == "forked"]
     assert [(n["parent_session"], n["turn"]) for n in forked] == [(parent, 2)]
+
+
+def test_an_earlier_page_too_long_for_one_fold_holds_fewer_turns(
+    jp_root_dir: Path, get: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nbagent.labserver import handlers
+
+    path = jp_root_dir / "pages.nbagent.sqlite"
+    sid, _ = write_synthetic(path, 60)
+    monkeypatch.setattr(handlers, "FOLD_EVENTS", 100)  # 20 turns of 17 events do not fit; 5 do
+    page = window(get, path, sid, window=20, before=41)
+    assert page["first_turn"] == 36 and page["complete"] is True
+    assert turns_of(page["nodes"], 36, 40) == turns_of(full_fold(path, sid)["nodes"], 36, 40) == page["nodes"]

@@ -254,12 +254,17 @@ class TimelineHandler(_Base):
             bundle = self.settings["nbagent_windows"].newest(
                 path, session_id, turns=turns, known=known, max_text=TAB_TEXT, page=page
             )
+            body = None if bundle is None else orjson.dumps(bundle)
         else:
-            bundle = earlier(path, session_id, before=before, turns=turns, max_text=TAB_TEXT, page=page)
-        if bundle is None:
-            return None
-        body = orjson.dumps(bundle)
-        if len(body) > MAX_RESPONSE:
+            # An earlier page too long for one answer (or one fold) holds fewer turns: the tab
+            # asks for the next page before the first turn it got.
+            while True:
+                bundle = earlier(path, session_id, before=before, turns=turns, max_text=TAB_TEXT, page=page)
+                body = orjson.dumps(bundle)
+                if turns == 1 or (bundle["complete"] and len(body) <= MAX_RESPONSE):
+                    break
+                turns, page = max(1, turns // 4), Budget(page_events=FOLD_EVENTS, page_bytes=PAGE_BYTES * 4)
+        if body is not None and len(body) > MAX_RESPONSE:
             raise ReadLimitError(
                 f"{turns} turns of session {session_id} in {path} are larger than the "
                 f"{size_text(MAX_RESPONSE)} one answer may hold; ask for fewer (window=N)"

@@ -208,7 +208,7 @@ def earlier(
         cut = turn_start(store, session_id, first, stop=stop) if first < before else None
         if cut is None:
             window = Window(Timeline(), 0, before, stop, before - 1)
-            return _bundle(window, max_text=max_text, log_seq=log_seq, high=stop)
+            return {**_bundle(window, max_text=max_text, log_seq=log_seq, high=stop), "complete": True}
         timeline, start = _fold_start(store, session_id, cut)
         with bounded(page):
             events = store.events(session_id, start=start, stop=stop)

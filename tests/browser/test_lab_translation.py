@@ -34,7 +34,9 @@ def test_the_panel_and_the_tab_speak_the_language_of_the_translator(lab: Lab, pa
     (lab.root / "fr").mkdir()
     parent, child = write_family(lab.root / "fr" / "session.nbagent.sqlite")
     pack = json.dumps({"data": {"nbagent": FRENCH}, "message": ""})
-    page.route("**/lab/api/translations/**", lambda route: route.fulfill(body=pack, content_type="application/json"))
+    page.route(
+        "**/lab/api/translations/**", lambda route: route.fulfill(body=pack, content_type="application/json")
+    )
     errors = PageErrors().watch(page)
     page.goto(f"{lab.url}/lab/workspaces/french/tree/fr?token={lab.token}")
     page.wait_for_function(APP_READY_JS)
