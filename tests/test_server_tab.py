@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,36 @@ def test_an_earlier_page_too_long_for_one_fold_holds_fewer_turns(
     page = window(get, path, sid, window=20, before=41)
     assert page["first_turn"] == 36 and page["complete"] is True
     assert turns_of(page["nodes"], 36, 40) == turns_of(full_fold(path, sid)["nodes"], 36, 40) == page["nodes"]
+
+
+def _damage_an_answer(path: Path, sid: str, data: str) -> int:
+    """Replace the data of turn 28's last answer (a crafted file); returns its seq."""
+    conn = sqlite3.connect(path)
+    (seq,) = conn.execute(
+        "SELECT max(seq) FROM events WHERE session_id = ? AND type = 'assistant/message' AND seq < "
+        "(SELECT seq FROM events WHERE type = 'turn/start' AND json_extract(data, '$.turn') = 29)",
+        (sid,),
+    ).fetchone()
+    conn.execute("UPDATE events SET data = ? WHERE session_id = ? AND seq = ?", (data, sid, seq))
+    conn.commit()
+    conn.close()
+    return seq
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ('{"x": ' + "[" * 1000 + "]" * 1000 + "}", "nests deeper than"),
+        (json.dumps({"x": "y" * (40 << 20)}), "larger than the 32 MB one request may read"),
+    ],
+    ids=["deep", "large"],
+)
+def test_a_window_reads_a_crafted_file_under_the_request_s_budget(
+    jp_root_dir: Path, get: Any, data: str, says: str
+) -> None:
+    path = jp_root_dir / "crafted.nbagent.sqlite"
+    sid, _ = write_synthetic(path, 30)
+    _damage_an_answer(path, sid, data)
+    for params in ({"window": 5}, {"window": 5, "before": 30}):
+        status, body = get(*API, sid, "timeline", file=path.name, **params)
+        assert status == 422 and says in body["message"], (params, status, body)

@@ -30,7 +30,7 @@ from nbagent.views import Timeline
 from nbagent.views.text import plural
 
 FORKED = "session/forked"
-QUIET_PAGE = 2_000
+QUIET_PAGE = 500
 """Rows read per step of the backward search for a quiet point."""
 QUIET_ROWS = 200_000
 """Rows searched back at most; past them the fold starts at the beginning of the log."""
@@ -154,6 +154,19 @@ class WindowCache:
         over several requests)."""
         st = path.stat()
         key = (st.st_dev, st.st_ino, session_id, turns)
+        with bounded(page):  # every read of the request, the connection's limits included
+            return self._newest(path, key, session_id, turns=turns, known=known, max_text=max_text)
+
+    def _newest(
+        self,
+        path: Path,
+        key: tuple[Any, ...],
+        session_id: str,
+        *,
+        turns: int,
+        known: int | None,
+        max_text: int | None,
+    ) -> dict[str, Any] | None:
         store = open_store(path, "read")
         try:
             if store.session_row(session_id) is None:
@@ -166,8 +179,7 @@ class WindowCache:
             if window is None or window.timeline.seq > log_seq:  # new, or the file was rewritten
                 window = self._open(store, session_id, turns, log_seq)
             with window.lock:
-                with bounded(page):
-                    new = store.events(session_id, start=window.timeline.seq)
+                new = store.events(session_id, start=window.timeline.seq)
                 window.timeline.feed(new)
                 window.turns = max(window.turns, window.timeline.open_turn or 0)
                 with self._lock:
@@ -196,6 +208,11 @@ def earlier(
     path: Path, session_id: str, *, before: int, turns: int, max_text: int | None, page: Budget
 ) -> dict[str, Any]:
     """The bundle of the ``turns`` turns before turn ``before`` (fewer at the log's start)."""
+    with bounded(page):  # every read of the request, the connection's limits included
+        return _earlier(path, session_id, before=before, turns=turns, max_text=max_text)
+
+
+def _earlier(path: Path, session_id: str, *, before: int, turns: int, max_text: int | None) -> dict[str, Any]:
     store = open_store(path, "read")
     try:
         if store.session_row(session_id) is None:
@@ -210,8 +227,7 @@ def earlier(
             window = Window(Timeline(), 0, before, stop, before - 1)
             return {**_bundle(window, max_text=max_text, log_seq=log_seq, high=stop), "complete": True}
         timeline, start = _fold_start(store, session_id, cut)
-        with bounded(page):
-            events = store.events(session_id, start=start, stop=stop)
+        events = store.events(session_id, start=start, stop=stop)
         timeline.feed(events)
         window = Window(timeline, start, first, cut, before - 1)
         bundle = _bundle(window, max_text=max_text, log_seq=log_seq, high=stop)
