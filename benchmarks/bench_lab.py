@@ -1,10 +1,13 @@
 """The JupyterLab extension's speed in a real browser: the Agent sessions panel listing 50 session
-files, and the session tab's first paint of a 5,000-event session.
+files, and the session tab's first paint of a 5,000-event session and of a 460,000-event one.
 
 Run: ``python benchmarks/bench_lab.py`` (JupyterLab on 127.0.0.1, Debian's /usr/bin/chromium).
 Each figure is the time from the command to the painted result (the REST call, the server's
 read-only reads and fold, and the DOM), measured in the page with ``performance.now()`` up to the
 next animation frame after the DOM is complete. Prints a table of medians against the budgets.
+The 460k-event session (27,059 turns) is written straight into its file with the store's own
+writer (``benchmarks/_util.py``); its tab paints the newest turns (a window the server folds from
+a quiet point before them) and is timed until it has caught up with the whole log.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _util import write_history
 from conftest import CHROMIUM, CHROMIUM_ARGS, start_lab
 from lab_sessions import write_session
 from playwright.sync_api import sync_playwright
@@ -29,6 +34,7 @@ import nbagent
 
 FILES = 50
 EVENTS = 5000
+HUGE = 460_000
 REPEATS = 7
 
 LIST_JS = """async (folder) => {
@@ -48,7 +54,8 @@ OPEN_JS = """async ({file, id}) => {
   const t0 = performance.now();
   const tab = await app.commands.execute('nbagent:open-session', {file, id, label: 'bench'});
   await new Promise(resolve => {
-    const done = () => tab.content.node.dataset.seq !== undefined;
+    const node = tab.content.node;
+    const done = () => node.dataset.seq !== undefined && node.dataset.seq === node.dataset.logSeq;
     if (done()) return resolve();
     new MutationObserver((_, obs) => { if (done()) { obs.disconnect(); resolve(); } })
       .observe(tab.content.node, {attributes: true});
@@ -99,7 +106,11 @@ def main() -> None:
         make_files(lab.root / "fifty")
         (lab.root / "long").mkdir()
         sid, events = make_long(lab.root / "long" / "long.nbagent.sqlite")
-        print(f"setup: {FILES} files and a {events}-event session in {time.perf_counter() - t0:.1f} s")
+        huge_sid, huge_events = write_history(str(lab.root / "long" / "huge.nbagent.sqlite"), HUGE)
+        print(
+            f"setup: {FILES} files, a {events}-event session and a {huge_events}-event one in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.set_default_timeout(120_000)
@@ -113,10 +124,16 @@ def main() -> None:
             page.evaluate(OPEN_JS, {"file": "long/long.nbagent.sqlite", "id": sid}) for _ in range(REPEATS)
         ]
         assert all(r["seq"] == events for r in opens), opens
+        huge = [
+            page.evaluate(OPEN_JS, {"file": "long/huge.nbagent.sqlite", "id": huge_sid})
+            for _ in range(REPEATS)
+        ]
+        assert all(r["seq"] == huge_events for r in huge), huge
         browser.close()
 
     list_ms = [r["ms"] for r in listing]
     open_ms = [r["ms"] for r in opens]
+    huge_ms = [r["ms"] for r in huge]
     rows = [
         ("panel lists 50 session files (refresh → painted)", statistics.median(list_ms), max(list_ms), 300),
         (f"tab first paint, {events} events, first open (cold fold)", open_ms[0], open_ms[0], 1000),
@@ -124,6 +141,13 @@ def main() -> None:
             f"tab first paint, {events} events, reopened (median)",
             statistics.median(open_ms[1:]),
             max(open_ms[1:]),
+            1000,
+        ),
+        (f"tab first paint, {huge_events} events, first open (cold window)", huge_ms[0], huge_ms[0], 1000),
+        (
+            f"tab first paint, {huge_events} events, reopened (median)",
+            statistics.median(huge_ms[1:]),
+            max(huge_ms[1:]),
             1000,
         ),
     ]

@@ -40,6 +40,63 @@ def write_session(
         return pool.submit(asyncio.run, _write(path, prompts, context, title)).result()
 
 
+async def _family(path: Path) -> tuple[str, str]:
+    import nbagent
+    from nbagent.models import ScriptedModel
+
+    parent = nbagent.open_session(path, model=ScriptedModel(["first answer", "second answer", "third"]))
+    for prompt in ("Where do sales come from?", "And returns?", "And refunds?"):
+        await parent.run(prompt)
+    sid = parent.session_id
+    await parent.close()
+    model = ScriptedModel(["a different second answer", "by region"])
+    child = nbagent.fork_session(path, sid, before_turn=2, model=model)
+    await child.run("And returns, by region?")  # after the carried-over "And returns?"
+    cid = child.session_id
+    await child.close()
+    return sid, cid
+
+
+def write_family(path: Path) -> tuple[str, str]:
+    """A parent session of three turns and its fork before turn 2 (two turns of its own), in
+    ``path``. Returns (parent id, fork id)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _family(path)).result()
+
+
+def write_synthetic(path: Path, turns: int, pending: int = 0) -> tuple[str, int]:
+    """A session of ``turns`` whole turns and then ``pending`` notes left in next-step, written
+    straight into the file with the store's own writer (as the benchmarks build long histories:
+    the rows real ``ScriptedModel`` turns write). Returns (id, event count)."""
+    import time
+    import uuid
+
+    from nbagent import _json
+    from nbagent.store.sqlite import SessionFile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from _util import synth_turn
+
+    sid = uuid.uuid4().hex
+    now = int(time.time() * 1000)
+    rows: list[tuple[object, ...]] = []
+    for turn in range(1, turns + 1):
+        for type_, data, inbox in synth_turn(turn, header=turn == 1):
+            rows.append((sid, len(rows), now, type_, _json.dumps(data), inbox))
+    for i in range(pending):
+        note = {"id": uuid.uuid4().hex, "role": "user", "content": [{"type": "text", "text": f"note {i}"}],
+                "source": {"kind": "cell", "label": f"n{i}"}}  # fmt: skip
+        splice = {"target": "next-step", "start": i, "inserted": [note]}
+        rows.append((sid, len(rows), now, "agent/inbox/spliced", _json.dumps(splice), i + 1))
+    file = SessionFile(path)
+    try:
+        file.write([], session=(sid, now, None, None, None, "scripted", "{}"))
+        file.write(rows)
+    finally:
+        file.close()
+    return sid, len(rows)
+
+
 WRITER = """
 import asyncio, sys
 import nbagent

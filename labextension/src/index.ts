@@ -11,11 +11,12 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IMainMenu } from '@jupyterlab/mainmenu';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { download, fetchTranscript, ISession } from './api';
@@ -25,7 +26,7 @@ import { liveDocumentPlugin } from './livedoc';
 import { proposalHost, proposalPlugin } from './proposal';
 import { RANK, timelineFactory } from './renderer';
 import { watchSavedState } from './savedstate';
-import { sessionTab } from './tab';
+import { SessionTimeline, sessionTab } from './tab';
 
 import '../style/index.css';
 
@@ -48,13 +49,19 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Renders saved nbagent timelines (application/vnd.nbagent.timeline+json) without a kernel.',
   autoStart: true,
   requires: [IRenderMimeRegistry],
-  optional: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, notebooks: INotebookTracker | null) => {
-    rendermime.addFactory(timelineFactory(null, markdownFill(rendermime)), RANK);
+  optional: [INotebookTracker, ITranslator],
+  activate: (
+    _app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    notebooks: INotebookTracker | null,
+    translator: ITranslator | null
+  ) => {
+    const trans = (translator ?? nullTranslator).load('nbagent');
+    rendermime.addFactory(timelineFactory(null, markdownFill(rendermime), trans), RANK);
     // Inside a notebook the renderer can hand over to the live widget of the same output.
     const adopt = (panel: NotebookPanel): void => {
       const registry = panel.content.rendermime;
-      registry.addFactory(timelineFactory(registry, markdownFill(registry), proposalHost(panel)), RANK);
+      registry.addFactory(timelineFactory(registry, markdownFill(registry), trans, proposalHost(panel)), RANK);
       watchSavedState(panel);
     };
     notebooks?.forEach(adopt);
@@ -66,7 +73,15 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
   id: 'nbagent:sessions',
   description: 'The Agent sessions side panel, read-only session timelines and transcript export.',
   autoStart: true,
-  optional: [ILabShell, IDefaultFileBrowser, ILayoutRestorer, ICommandPalette, IRenderMimeRegistry, IMainMenu],
+  optional: [
+    ILabShell,
+    IDefaultFileBrowser,
+    ILayoutRestorer,
+    ICommandPalette,
+    IRenderMimeRegistry,
+    IMainMenu,
+    ITranslator
+  ],
   activate: (
     app: JupyterFrontEnd,
     labShell: ILabShell | null,
@@ -74,15 +89,25 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     rendermime: IRenderMimeRegistry | null,
-    mainMenu: IMainMenu | null
+    mainMenu: IMainMenu | null,
+    translator: ITranslator | null
   ) => {
+    const trans = (translator ?? nullTranslator).load('nbagent');
     const markdown = markdownFill(rendermime);
     const { commands, shell } = app;
+    // Open session tabs are tracked, and restored after a page reload by running the open
+    // command again with the file (a path relative to the server root) and the session id.
+    const tracker = new WidgetTracker<MainAreaWidget<SessionTimeline>>({ namespace: 'nbagent-session' });
+    void restorer?.restore(tracker, {
+      command: COMMANDS.open,
+      args: w => ({ file: w.content.session.file, id: w.content.session.id, label: w.content.session.label }),
+      name: w => `${w.content.session.file}:${w.content.session.id}`
+    });
     const open = (s: Pick<ISession, 'file' | 'id' | 'label'>): void => {
       void commands.execute(COMMANDS.open, { file: s.file, id: s.id, label: s.label });
     };
     commands.addCommand(COMMANDS.open, {
-      label: 'Open Agent Session Timeline',
+      label: trans.__('Open Agent Session Timeline'),
       execute: args => {
         const session = {
           file: String(args.file),
@@ -96,14 +121,20 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
             return w;
           }
         }
-        const tab = sessionTab(session, markdown);
+        const tab = sessionTab(session, markdown, open, trans);
+        const relabel = tab.content.onLabel;
+        tab.content.onLabel = label => {
+          relabel?.(label);
+          void tracker.save(tab); // a restored tab comes back with its new label
+        };
+        void tracker.add(tab);
         shell.add(tab, 'main');
         shell.activateById(tab.id);
         return tab;
       }
     });
     commands.addCommand(COMMANDS.exportMarkdown, {
-      label: 'Export Agent Session Transcript (Markdown)',
+      label: trans.__('Export Agent Session Transcript (Markdown)'),
       execute: async args => {
         const { name, text } = await fetchTranscript(String(args.file), String(args.id), 'md');
         download(name, text);
@@ -111,7 +142,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     });
     // JupyterLab's left sidebar; Notebook 7's left area (its notebook, editor and tree pages), shown
     // with "Show Agent Sessions" (View menu, command palette).
-    const panel = new SessionsPanel({ open });
+    const panel = new SessionsPanel({ open, trans });
     panel.title.icon = ICON;
     if (labShell) {
       labShell.add(panel, 'left', { rank: 600 });
@@ -120,11 +151,11 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     }
     restorer?.add(panel, 'nbagent-sessions');
     commands.addCommand(COMMANDS.refresh, {
-      label: 'Refresh Agent Sessions',
+      label: trans.__('Refresh Agent Sessions'),
       execute: () => panel.refresh()
     });
     commands.addCommand(COMMANDS.show, {
-      label: 'Show Agent Sessions',
+      label: trans.__('Show Agent Sessions'),
       execute: () => shell.activateById(panel.id)
     });
     mainMenu?.viewMenu.addGroup([{ command: COMMANDS.show }], 100);

@@ -5,15 +5,62 @@
  * demand. Every string from a session goes into the DOM as text.
  */
 
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { downloadIcon, LabIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { ago, download, fetchTranscript, ISession, IUnreadable, Listing, listSessions } from './api';
 import { el } from './paint';
 
+/** A session as the listing gives it, with the session it was forked from (in the same file). */
+export type ISessionRow = ISession & { parent?: string | null };
+
+/** A session and the sessions forked from it, in the order of the listing. */
+export interface ISessionNode {
+  session: ISessionRow;
+  forks: ISessionNode[];
+}
+
+/**
+ * The listing as a forest: a fork whose parent is a session of the same file goes under its parent
+ * (forks of forks under theirs); the others, and unreadable files, stay in the listing's order.
+ */
+export function nestForks(rows: Listing): (ISessionNode | IUnreadable)[] {
+  const nodes = new Map<string, ISessionNode>();
+  const key = (file: string, id: string): string => `${file}\n${id}`;
+  for (const r of rows) {
+    if (!('error' in r)) {
+      nodes.set(key(r.file, r.id), { session: r, forks: [] });
+    }
+  }
+  const out: (ISessionNode | IUnreadable)[] = [];
+  for (const r of rows) {
+    if ('error' in r) {
+      out.push(r);
+      continue;
+    }
+    const node = nodes.get(key(r.file, r.id))!;
+    const parentId = (r as ISessionRow).parent;
+    const parent = parentId ? nodes.get(key(r.file, parentId)) : undefined;
+    if (parent && !isAncestor(node, parent)) {
+      parent.forks.push(node);
+    } else {
+      out.push(node);
+    }
+  }
+  return out;
+}
+
+/** Whether `node` is `other` or holds it among its forks (a cycle in damaged metadata). */
+function isAncestor(node: ISessionNode, other: ISessionNode): boolean {
+  return node === other || node.forks.some(f => isAncestor(f, other));
+}
+
 export interface ISessionsPanelOptions {
   /** Open a session's timeline tab. */
   open: (session: ISession) => void;
+  /** The user-facing words (JupyterLab's translator, domain `nbagent`). */
+  trans?: TranslationBundle;
 }
 
 /** Signals and state of the folder to follow (the default file browser's model, in practice). */
@@ -49,12 +96,13 @@ export class SessionsPanel extends Widget {
   constructor(options: ISessionsPanelOptions) {
     super();
     this._open = options.open;
+    const trans = (this._trans = options.trans ?? nullTranslator.load('nbagent'));
     this.id = 'nbagent-sessions';
     this.addClass('jp-nbagent-panel');
-    this.title.caption = 'Agent sessions';
+    this.title.caption = trans.__('Agent sessions');
     const head = el('div', 'jp-nbagent-panel-head');
-    head.append(el('span', 'jp-nbagent-panel-title', 'Agent sessions'));
-    const refresh = button('jp-nbagent-refresh', refreshIcon, '', 'Refresh the list of sessions', () => void this.refresh());
+    head.append(el('span', 'jp-nbagent-panel-title', trans.__('Agent sessions')));
+    const refresh = button('jp-nbagent-refresh', refreshIcon, '', trans.__('Refresh the list of sessions'), () => void this.refresh());
     this._folderLine = el('div', 'jp-nbagent-panel-folder');
     this._list = el('ul', 'jp-nbagent-list');
     this._message = el('div', 'jp-nbagent-panel-message');
@@ -144,20 +192,22 @@ export class SessionsPanel extends Widget {
       }
     } catch (error) {
       this._list.replaceChildren();
-      this._message.textContent = `Could not list sessions in /${folder}: ${(error as Error).message}`;
+      this._message.textContent = this._trans.__('Could not list sessions in /%1: %2', folder, (error as Error).message);
       this.node.dataset.state = 'error';
     }
   }
 
   private _paint(rows: Listing): void {
     this._folderLine.textContent = `/${this._folder}`;
-    const items = rows.map(r => ('error' in r ? this._unreadable(r) : this._row(r)));
+    const items = nestForks(rows).map(r => ('error' in r ? this._unreadable(r) : this._tree(r)));
     const focus = this._focused();
     this._list.replaceChildren(...items);
     this._refocus(focus);
     this._message.textContent = rows.length
       ? ''
-      : 'No agent sessions in this folder. A notebook using nbagent keeps them in <notebook>.nbagent.sqlite beside it.';
+      : this._trans.__(
+          'No agent sessions in this folder. A notebook using nbagent keeps them in <notebook>.nbagent.sqlite beside it.'
+        );
     this.node.dataset.state = 'ready';
     this.node.dataset.count = String(rows.filter(r => !('error' in r)).length);
     this.node.dataset.folder = this._folder;
@@ -186,29 +236,54 @@ export class SessionsPanel extends Widget {
     target?.focus();
   }
 
-  private _row(s: ISession): HTMLElement {
+  /** A session's row with its forks' rows nested under it (a list in the row). */
+  private _tree(node: ISessionNode): HTMLElement {
+    const li = this._row(node.session);
+    if (node.forks.length) {
+      const forks = el('ul', 'jp-nbagent-forks');
+      forks.setAttribute('aria-label', this._trans.__('forks of %1', node.session.label));
+      forks.append(...node.forks.map(f => this._tree(f)));
+      li.append(forks);
+    }
+    return li;
+  }
+
+  private _row(s: ISessionRow): HTMLElement {
     const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
     li.tabIndex = 0;
-    li.title = `${s.label}\n${s.file} · session ${s.id}\nDouble-click or Enter to open the timeline`;
+    li.title = this._trans.__('%1\n%2 · session %3\nDouble-click or Enter to open the timeline', s.label, s.file, s.id);
     const label = el('div', 'jp-nbagent-row-label', s.label);
     const facts = [
-      `${s.turns} turn${s.turns === 1 ? '' : 's'}`,
-      `${s.events} event${s.events === 1 ? '' : 's'}`,
-      s.model ?? 'no model',
+      ...(s.parent ? [this._trans.__('fork')] : []),
+      this._trans._n('%1 turn', '%1 turns', s.turns),
+      this._trans._n('%1 event', '%1 events', s.events),
+      s.model ?? this._trans.__('no model'),
       ago(s.last_time)
     ];
     const meta = el('div', 'jp-nbagent-row-meta', facts.join(' · '));
     const file = el('div', 'jp-nbagent-row-file', s.file.split('/').pop() ?? s.file);
     const actions = el('div', 'jp-nbagent-row-actions');
-    const open = button('jp-nbagent-open', null, 'Open', 'Open the timeline (read-only, follows the session live)', () =>
-      this._open(s)
+    const trans = this._trans;
+    const open = button(
+      'jp-nbagent-open',
+      null,
+      trans.__('Open'),
+      trans.__('Open the timeline (read-only, follows the session live)'),
+      () => this._open(s)
     );
-    const exportButton = button('jp-nbagent-export', downloadIcon, 'Markdown', 'Export the transcript as Markdown', () =>
-      void this._export(s)
+    const exportButton = button(
+      'jp-nbagent-export',
+      downloadIcon,
+      trans.__('Markdown'),
+      trans.__('Export the transcript as Markdown'),
+      () => void this._export(s)
     );
     actions.append(open, exportButton);
     li.append(label, meta, file, actions);
-    li.addEventListener('dblclick', () => this._open(s));
+    li.addEventListener('dblclick', e => {
+      e.stopPropagation(); // a fork's row lies inside its parent's
+      this._open(s);
+    });
     li.addEventListener('keydown', e => {
       // Enter on the row itself opens; Enter on one of its buttons is that button's own click.
       if (e.key === 'Enter' && e.target === li) {
@@ -229,11 +304,12 @@ export class SessionsPanel extends Widget {
       const { name, text } = await fetchTranscript(s.file, s.id, 'md');
       download(name, text);
     } catch (error) {
-      this._message.textContent = `Could not export ${s.file}: ${(error as Error).message}`;
+      this._message.textContent = this._trans.__('Could not export %1: %2', s.file, (error as Error).message);
     }
   }
 
   private _open: (session: ISession) => void;
+  private _trans: TranslationBundle;
   private _folder = '';
   private _signature = '';
   private _list: HTMLElement;

@@ -15,6 +15,7 @@
 
 import { MimeModel, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { MarkdownFill } from './markdown';
@@ -33,10 +34,16 @@ const PAINTED = '[data-nba-painted]';
 export const RANK = -20;
 
 export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
-  constructor(registry: IRenderMimeRegistry | null, markdown: MarkdownFill | null = null, host: CanInsert | null = null) {
+  constructor(
+    registry: IRenderMimeRegistry | null,
+    markdown: MarkdownFill | null = null,
+    trans: TranslationBundle = nullTranslator.load('nbagent'),
+    host: CanInsert | null = null
+  ) {
     super();
     const canInsert = host && ((): boolean | null => (this._trusted ? host() : null)); // untrusted: never
-    this._view = new TimelineView({ note: 'saved view', markdown, canInsert });
+    this._savedNote = trans.__('saved view');
+    this._view = new TimelineView({ note: this._savedNote, markdown, canInsert });
     this.addClass('jp-nbagent-output');
     this._registry = registry;
     this._painted = new Widget({ node: this._view.node });
@@ -65,7 +72,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
     }
     const bundle = model.data[TIMELINE_MIME] as unknown as IBundle | undefined;
     if (bundle && bundle.version === SUPPORTED_VERSION && Array.isArray(bundle.nodes)) {
-      this._view.note = bundle.scope === null ? 'saved view' : '';
+      this._view.note = bundle.scope === null ? this._savedNote : '';
       this._view.render(bundle);
     } else {
       this._view.node.replaceChildren(unsupported(bundle, String(model.data['text/plain'] ?? '')));
@@ -119,6 +126,7 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
   }
 
   private _registry: IRenderMimeRegistry | null;
+  private _savedNote: string;
   private _view: TimelineView;
   private _painted: Widget;
   private _live: IRenderMime.IRenderer | null = null;
@@ -134,12 +142,13 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
 export function timelineFactory(
   registry: IRenderMimeRegistry | null,
   markdown: MarkdownFill | null = null,
+  trans: TranslationBundle = nullTranslator.load('nbagent'),
   host: CanInsert | null = null
 ): IRenderMime.IRendererFactory {
   return {
     safe: true,
     mimeTypes: [TIMELINE_MIME],
     defaultRank: RANK,
-    createRenderer: () => new TimelineRenderer(registry, markdown, host)
+    createRenderer: () => new TimelineRenderer(registry, markdown, trans, host)
   };
 }

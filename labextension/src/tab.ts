@@ -2,37 +2,61 @@
  * A session's timeline in a main-area tab: read-only, painted by the same painter as saved outputs,
  * and following the session while another kernel writes it (it asks for a new bundle only when the
  * log has grown: the server answers 204 otherwise).
+ *
+ * However long the session, the tab asks for its newest turns only (a window, which the server
+ * folds without reading the whole log) and paints earlier turns a page at a time, on demand
+ * ("Show earlier turns"), so the DOM holds what the user asked to see. While the server is still
+ * folding a long tail (the bundle's `seq` behind the log's `log_seq`), the tab asks again at once.
  */
 
 import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { caretDownIcon, caretUpIcon, downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { download, fetchTimeline, fetchTranscript, fileSessions, ISession } from './api';
+import { download, fetchTranscript, fileSessions, ISession } from './api';
 import { DiffPane } from './diffpane';
 import { MarkdownFill } from './markdown';
-import { el, TimelineView } from './paint';
+import { el, IBundle, INode, TimelineView } from './paint';
+import { fetchWindow, IWindowBundle } from './windows';
+
+type SessionRef = Pick<ISession, 'file' | 'id' | 'label'>;
 
 /** How often a visible tab asks whether the session grew, and a hidden one. */
 export const FOLLOW_MS = 1000;
 export const HIDDEN_MS = 5000;
 /** The label of a session with no title and no prompt (the server's words). */
 export const NO_PROMPT = '(no prompt yet)';
+/** Turns a tab asks for first (the newest), and per "Show earlier turns". */
+export const WINDOW_TURNS = 20;
+export const PAGE_TURNS = 20;
 /** How close to the end (px) still counts as "at the newest turns", so the tab keeps following. */
 const AT_END_PX = 32;
 
 export class SessionTimeline extends Widget {
   constructor(
-    public session: Pick<ISession, 'file' | 'id' | 'label'>,
-    markdown: MarkdownFill | null = null
+    public session: SessionRef,
+    markdown: MarkdownFill | null = null,
+    openSession: ((session: SessionRef) => void) | null = null,
+    trans: TranslationBundle = nullTranslator.load('nbagent')
   ) {
     super();
-    this._view = new TimelineView({ note: 'read-only', markdown });
+    this._openSession = openSession;
+    this._trans = trans;
+    this._markdown = markdown;
+    this._view = new TimelineView({ note: trans.__('read-only'), markdown });
+    this._earlier = el('button', 'jp-Button jp-mod-styled jp-mod-small jp-nbagent-earlier') as HTMLButtonElement;
+    this._earlier.type = 'button';
+    this._earlier.hidden = true;
+    this._earlier.addEventListener('click', () => void this.showEarlier());
+    this._view.node.insertBefore(this._earlier, this._view.node.querySelector(':scope > .nba-scroll'));
     this.addClass('jp-nbagent-tab');
     this.node.dataset.file = session.file;
     this.node.dataset.session = session.id;
-    this._status = el('div', 'jp-nbagent-tab-status', 'loading…');
-    this.node.append(this._status, this._view.node);
+    this._status = el('div', 'jp-nbagent-tab-status', trans.__('loading…'));
+    this._fork = el('div', 'jp-nbagent-tab-fork');
+    this._fork.hidden = true;
+    this.node.append(this._status, this._fork, this._view.node);
     // Like a log viewer: open at the newest turns and keep following them while the view is at
     // the end; scrolled up, it stays where the user put it.
     this.node.addEventListener('scroll', () => {
@@ -56,20 +80,24 @@ export class SessionTimeline extends Widget {
   async refresh(): Promise<void> {
     try {
       const known = this._view.bundle?.seq;
-      const bundle = await fetchTimeline(this.session.file, this.session.id, known);
+      const bundle = await fetchWindow(this.session.file, this.session.id, { window: WINDOW_TURNS, known });
       if (this.isDisposed) {
         return;
       }
       if (bundle) {
-        this._view.render(bundle);
-        this.node.dataset.seq = String(bundle.seq);
-        if (this._stick) {
-          this.scrollToNewest();
-        }
-        void this._relabel();
+        this._paintWindow(bundle);
       }
-      this._status.textContent = `${this.session.file} · following · checked ${new Date().toLocaleTimeString()}`;
-      this._status.dataset.state = 'ok';
+      const seq = this._view.bundle?.seq ?? 0;
+      this._lagging = bundle !== null && bundle.seq < bundle.log_seq;
+      this._status.textContent = this._lagging
+        ? this._trans.__(
+            '%1 · reading the log: %2 of %3 events…',
+            this.session.file,
+            seq.toLocaleString(),
+            bundle!.log_seq.toLocaleString()
+          )
+        : this._trans.__('%1 · following · checked %2', this.session.file, new Date().toLocaleTimeString());
+      this._status.dataset.state = this._lagging ? 'reading' : 'ok';
     } catch (error) {
       this._status.textContent = `${this.session.file}: ${(error as Error).message}`;
       this._status.dataset.state = 'error';
@@ -85,6 +113,99 @@ export class SessionTimeline extends Widget {
 
   scrollToTop(): void {
     this.node.scrollTop = 0;
+  }
+
+  /** Paint the newest turns' window (a window that moved starts the earlier pages afresh). */
+  private _paintWindow(bundle: IWindowBundle): void {
+    if (bundle.first_turn !== this._windowFrom) {
+      this._pages.forEach(p => p.remove());
+      this._pages = [];
+      this._windowFrom = this._shownFrom = bundle.first_turn;
+    }
+    this._view.render(bundle);
+    this.node.dataset.seq = String(bundle.seq);
+    this.node.dataset.logSeq = String(bundle.log_seq);
+    this._updateEarlier();
+    if (this._stick) {
+      this.scrollToNewest();
+    }
+    void this._relabel();
+    void this._paintFork(bundle);
+  }
+
+  /** Paint the page of turns before the earliest shown, above it, keeping the view where it was. */
+  async showEarlier(): Promise<void> {
+    const before = this._shownFrom;
+    if (before <= 1 || this._loadingEarlier) {
+      return;
+    }
+    this._loadingEarlier = true;
+    this._earlier.disabled = true;
+    try {
+      const page = await fetchWindow(this.session.file, this.session.id, { window: PAGE_TURNS, before });
+      if (!page || this.isDisposed || before !== this._shownFrom) {
+        return;
+      }
+      const view = new TimelineView({ markdown: this._markdown });
+      view.render(page);
+      // A page's turns start closed (the painter opens a bundle's last ones): their bodies are
+      // built when opened.
+      view.node.querySelectorAll<HTMLDetailsElement>('details.nba-turn[open]').forEach(d => (d.open = false));
+      const turns = view.node.querySelector<HTMLElement>(':scope > .nba-scroll')!;
+      turns.classList.add('jp-nbagent-page');
+      turns.dataset.from = String(page.first_turn);
+      const anchor = this._earlier.nextElementSibling as HTMLElement | null;
+      const top = anchor?.getBoundingClientRect().top ?? 0;
+      this._earlier.after(turns);
+      this._pages.push(turns);
+      if (anchor) {
+        this.node.scrollTop += anchor.getBoundingClientRect().top - top;
+      }
+      this._shownFrom = page.first_turn;
+      this._status.dataset.state = 'ok';
+    } catch (error) {
+      this._status.textContent = `${this.session.file}: ${(error as Error).message}`;
+      this._status.dataset.state = 'error';
+    } finally {
+      this._loadingEarlier = false;
+      this._earlier.disabled = false;
+      this._updateEarlier();
+      if (this._earlier.hidden && document.activeElement === document.body) {
+        this._earlier.nextElementSibling?.querySelector<HTMLElement>('summary')?.focus();
+      }
+    }
+  }
+
+  private _updateEarlier(): void {
+    const count = Math.max(0, this._shownFrom - 1);
+    this._earlier.hidden = count === 0;
+    this.node.dataset.earlier = String(count);
+    const page = Math.min(PAGE_TURNS, count);
+    this._earlier.textContent = this._trans._n(
+      'Show %1 earlier turn (%2 before turn %3)',
+      'Show %1 earlier turns (%2 before turn %3)',
+      page,
+      count.toLocaleString(),
+      this._shownFrom
+    );
+  }
+
+  /**
+   * A fork's tab says "forked from «parent» before turn N" above its timeline, the parent a link
+   * that opens the parent's tab (when the parent is a session of the same file).
+   */
+  private async _paintFork(bundle: IBundle): Promise<void> {
+    const forked = bundle.nodes.find(n => n.type === 'forked' && n.parent === null);
+    if (!forked || this._fork.dataset.parent === String(forked.parent_session)) {
+      return;
+    }
+    const parentId = String(forked.parent_session);
+    const rows = await fileSessions(this.session.file).catch(() => []);
+    const parent = rows.find(r => 'id' in r && r.id === parentId) as ISession | undefined;
+    const open = (): void => parent && this._openSession?.(parent);
+    this._fork.replaceChildren(...forkLine(forked, parent, open, this._trans));
+    this._fork.dataset.parent = parentId;
+    this._fork.hidden = false;
   }
 
   /** A session opened before its first prompt learns its label once the log has grown. */
@@ -125,11 +246,23 @@ export class SessionTimeline extends Widget {
     window.clearTimeout(this._timer);
     void this.refresh().then(() => {
       if (this.isAttached && !this.isDisposed) {
-        this._timer = window.setTimeout(() => this._follow(), this.isVisible ? FOLLOW_MS : HIDDEN_MS);
+        const wait = this._lagging ? 0 : this.isVisible ? FOLLOW_MS : HIDDEN_MS;
+        this._timer = window.setTimeout(() => this._follow(), wait);
       }
     });
   }
 
+  private _markdown: MarkdownFill | null;
+  private _trans: TranslationBundle;
+  private _earlier: HTMLButtonElement;
+  private _pages: HTMLElement[] = [];
+  /** The first turn of the newest window, and of everything shown (earlier pages included). */
+  private _windowFrom = 0;
+  private _shownFrom = 0;
+  private _loadingEarlier = false;
+  private _lagging = false;
+  private _openSession: ((session: SessionRef) => void) | null;
+  private _fork: HTMLElement;
   private _view: TimelineView;
   private _status: HTMLElement;
   private _timer = 0;
@@ -137,16 +270,41 @@ export class SessionTimeline extends Widget {
   private _resize: ResizeObserver;
 }
 
+/** The words of a fork's line: where it was forked, the parent a link when it is in this file. */
+function forkLine(
+  forked: INode,
+  parent: ISession | undefined,
+  open: () => void,
+  trans: TranslationBundle
+): (HTMLElement | string)[] {
+  const turn = forked.turn;
+  const where =
+    turn !== null && turn !== undefined ? trans.__('before turn %1', turn) : trans.__('at seq %1', forked.at);
+  const id = String(forked.parent_session);
+  if (!parent) {
+    return [trans.__('forked from session %1 %2 (not in this file)', id, where)];
+  }
+  const link = el('button', 'jp-nbagent-link', parent.label, { session: id }) as HTMLButtonElement;
+  link.type = 'button';
+  link.title = trans.__('Open the timeline of %1 (session %2)', parent.label, id);
+  link.addEventListener('click', open);
+  // The link takes the place of the parent in the translated sentence.
+  const [before, after] = trans.__('forked from %1 %2', '\u0000', where).split('\u0000');
+  return [before, link, after ?? ''];
+}
+
 export function sessionTab(
-  session: Pick<ISession, 'file' | 'id' | 'label'>,
-  markdown: MarkdownFill | null = null
+  session: SessionRef,
+  markdown: MarkdownFill | null = null,
+  openSession: ((session: SessionRef) => void) | null = null,
+  trans: TranslationBundle = nullTranslator.load('nbagent')
 ): MainAreaWidget<SessionTimeline> {
-  const content = new SessionTimeline(session, markdown);
+  const content = new SessionTimeline(session, markdown, openSession, trans);
   const widget = new MainAreaWidget({ content });
   widget.id = `nbagent-session-${session.id}`;
   const setLabel = (label: string): void => {
     widget.title.label = label.length > 40 ? `${label.slice(0, 39)}…` : label;
-    widget.title.caption = `${label}\n${session.file} · session ${session.id}`;
+    widget.title.caption = trans.__('%1\n%2 · session %3', label, session.file, session.id);
   };
   setLabel(session.label);
   content.onLabel = setLabel;
@@ -156,34 +314,47 @@ export function sessionTab(
     'export',
     new ToolbarButton({
       icon: downloadIcon,
-      label: 'Export Markdown',
-      tooltip: 'Download the transcript as Markdown',
+      label: trans.__('Export Markdown'),
+      tooltip: trans.__('Download the transcript as Markdown'),
       onClick: () => void content.exportMarkdown()
     })
   );
   widget.toolbar.addItem(
     'top',
-    new ToolbarButton({ icon: caretUpIcon, label: 'Top', tooltip: 'Back to the first turn', onClick: () => content.scrollToTop() })
+    new ToolbarButton({
+      icon: caretUpIcon,
+      label: trans.__('Top'),
+      tooltip: trans.__('To the earliest turn shown (earlier ones load from there)'),
+      onClick: () => content.scrollToTop()
+    })
   );
   widget.toolbar.addItem(
     'newest',
     new ToolbarButton({
       icon: caretDownIcon,
-      label: 'Newest',
-      tooltip: 'To the newest turns (the tab follows them from there)',
+      label: trans.__('Newest'),
+      tooltip: trans.__('To the newest turns (the tab follows them from there)'),
       onClick: () => content.scrollToNewest()
     })
   );
   // A fork's turn beside its parent's (diffpane.ts); a session that is no fork says so there.
   const diff = new DiffPane(session.file, session.id);
-  content.node.insertBefore(diff.node, content.node.children[1] ?? null);
+  content.node.insertBefore(diff.node, content.node.querySelector(':scope > .nbagent') ?? null);
   widget.toolbar.addItem(
     'diff',
-    new ToolbarButton({ label: 'Diff with parent', tooltip: 'This fork\u2019s turn beside its parent\u2019s, step by step', onClick: () => void diff.toggle() })
+    new ToolbarButton({
+      label: trans.__('Diff with parent'),
+      tooltip: trans.__('This fork\u2019s turn beside its parent\u2019s, step by step'),
+      onClick: () => void diff.toggle()
+    })
   );
   widget.toolbar.addItem(
     'refresh',
-    new ToolbarButton({ icon: refreshIcon, tooltip: 'Check for new events now', onClick: () => void content.refresh() })
+    new ToolbarButton({
+      icon: refreshIcon,
+      tooltip: trans.__('Check for new events now'),
+      onClick: () => void content.refresh()
+    })
   );
   return widget;
 }

@@ -17,9 +17,11 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     from nbagent.labserver.handlers import make_executor, routes
     from nbagent.labserver.sessions import TimelineCache
+    from nbagent.labserver.window import WindowCache
 
     web_app = serverapp.web_app
     web_app.settings["nbagent_timelines"] = TimelineCache()
+    web_app.settings["nbagent_windows"] = WindowCache()
     web_app.settings["nbagent_executor"] = make_executor()
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
     serverapp.log.info(

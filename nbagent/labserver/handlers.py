@@ -9,6 +9,9 @@
   bundle (``application/vnd.nbagent.timeline+json``), of one turn or of the last ``K`` turns;
   204 when ``known`` is still its ``seq``. A long log is folded over several requests: the
   bundle's ``seq`` says how far; poll with ``known`` to get the rest.
+- ``GET nbagent/api/sessions/<id>/timeline?file=FILE&window=K&known=SEQ`` — the session tab's
+  bundle: the newest ``K`` turns (and every later one), folded without reading the whole log
+  (:mod:`nbagent.labserver.window`); with ``before=T``, the ``K`` turns before turn ``T``.
 - ``GET nbagent/api/sessions/<id>/transcript?file=FILE&format=md|html`` — the transcript.
 
 Paths are API paths of the contents manager (relative to its root, under its hidden-file rules;
@@ -39,6 +42,7 @@ from nbagent.labserver.diffs import diff_answer
 from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.sessions import TimelineCache, event_json, listing, session_files
+from nbagent.labserver.window import earlier
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
 
@@ -57,6 +61,8 @@ FOLD_EVENTS = 20_000
 MAX_RESPONSE = 32 << 20
 """Bytes of one answer at most: a bigger timeline is windowed to its last turns, else refused."""
 WINDOWS = (None, 50, 10, 1)
+MAX_WINDOW = 1000
+"""Turns one ``window=`` request may ask for."""
 """The timeline windows tried, widest first, until the bundle fits in ``MAX_RESPONSE``."""
 
 MAX_FILES = 500
@@ -209,7 +215,12 @@ class TimelineHandler(_Base):
         known = self._int("known", None, 0, MAX_SEQ)
         turn = self._int("turn", None, 1, MAX_SEQ)
         turns = self._int("turns", None, 1, MAX_SEQ)
-        body = await self._run(self._bundle, target.real, session_id, known, turn, turns)
+        window = self._int("window", None, 1, MAX_WINDOW)
+        if window is not None:
+            before = self._int("before", None, 1, MAX_SEQ)
+            body = await self._run(self._window, target.real, session_id, known, window, before)
+        else:
+            body = await self._run(self._bundle, target.real, session_id, known, turn, turns)
         if body is None:
             self.set_status(204)
             self.finish()
@@ -235,6 +246,31 @@ class TimelineHandler(_Base):
             "one answer may hold; ask for one turn (turn=N), or export its transcript outside the "
             "server (nbagent transcript PATH)"
         )
+
+    def _window(
+        self, path: Path, session_id: str, known: int | None, turns: int, before: int | None
+    ) -> bytes | None:
+        page = Budget(page_events=FOLD_EVENTS, page_bytes=PAGE_BYTES * 4)
+        if before is None:
+            bundle = self.settings["nbagent_windows"].newest(
+                path, session_id, turns=turns, known=known, max_text=TAB_TEXT, page=page
+            )
+            body = None if bundle is None else orjson.dumps(bundle)
+        else:
+            # An earlier page too long for one answer (or one fold) holds fewer turns: the tab
+            # asks for the next page before the first turn it got.
+            while True:
+                bundle = earlier(path, session_id, before=before, turns=turns, max_text=TAB_TEXT, page=page)
+                body = orjson.dumps(bundle)
+                if turns == 1 or (bundle["complete"] and len(body) <= MAX_RESPONSE):
+                    break
+                turns, page = max(1, turns // 4), Budget(page_events=FOLD_EVENTS, page_bytes=PAGE_BYTES * 4)
+        if body is not None and len(body) > MAX_RESPONSE:
+            raise ReadLimitError(
+                f"{turns} turns of session {session_id} in {path} are larger than the "
+                f"{size_text(MAX_RESPONSE)} one answer may hold; ask for fewer (window=N)"
+            )
+        return body
 
 
 class TranscriptHandler(_Base):

@@ -88,6 +88,7 @@ def session_entry(row: SessionRow, api_file: str, prompt: str) -> dict[str, Any]
         "created_at": row.created_at,
         "model": row.model,
         "notebook": row.notebook,
+        "parent": row.parent,
     }
 
 
