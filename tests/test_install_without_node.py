@@ -7,6 +7,7 @@ this checkout in a fresh venv whose PATH has no node (minutes: marked ``install`
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -133,6 +134,14 @@ def test_wheels_build_in_a_venv_whose_path_has_no_node_and_rebuild_only_after_a_
         shutil.rmtree(root / "labextension" / "node_modules", ignore_errors=True)
 
 
+def written_version(source: str) -> object:
+    """The value ``__version__`` is assigned in ``source`` (a generated ``_version.py``)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__version__" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
 def check_wheel(folder: Path) -> None:
     """The wheel ships the built extension and the version of package.json."""
     (built,) = folder.glob("nbagent-*.whl")
@@ -140,7 +149,7 @@ def check_wheel(folder: Path) -> None:
     assert built.name.startswith(f"nbagent-{version}-")
     with zipfile.ZipFile(built) as wheel:
         names = wheel.namelist()
-        assert f'__version__ = "{version}"' in wheel.read("nbagent/_version.py").decode().replace("'", '"')
+        assert written_version(wheel.read("nbagent/_version.py").decode()) == version
     shipped = [n for n in names if "/share/jupyter/labextensions/nbagent/" in n]
     assert any(n.endswith("/labextensions/nbagent/package.json") for n in shipped)
     assert any(n.endswith("/labextensions/nbagent/install.json") for n in shipped)
