@@ -17,6 +17,8 @@ const esModules = [
 module.exports = {
   ...jestJupyterLab(__dirname),
   automock: false,
+  // the built extension's package.json would be a second module named nbagent
+  modulePathIgnorePatterns: ['<rootDir>/dist/', '<rootDir>/lib/', '<rootDir>/ui-tests/'],
   reporters: ['default'],
   testRegex: 'src/.*/.*.spec.ts[x]?$',
   transformIgnorePatterns: [`/node_modules/(?!${esModules}).+`]

@@ -65,7 +65,9 @@ describe('get', () => {
 
   it('keeps the status line when the refusal is not JSON', async () => {
     const { settings } = serverAnswering(new Response('<html>gateway</html>', { status: 502, statusText: 'Bad Gateway' }));
+    const debug = jest.spyOn(console, 'debug').mockImplementation(() => undefined); // JupyterLab logs the parse error
     const error = await get('', { path: '' }, settings).catch(e => e);
+    debug.mockRestore();
     expect(error).toBeInstanceOf(ServerConnection.ResponseError);
     expect(error.message).toBe('Invalid response: 502 Bad Gateway');
   });
