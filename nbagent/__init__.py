@@ -101,7 +101,22 @@ __all__ = [
     "resume_session",
     "tool",
 ]
-__version__ = "0.1.0"
+
+
+def _checkout_version() -> str:
+    """The version written in labextension/package.json (the one place it is written), for a
+    checkout on sys.path that no build has written ``nbagent/_version.py`` into."""
+    import json
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "labextension" / "package.json"
+    return str(json.loads(package.read_text(encoding="utf-8"))["version"])
+
+
+try:  # written by the build (hatch-nodejs-version reads labextension/package.json)
+    from nbagent._version import __version__
+except ImportError:
+    __version__ = _checkout_version()
 
 
 def __getattr__(name: str) -> Any:

