@@ -26,6 +26,7 @@ import {
   stepBox,
   turnBox
 } from '../../nbagent/widgets/painter.js';
+import type { IPainterNode } from '../../nbagent/widgets/painter.js';
 
 export const TIMELINE_MIME = 'application/vnd.nbagent.timeline+json';
 export const SUPPORTED_VERSION = 1;
@@ -81,7 +82,7 @@ interface IPaintContext {
   /** The answers whose raw text is shown instead of their rendering. */
   raw: Set<string>;
   /** Painters of node types the shared painter leaves to its host (`proposal`: `proposal.ts`). */
-  leaves: Record<string, (n: INode) => HTMLElement>;
+  leaves: Record<string, (n: IPainterNode) => HTMLElement>;
 }
 
 interface IEntry {
@@ -116,7 +117,7 @@ export class TimelineView {
       opened: new Set(),
       markdown: options.markdown ?? null,
       raw: new Set(),
-      leaves: { proposal: n => proposalRow(n as unknown as IProposal, canInsert) }
+      leaves: { proposal: (n: IPainterNode) => proposalRow(n as unknown as IProposal, canInsert) }
     };
     this.node = el('div', 'nbagent nba-timeline');
     this._head = el('div', 'nba-head');
