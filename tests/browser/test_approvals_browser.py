@@ -121,7 +121,7 @@ def test_clicks_work_while_a_wait_cell_blocks_the_kernel(lab: Lab, page: Any) ->
     prompt.locator('button[data-action="approve"]').click()
     pending_prompt(page, 1, "second = 1").locator('button[data-action="deny"]').click()
     pending_prompt(page, 1, "third = 1").locator('button[data-action="session"]').click()
-    assert decided(page, 1, 4) == ["allowed-once", "rejected", "allowed-once", "allowed-once"]
+    assert decided(page, 1, 4) == ["allowed-once", "rejected", "allowed-session", "allowed-session"]
     cell(page, 1).get_by_text("turn 1 · done").wait_for()
     text = output_text(page, 1)
     assert "run_code approved (clicked in the notebook, and for the rest of the session)" in text
@@ -170,7 +170,7 @@ def test_a_saved_approval_cell_keeps_its_view_when_reopened_untrusted(lab: Lab, 
     run_cell(page, 0)
     run_cell(page, 1)
     pending_prompt(page, 1, "kept = 1").locator('button[data-action="session"]').click()
-    assert decided(page, 1, 1) == ["allowed-once"]
+    assert decided(page, 1, 1) == ["allowed-session"]
     cell(page, 1).get_by_text("turn 1 · done").wait_for()
     save(page)
     page.wait_for_function(
