@@ -421,7 +421,7 @@ print(result.data["message"]["content"][0]["content"][0]["text"].splitlines()[0]
 """
     assert kernel.run(code) == (
         "[]\n"
-        "['describe_variable', 'list_variables', 'read_notebook', 'recent_cells', 'run_code']\n"
+        "['describe_variable', 'list_variables', 'propose_cell', 'read_notebook', 'recent_cells', 'run_code']\n"
         "completed\n"
         '<dataframe name="sales" library="pandas"\n'
     )
@@ -431,7 +431,7 @@ def test_the_tools_and_approvals_commands_show_and_set_the_session_policy(kernel
     assert kernel.run("%agent approve") == "nbagent: no session open; nothing to approve\n"
     assert kernel.run("%agent tools") == (
         "nbagent: built-in tools on: list_variables, describe_variable, recent_cells, run_code, "
-        "read_notebook (run_code asks for approval)\n"
+        "read_notebook, propose_cell (run_code asks for approval)\n"
     )
     shown = kernel.run("%agent approvals")
     assert shown.endswith(
@@ -447,7 +447,7 @@ def test_the_tools_and_approvals_commands_show_and_set_the_session_policy(kernel
     )
     assert kernel.run("%agent tools off") == (
         "nbagent: built-in tools withdrawn (list_variables, describe_variable, recent_cells, run_code, "
-        "read_notebook) from the next request on\n"
+        "read_notebook, propose_cell) from the next request on\n"
     )
     assert (
         kernel.run("from nbagent.notebook import current_agent; print(sorted(current_agent().tools))")
