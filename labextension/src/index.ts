@@ -20,6 +20,7 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { download, fetchTranscript, ISession } from './api';
+import { diffFactory } from './diffrenderer';
 import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
 import { liveDocumentPlugin } from './livedoc';
@@ -58,10 +59,12 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const trans = (translator ?? nullTranslator).load('nbagent');
     rendermime.addFactory(timelineFactory(null, markdownFill(rendermime), trans), RANK);
+    rendermime.addFactory(diffFactory(), RANK);
     // Inside a notebook the renderer can hand over to the live widget of the same output.
     const adopt = (panel: NotebookPanel): void => {
       const registry = panel.content.rendermime;
       registry.addFactory(timelineFactory(registry, markdownFill(registry), trans, proposalHost(panel)), RANK);
+      registry.addFactory(diffFactory(), RANK);
       watchSavedState(panel);
     };
     notebooks?.forEach(adopt);

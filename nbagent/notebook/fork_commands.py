@@ -124,7 +124,7 @@ def _one_id(ids: list[str], given: str) -> str:
 
 
 def _diff(session: Any, argv: list[str]) -> None:
-    from nbagent.views.diff import diff_markdown, diff_text, turn_diff
+    from nbagent.views.diff import DIFF_MIME, diff_json, diff_markdown, diff_text, turn_diff
 
     if len(argv) != 2:
         raise UsageError("%agent diff takes two turns: [SESSION:]TURN [SESSION:]TURN")
@@ -152,6 +152,9 @@ def _diff(session: Any, argv: list[str]) -> None:
     try:  # live, painted by the shared painter (nbagent/widgets/painter.js)
         from nbagent.widgets.diff_widget import DiffWidget
     except ImportError:  # no anywidget: the same view model as Markdown
-        display({"text/plain": diff_text(diff), "text/markdown": diff_markdown(diff)}, raw=True)
+        display(
+            {DIFF_MIME: diff_json(diff), "text/plain": diff_text(diff), "text/markdown": diff_markdown(diff)},
+            raw=True,
+        )
         return
     display(DiffWidget(diff))

@@ -283,6 +283,10 @@ def _row_json(m: DiffMessage, step: int, other: str, there: dict[str, int]) -> d
             "symbol": SYMBOL[m.mark], "mark_text": mark_text}  # fmt: skip
 
 
+DIFF_MIME = "application/vnd.nbagent.diff+json"
+"""The MIME type of a saved diff view model (what the lab extension's diff renderer paints)."""
+
+
 def diff_json(d: TurnDiff) -> dict[str, object]:
     """The diff as the browser paints it: every word ready-made (docs/timeline-json.md's rule)."""
     first = {"a": _first_steps_by_id(d.steps, "a"), "b": _first_steps_by_id(d.steps, "b")}

@@ -1,7 +1,8 @@
 """``%agent diff`` live in the notebook: the turn diff's view model painted by the shared painter.
 
-The output also carries the diff as text and Markdown (``nbagent.views.diff``), for a notebook read
-without the widget.
+The output also carries the view model as ``application/vnd.nbagent.diff+json`` (the lab extension
+paints it with the same painter, kernel or not) and the diff as text and Markdown
+(``nbagent.views.diff``), for a notebook read without either.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from nbagent.views.diff import TurnDiff, diff_json, diff_markdown, diff_text
+from nbagent.views.diff import DIFF_MIME, TurnDiff, diff_json, diff_markdown, diff_text
 from nbagent.widgets.modules import widget_module
 
 
@@ -36,5 +37,9 @@ class DiffWidget(anywidget.AnyWidget):
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         if data is None:
             return bundle
-        saved = {"text/plain": diff_text(self._turn_diff), "text/markdown": diff_markdown(self._turn_diff)}
+        saved = {
+            DIFF_MIME: self.diff,
+            "text/plain": diff_text(self._turn_diff),
+            "text/markdown": diff_markdown(self._turn_diff),
+        }
         return {**data, **saved}, meta

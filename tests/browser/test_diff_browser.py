@@ -111,3 +111,35 @@ def test_a_forks_session_tab_shows_the_diff_with_its_parent_and_picks_turns(lab:
     refused.wait_for()
     assert "is not a fork" in refused.inner_text() and "%agent fork" in refused.inner_text()
     assert errors.uncaught == [] and errors.console == [], errors
+
+
+def test_a_saved_diff_shows_when_its_widget_model_is_gone(lab: Lab, page: Any) -> None:
+    """A notebook reopened after its kernel (or by someone else, with no saved widget state): the
+    diff output's widget view has no model, so the lab extension paints the saved view model."""
+    from nbagent import read_events
+    from nbagent.views.diff import DIFF_MIME, diff_json, diff_text, turn_diff
+
+    path = lab.root / "saved-diff.nbagent.sqlite"
+    parent, fork = write_fork(path)
+    d = turn_diff(
+        read_events(path, parent), read_events(path, fork), turn_a=1, turn_b=1, names=(parent, fork)
+    )
+    name = lab.write_notebook("saved-diff", ["%agent diff 1 1"])
+    nb = json.loads((lab.root / name).read_text())
+    view = {"model_id": "0" * 32, "version_major": 2, "version_minor": 1}
+    data = {
+        "application/vnd.jupyter.widget-view+json": view,
+        DIFF_MIME: diff_json(d),
+        "text/plain": diff_text(d),
+    }
+    nb["cells"][0]["outputs"] = [{"output_type": "display_data", "metadata": {}, "data": data}]
+    (lab.root / name).write_text(json.dumps(nb))
+    errors = PageErrors().watch(page)
+    open_notebook(page, lab.lab_url(name, "saved-diff"))
+    out = page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
+    painted = out.locator('.jp-nbagent-output[data-view="diff"] .nba-diff[data-nba-painted="true"]')
+    painted.wait_for()
+    assert [s["step"] for s in painted.evaluate(READ_DIFF_JS)] == [s.step for s in d.steps]
+    assert out.get_by_text("model not found").count() == 0
+    shot(page, "diff-03-saved-without-model", out)
+    assert errors.uncaught == [] and errors.console == [], errors
