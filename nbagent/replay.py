@@ -165,14 +165,14 @@ def _step(step: Any) -> int:
 async def replay(
     agent: Agent,
     turn: int,
-    *,
-    drop: Iterable[str] = (),
-    move: Mapping[str, int] | None = None,
-    add: Iterable[tuple[UserMessage | str, int]] = (),
-    model: Model | str | None = None,
+    drop: Iterable[str],
+    move: Mapping[str, int] | None,
+    add: Iterable[tuple[UserMessage | str, int]],
+    model: Model | str | None,
 ) -> Run:
     """Wake ``agent`` (a fork made before ``turn``) and re-deliver the parent's arrivals of that
-    turn at their (edited) steps; returns the run once the agent is idle again."""
+    turn at their (edited) steps; returns the run once the agent is idle again (``Agent.replay``
+    documents the edits)."""
     plan = edited(_deliveries(agent, turn), drop=drop, move=move, add=add)
     if agent.status != "idle":
         raise NbagentError(f"session {agent.session_id} is {agent.status}; replay needs an idle fork")

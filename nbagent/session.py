@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from nbagent import _json
 from nbagent._json import gc_paused
@@ -109,18 +109,7 @@ def open_session(
         except BaseException:
             _let_go(file, lease)
             raise
-    return _agent(
-        file,
-        lease,
-        loop=loop,
-        session_id=sid,
-        model=resolved,
-        tools=tools,
-        system=system,
-        max_steps=max_steps,
-        retry=retry,
-        cancel_grace=cancel_grace,
-    )
+    return _agent(file, lease, loop, sid, resolved, _Settings(tools, system, max_steps, retry, cancel_grace))
 
 
 def resume_session(
@@ -157,25 +146,41 @@ def resume_session(
     except BaseException:
         _let_go(file, lease)
         raise
-    return _agent(
-        file,
-        lease,
-        loop=loop,
-        session_id=session_id,
-        model=_stored_model(row) if model is None else model,
-        tools=tools,
-        system=system,
-        max_steps=max_steps,
-        retry=retry,
-        cancel_grace=cancel_grace,
-        resumed=resumed,
-    )
+    model = _stored_model(row) if model is None else model
+    settings = _Settings(tools, system, max_steps, retry, cancel_grace)
+    return _agent(file, lease, loop, session_id, model, settings, resumed=resumed)
 
 
-def _agent(file: SessionStore | None, lease: Releasable | None, **settings: Any) -> Agent:
+class _Settings(NamedTuple):
+    """What ``open_session`` and ``resume_session`` pass through to the agent unchanged."""
+
+    tools: Iterable[Tool | Callable[..., Any]]
+    system: str | None
+    max_steps: int
+    retry: RetryPolicy | None
+    cancel_grace: float
+
+
+def _agent(
+    file: SessionStore | None,
+    lease: Releasable | None,
+    loop: asyncio.AbstractEventLoop | None,
+    session_id: str,
+    model: Model | str,
+    settings: _Settings,
+    **extra: Any,
+) -> Agent:
     """The agent over ``file``; if it cannot be built, nothing stays held (lease, connection)."""
     try:
-        agent = Agent(file=file, lease=lease, **settings)
+        agent = Agent(
+            file=file,
+            lease=lease,
+            loop=loop,
+            session_id=session_id,
+            model=model,
+            **settings._asdict(),
+            **extra,
+        )
         agent.reopen = resume_session  # agent.fork opens its child this way (SPEC §11.1)
         return agent
     except BaseException:

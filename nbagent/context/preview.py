@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import reprlib
 from collections.abc import Sized
-from typing import Any
+from typing import Any, TypeVar
 
 from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
 from nbagent.core.messages import UserMessage
@@ -33,13 +33,19 @@ class _Repr(reprlib.Repr):
         return "{" + ", ".join(pieces) + "}"
 
 
-_repr = _Repr()
-_repr.maxlevel = 4
-_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxfrozenset = _repr.maxdeque = 50
-_repr.maxdict = 30
-_repr.maxstring = 400
-_repr.maxlong = 200
-_repr.maxother = 2000
+ReprT = TypeVar("ReprT", bound=reprlib.Repr)
+
+
+def bounded(r: ReprT, *, level: int, items: int, keys: int, string: int, long: int, other: int) -> ReprT:
+    """``r`` limited: nesting ``level``, ``items`` per sequence or set, ``keys`` per mapping, and the
+    characters of a string, an int and any other object's ``repr``."""
+    r.maxlevel = level
+    r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdeque = items
+    r.maxdict, r.maxstring, r.maxlong, r.maxother = keys, string, long, other
+    return r
+
+
+_repr = bounded(_Repr(), level=4, items=50, keys=30, string=400, long=200, other=2000)
 
 
 def qualified_type(obj: Any) -> str:

@@ -232,7 +232,7 @@ class Agent:
         """Re-enact the parent's turn ``turn`` here with its arrivals (edited); SPEC §11.2."""
         from nbagent.replay import replay
 
-        return await self._on_own_loop(replay(self, turn, drop=drop, move=move, add=add, model=model))
+        return await self._on_own_loop(replay(self, turn, drop, move, add, model))
 
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Set, Sized
 from itertools import islice
 from typing import Any
 
+from nbagent.context.preview import bounded
 from nbagent.redaction import configured_secrets, looks_secret_name, scrub
 
 MAX_VARIABLES = 100
@@ -44,13 +45,7 @@ _SHOWN_ITEMS = 100
 _REPR_SCRUBBED = 20_000
 """Characters of an object's ``repr`` kept (its start and its end) and scrubbed for a preview."""
 
-_repr = reprlib.Repr()
-_repr.maxlevel = 3
-_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxfrozenset = _repr.maxdeque = 12
-_repr.maxdict = 8
-_repr.maxstring = 120
-_repr.maxlong = 60
-_repr.maxother = 300
+_repr = bounded(reprlib.Repr(), level=3, items=12, keys=8, string=120, long=60, other=300)
 
 
 def clip(text: str, limit: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -248,32 +249,31 @@ class InboxWidget(_AgentWidget):
         if content.get("type") == "move":
             self._move(content)
             return
-        if content.get("type") != "remove":
-            return
-        self._error = None
-        message_id = str(content.get("id"))
-        try:
-            if not self._agent.inbox.remove(message_id):
-                self._error = "that message is no longer pending (it was claimed or removed already)"
-        except Exception as exc:  # a closed session, a failed write: say so in the widget
-            log.warning("nbagent inbox remove failed: %s", exc)
-            self._error = f"could not remove: {exc}"
-        self._batch.flush_now()
-        self._refresh()
-        self.send({"type": "removed", "id": message_id})
+        if content.get("type") == "remove":
+            message_id = str(content.get("id"))
+            self._change("remove", message_id, lambda: self._agent.inbox.remove(message_id))
 
     def _move(self, content: dict[str, Any]) -> None:
         """A drag or a keyboard move in the view: ``agent.inbox.move`` (SPEC §11.1)."""
-        self._error = None
         message_id, queue, index = str(content.get("id")), content.get("queue"), content.get("index")
+        if queue not in (NEXT_STEP, NEXT_TURN) or not isinstance(index, int) or index < 0:
+            self._error = f"could not move: {queue!r} at {index!r} is not a place in the inbox"
+            self._answer("moved", message_id)
+            return
+        self._change("move", message_id, lambda: self._agent.inbox.move(message_id, queue, index))
+
+    def _change(self, verb: str, message_id: str, change: Callable[[], bool]) -> None:
+        """Make one inbox change the view asked for; say in the widget why it did not happen."""
+        self._error = None
         try:
-            if queue not in (NEXT_STEP, NEXT_TURN) or not isinstance(index, int) or index < 0:
-                self._error = f"could not move: {queue!r} at {index!r} is not a place in the inbox"
-            elif not self._agent.inbox.move(message_id, queue, index):
+            if not change():
                 self._error = "that message is no longer pending (it was claimed or removed already)"
         except Exception as exc:  # a closed session, a failed write: say so in the widget
-            log.warning("nbagent inbox move failed: %s", exc)
-            self._error = f"could not move: {exc}"
+            log.warning("nbagent inbox %s failed: %s", verb, exc)
+            self._error = f"could not {verb}: {exc}"
+        self._answer(f"{verb}d", message_id)
+
+    def _answer(self, reply: str, message_id: str) -> None:
         self._batch.flush_now()
         self._refresh()
-        self.send({"type": "moved", "id": message_id})
+        self.send({"type": reply, "id": message_id})
