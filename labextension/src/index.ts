@@ -162,8 +162,8 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
       execute: () => shell.activateById(panel.id)
     });
     mainMenu?.viewMenu.addGroup([{ command: COMMANDS.show }], 100);
-    palette?.addItem({ command: COMMANDS.show, category: 'nbagent' });
-    palette?.addItem({ command: COMMANDS.refresh, category: 'nbagent' });
+    palette?.addItem({ command: COMMANDS.show, category: trans.__('nbagent') });
+    palette?.addItem({ command: COMMANDS.refresh, category: trans.__('nbagent') });
     if (browser) {
       const model = browser.model;
       panel.setFolder(model.path);

@@ -18,8 +18,11 @@
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Clipboard } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
 export const PROPOSAL_EVENT = 'nbagent-proposal';
+/** The words of this module, in the user's language once the plugin has started. */
+let trans: TranslationBundle = nullTranslator.load('nbagent');
 export const INSERT_COMMAND = 'nbagent:insert-proposal';
 /** The kernel's comm target for what the user did (nbagent/notebook/proposals.py). */
 export const ACTIONS_TARGET = 'nbagent.proposals';
@@ -90,7 +93,7 @@ export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElem
   box.dataset.id = n.id;
   box.dataset.proposal = n.proposal;
   const row = h('div', 'nba-row');
-  const badge = h('span', 'nba-badge', `proposed cell ${n.proposal}`);
+  const badge = h('span', 'nba-badge', trans.__('proposed cell %1', n.proposal));
   badge.dataset.kind = 'notebook';
   row.append(badge);
   if (n.note) {
@@ -104,8 +107,8 @@ export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElem
   const offer = canInsert === null ? null : canInsert();
   if (offer !== null) {
     for (const [action, label, title] of [
-      ['insert', 'Insert below', 'Insert this cell below the cell that asked'],
-      ['insert-and-run', 'Insert and run', 'Insert this cell below the cell that asked, and run it']
+      ['insert', trans.__('Insert below'), trans.__('Insert this cell below the cell that asked')],
+      ['insert-and-run', trans.__('Insert and run'), trans.__('Insert this cell below the cell that asked, and run it')]
     ]) {
       const b = button(action, label, title);
       b.dataset[NEEDS_KERNEL] = 'true';
@@ -114,11 +117,11 @@ export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElem
       inserts.push(b);
     }
   }
-  const copier = button('copy', 'Copy', 'Copy the code to the clipboard');
+  const copier = button('copy', trans.__('Copy'), trans.__('Copy the code to the clipboard'));
   copier.addEventListener('click', () => {
     copy(n.code)
-      .then(() => (said.textContent = 'copied'))
-      .catch(() => (said.textContent = 'could not copy: select the code above'));
+      .then(() => (said.textContent = trans.__('copied')))
+      .catch(() => (said.textContent = trans.__('could not copy: select the code above')));
   });
   actions.append(...inserts, copier, said);
   box.append(row, code, actions);
@@ -134,7 +137,7 @@ export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElem
     const detail: IProposalRequest = { proposal: n.proposal, code: n.code, run, cellId: n.cell?.cell_id ?? null, settle };
     const event = new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, detail });
     if (from.dispatchEvent(event)) {
-      settle('inserting needs this notebook open in JupyterLab or Notebook 7: use Copy', false);
+      settle(trans.__('inserting needs this notebook open in JupyterLab or Notebook 7: use Copy'), false);
     }
   }
   return box;
@@ -179,13 +182,19 @@ interface IInsertArgs {
   proposal: string;
 }
 
-/** Insert the proposal below `anchor` in the notebook at `path`; returns the sentence to show. */
-async function insert(tracker: INotebookTracker, args: IInsertArgs): Promise<string> {
+/** What an insert did: the sentence to show, and whether the cell went in. */
+interface IInserted {
+  said: string;
+  inserted: boolean;
+}
+
+/** Insert the proposal below `anchor` in the notebook at `path`. */
+async function insert(tracker: INotebookTracker, args: IInsertArgs): Promise<IInserted> {
   const panel = tracker.find(p => p.context.path === args.path);
   const notebook = panel?.content;
   const index = notebook ? notebook.widgets.findIndex(c => c.model.id === args.anchor) : -1;
   if (!panel || !notebook || index < 0) {
-    return 'not inserted: the cell that asked is no longer in this notebook';
+    return { said: trans.__('not inserted: the cell that asked is no longer in this notebook'), inserted: false };
   }
   const anchor = notebook.widgets[index];
   const count = (anchor.model as any).executionCount ?? null;
@@ -202,8 +211,15 @@ async function insert(tracker: INotebookTracker, args: IInsertArgs): Promise<str
   if (args.run) {
     await NotebookActions.run(notebook, panel.sessionContext);
   }
-  const where = count === null ? 'below the cell that asked' : `below In [${count}]`;
-  return `${args.run ? 'inserted and ran' : 'inserted'} ${where}`;
+  const said =
+    count === null
+      ? args.run
+        ? trans.__('inserted and ran below the cell that asked')
+        : trans.__('inserted below the cell that asked')
+      : args.run
+        ? trans.__('inserted and ran below In [%1]', count)
+        : trans.__('inserted below In [%1]', count);
+  return { said, inserted: true };
 }
 
 export const proposalPlugin: JupyterFrontEndPlugin<void> = {
@@ -211,9 +227,11 @@ export const proposalPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Inserts cells an agent proposed (propose_cell) below the cell that asked.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+  optional: [ITranslator],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, translator: ITranslator | null) => {
+    trans = (translator ?? nullTranslator).load('nbagent');
     app.commands.addCommand(INSERT_COMMAND, {
-      label: 'Insert Proposed Cell',
+      label: trans.__('Insert Proposed Cell'),
       execute: args => insert(tracker, args as unknown as IInsertArgs)
     });
     document.addEventListener(PROPOSAL_EVENT, event => {
@@ -226,15 +244,18 @@ export const proposalPlugin: JupyterFrontEndPlugin<void> = {
       }
       event.preventDefault();
       if (!own.model.trusted) {
-        ask.settle('not inserted: this output is not trusted (File › Trust Notebook first)', false);
+        ask.settle(trans.__('not inserted: this output is not trusted (File › Trust Notebook first)'), false);
         return;
       }
       const byId = ask.cellId ? panel.content.widgets.find(c => c.model.id === ask.cellId) : undefined;
       const args = { path: panel.context.path, anchor: (byId ?? own).model.id, code: ask.code, run: ask.run, proposal: ask.proposal };
       app.commands
         .execute(INSERT_COMMAND, args as any)
-        .then(said => ask.settle(String(said), !String(said).startsWith('not ')))
-        .catch(err => ask.settle(`not inserted: ${err}`, false));
+        .then(done => {
+          const { said, inserted } = done as unknown as IInserted;
+          ask.settle(said, inserted);
+        })
+        .catch(err => ask.settle(trans.__('not inserted: %1', String(err)), false));
     });
   }
 };
