@@ -5,6 +5,8 @@
  * each side. The pane sits above the timeline in the tab; the toolbar button shows and hides it.
  */
 
+import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
+
 import { get } from './api';
 import { diffView, el } from '../../nbagent/widgets/painter.js';
 
@@ -31,7 +33,13 @@ export async function fetchDiff(file: string, id: string, turn?: number, against
   return (await get(`${encodeURIComponent(id)}/diff`, params)).json();
 }
 
-function picker(label: string, turns: number[], chosen: number, side: string): HTMLSelectElement {
+function picker(
+  label: string,
+  turns: number[],
+  chosen: number,
+  side: string,
+  trans: TranslationBundle
+): HTMLSelectElement {
   const select = document.createElement('select');
   select.className = 'jp-mod-styled nba-diff-turn';
   select.dataset.side = side;
@@ -39,7 +47,7 @@ function picker(label: string, turns: number[], chosen: number, side: string): H
   for (const turn of turns) {
     const option = document.createElement('option');
     option.value = String(turn);
-    option.textContent = `turn ${turn}`;
+    option.textContent = trans.__('turn %1', turn);
     option.selected = turn === chosen;
     select.append(option);
   }
@@ -50,7 +58,14 @@ function picker(label: string, turns: number[], chosen: number, side: string): H
 export class DiffPane {
   readonly node: HTMLElement;
 
-  constructor(private _file: string, private _id: string) {
+  private readonly _trans: TranslationBundle;
+
+  constructor(
+    private _file: string,
+    private _id: string,
+    trans: TranslationBundle = nullTranslator.load('nbagent')
+  ) {
+    this._trans = trans;
     this.node = el('div', 'jp-nbagent-diff');
     this.node.hidden = true;
   }
@@ -73,12 +88,13 @@ export class DiffPane {
         return;
       }
       const bar = el('div', 'jp-nbagent-diff-bar');
-      const a = picker('Parent turn (a)', answer.turns_a, answer.turn_a, 'a');
-      const b = picker('This fork turn (b)', answer.turns_b, answer.turn_b, 'b');
+      const trans = this._trans;
+      const a = picker(trans.__('Parent turn (a)'), answer.turns_a, answer.turn_a, 'a', trans);
+      const b = picker(trans.__('This fork turn (b)'), answer.turns_b, answer.turn_b, 'b', trans);
       const change = (): void => void this.show(Number(b.value), Number(a.value));
       a.addEventListener('change', change);
       b.addEventListener('change', change);
-      bar.append(el('span', '', 'Diff with parent: a'), a, el('span', '', 'b'), b);
+      bar.append(el('span', '', trans.__('Diff with parent: a')), a, el('span', '', 'b'), b);
       this.node.replaceChildren(bar, diffView(answer.diff));
       this.node.dataset.state = 'ok';
     } catch (error) {

@@ -338,7 +338,7 @@ export function sessionTab(
     })
   );
   // A fork's turn beside its parent's (diffpane.ts); a session that is no fork says so there.
-  const diff = new DiffPane(session.file, session.id);
+  const diff = new DiffPane(session.file, session.id, trans);
   content.node.insertBefore(diff.node, content.node.querySelector(':scope > .nbagent') ?? null);
   widget.toolbar.addItem(
     'diff',

@@ -27,6 +27,8 @@ FRENCH = {
     "read-only": ["lecture seule"],
     "forked from %1 %2": ["%2, bifurqué de %1"],
     "before turn %1": ["avant le tour %1"],
+    "Diff with parent": ["Comparer au parent"],
+    "Parent turn (a)": ["Tour du parent (a)"],
 }
 
 
@@ -58,6 +60,9 @@ def test_the_panel_and_the_tab_speak_the_language_of_the_translator(lab: Lab, pa
     assert tab.locator(".nba-head .nba-muted").inner_text().endswith(" · lecture seule")
     assert page.locator(".jp-nbagent-session .jp-Toolbar").get_by_text("Plus récents").count() == 1
     shot(page, "tab-translated")
+    page.locator(".jp-nbagent-session .jp-Toolbar").get_by_text("Comparer au parent").click()
+    pane = tab.locator('.jp-nbagent-diff[data-state="ok"]')
+    assert pane.locator('select[data-side="a"]').get_attribute("aria-label") == "Tour du parent (a)"
     line.locator("button.jp-nbagent-link").click()
     page.locator(f'.jp-nbagent-tab[data-session="{parent}"] .nba-turn[data-id="turn-3"]').wait_for()
     assert errors.uncaught == [] and errors.console == [], errors
