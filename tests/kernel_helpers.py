@@ -309,3 +309,22 @@ def wait_for_events(db: Path, event_type: str, count: int = 1, timeout: float = 
             return events
         time.sleep(0.02)
     raise AssertionError(f"fewer than {count} {event_type} in {db} after {timeout}s")
+
+
+@pytest.fixture(params=KERNELS)
+def loaded_kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
+    """A real kernel with the extension loaded, on ipykernel 7 and on ipykernel 6 (test modules use
+    it as their ``kernel`` fixture: ``kernel = kernel_helpers.loaded_kernel``)."""
+    with Kernel(tmp_path, python=request.param) as k:
+        k.run("%load_ext nbagent")
+        yield k
+
+
+def work_db(k: Kernel) -> Path:
+    """The session file a notebook's default session writes beside it (``work.ipynb``'s)."""
+    return k.cwd / "work.nbagent.sqlite"
+
+
+def wait_for(k: Kernel, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
+    """:func:`wait_for_events` on ``k``'s session file."""
+    return wait_for_events(work_db(k), event_type, count, timeout)

@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from importtime import ROOT, imported_modules, within
 
 import nbagent
-
-ROOT = Path(nbagent.__file__).resolve().parent.parent
 
 NOT_FOR_THE_CLI = (
     # providers
@@ -47,36 +45,20 @@ NOT_FOR_THE_CLI = (
 )
 
 
-def imported_modules(*args: str) -> tuple[set[str], str]:
+def cli_imports(*args: str) -> tuple[set[str], str]:
     """The modules ``python -X importtime -m nbagent *args`` imports, and what it printed."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "nbagent", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    modules = {
-        line.rsplit("|", 1)[1].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
+    modules, out = imported_modules("-m", "nbagent", *args)
     assert "nbagent.__main__" in modules or "nbagent" in modules  # the listing is real
-    return modules, done.stdout
+    return modules, out
 
 
 def offending(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in NOT_FOR_THE_CLI))
+    return within(modules, NOT_FOR_THE_CLI)
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], []], ids=["version", "help", "no-command"])
 def test_the_cli_answers_version_and_help_without_importing_what_commands_use(args):
-    modules, out = imported_modules(*args)
+    modules, out = cli_imports(*args)
     assert offending(modules) == []
     if args == ["--version"]:
         assert out.strip().endswith(nbagent.__version__)

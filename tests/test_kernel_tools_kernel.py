@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from hashlib import sha256
-from pathlib import Path
 from typing import Any
 
+import kernel_helpers
 import pytest
 from eventtrace import trace
-from kernel_helpers import KERNELS, Kernel, read_events, wait_for_events
+from kernel_helpers import Kernel, read_events, wait_for
 
 from nbagent.core.events import Event
 from nbagent.testing import check_invariants
@@ -39,20 +38,8 @@ def run_code(code: str, call_id: str) -> str:
     return f"Response(tool_calls=[ToolCall('run_code', {{'code': {code!r}}}, id={call_id!r})])"
 
 
-@pytest.fixture(params=KERNELS)
-def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    """A real kernel with the extension loaded, on ipykernel 7 and on ipykernel 6."""
-    with Kernel(tmp_path, python=request.param) as k:
-        k.run("%load_ext nbagent")
-        yield k
-
-
-def db(k: Kernel) -> Path:
-    return k.cwd / "work.nbagent.sqlite"
-
-
-def wait_for(k: Kernel, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
-    return wait_for_events(db(k), event_type, count, timeout)
+kernel = kernel_helpers.loaded_kernel  # the fixture, under the name the tests use
+db = kernel_helpers.work_db
 
 
 def results(events: list[Event]) -> dict[str, tuple[str, str | None]]:
@@ -385,7 +372,10 @@ def test_a_reused_call_id_is_a_new_question_that_an_old_prompt_or_an_old_id_cann
     old_id, new_id = [
         e.data["id"] for e in wait_for(kernel, "approval/asked", 2) if e.type == "approval/asked"
     ]
-    assert old_id != new_id and "c1" not in old_id + new_id
+    # nbagent's own ids (16 random hex digits), never the model's call id: testing for "c1" inside
+    # them failed about once in eight runs, when the random digits happened to hold "c1"
+    assert old_id != new_id
+    assert all(re.fullmatch(r"approval-[0-9a-f]{16}", i) for i in (old_id, new_id)), (old_id, new_id)
 
     click(kernel, old_prompt, "allowed-once")  # a decide message replayed to the settled prompt
     over = "ignored: that approval in turn 1 is over (run_code approved (clicked in the notebook)); nothing changed"

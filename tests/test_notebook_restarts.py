@@ -9,13 +9,11 @@ approval prompts in that cell.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
+import kernel_helpers
 import pytest
-from kernel_helpers import KERNELS, Kernel, RunAll, read_events, wait_for_events
+from kernel_helpers import Kernel, RunAll, read_events, wait_for
 
-from nbagent.core.events import Event
 from nbagent.testing import check_invariants
 
 pytestmark = pytest.mark.kernel
@@ -51,19 +49,8 @@ def asked_in_turn(turn: int) -> str:
     )
 
 
-@pytest.fixture(params=KERNELS)
-def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    with Kernel(tmp_path, python=request.param) as k:
-        k.run("%load_ext nbagent")
-        yield k
-
-
-def db(k: Kernel) -> Path:
-    return k.cwd / "work.nbagent.sqlite"
-
-
-def wait_for(k: Kernel, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
-    return wait_for_events(db(k), event_type, count, timeout)
+kernel = kernel_helpers.loaded_kernel  # the fixture, under the name the tests use
+db = kernel_helpers.work_db
 
 
 def strand_a_followup(k: Kernel) -> None:

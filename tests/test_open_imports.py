@@ -5,14 +5,9 @@ process, on a new file and on resuming it)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import nbagent
-
-ROOT = Path(nbagent.__file__).resolve().parent.parent
+from importtime import imported_modules, within
 
 NOT_FOR_OPENING = (
     # providers and their clients
@@ -64,28 +59,11 @@ asyncio.run(main())
 
 
 def imported_by_opening(path: Path) -> set[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", SCRIPT, str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    modules = {
-        line.rsplit("|", 1)[1].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
+    modules, _ = imported_modules("-c", SCRIPT, str(path))
     assert {"nbagent.core.agent", "nbagent.store.sqlite"} <= modules  # the listing is real
     return modules
 
 
 def test_opening_and_resuming_a_session_imports_no_provider_frame_notebook_or_counter(tmp_path):
     modules = imported_by_opening(tmp_path / "s.nbagent.sqlite")
-    offending = sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in NOT_FOR_OPENING))
-    assert offending == []
+    assert within(modules, NOT_FOR_OPENING) == []

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,40 +12,16 @@ import pytest
 pytest.importorskip("jupyter_server")
 pytest.importorskip("pytest_jupyter")
 
+import server_client
 from lab_sessions import XSS, write_session
 from pytest_jupyter.jupyter_server import *  # noqa: F403
-from tornado.httpclient import HTTPClientError
+from server_client import API
 
 import nbagent
 
-API = ("nbagent", "api", "sessions")
-
-
-@pytest.fixture
-def jp_server_config() -> dict[str, Any]:
-    return {"ServerApp": {"jpserver_extensions": {"nbagent.labserver": True}}}
-
-
-@pytest.fixture
-def get(jp_fetch: Any, jp_asyncio_loop: Any) -> Any:
-    """A blocking GET against the test server: ``get(*path, **params)`` -> (status, body)."""
-
-    def fetch(*parts: str, headers: dict[str, str] | None = None, **params: Any) -> tuple[int, Any]:
-        # The server runs on the fixture's loop; an async test before this one may have left the
-        # thread without a current loop, which tornado's client looks up.
-        asyncio.set_event_loop(jp_asyncio_loop)
-        try:
-            r = jp_asyncio_loop.run_until_complete(
-                jp_fetch(*parts, params={k: str(v) for k, v in params.items()}, headers=headers)
-            )
-        except HTTPClientError as exc:
-            assert exc.response is not None
-            return exc.code, json.loads(exc.response.body or b"{}")
-        body = r.body.decode()
-        kind = r.headers.get("Content-Type", "")
-        return r.code, (json.loads(body) if body and "json" in kind else body)
-
-    return fetch
+# The server and its client, shared with the other REST API tests (fixtures by name).
+jp_server_config = server_client.jp_server_config
+get = server_client.get
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -3,7 +3,6 @@ newest turns without folding its whole log (windows of turns, earlier pages on d
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -14,37 +13,17 @@ import pytest
 pytest.importorskip("jupyter_server")
 pytest.importorskip("pytest_jupyter")
 
+import server_client
 from lab_sessions import write_family, write_synthetic
 from pytest_jupyter.jupyter_server import *  # noqa: F403
-from tornado.httpclient import HTTPClientError
+from server_client import API
 
 import nbagent
 import nbagent.views
 
-API = ("nbagent", "api", "sessions")
-
-
-@pytest.fixture
-def jp_server_config() -> dict[str, Any]:
-    return {"ServerApp": {"jpserver_extensions": {"nbagent.labserver": True}}}
-
-
-@pytest.fixture
-def get(jp_fetch: Any, jp_asyncio_loop: Any) -> Any:
-    """A blocking GET against the test server: ``get(*path, **params)`` -> (status, JSON body)."""
-
-    def fetch(*parts: str, **params: Any) -> tuple[int, Any]:
-        asyncio.set_event_loop(jp_asyncio_loop)
-        try:
-            r = jp_asyncio_loop.run_until_complete(
-                jp_fetch(*parts, params={k: str(v) for k, v in params.items()})
-            )
-        except HTTPClientError as exc:
-            assert exc.response is not None
-            return exc.code, json.loads(exc.response.body or b"{}")
-        return r.code, (json.loads(r.body) if r.body else None)
-
-    return fetch
+# The server and its client, shared with the other REST API tests (fixtures by name).
+jp_server_config = server_client.jp_server_config
+get = server_client.get
 
 
 def test_the_listing_names_the_parent_of_a_fork(jp_root_dir: Path, get: Any) -> None:
