@@ -8,7 +8,8 @@ answers, a clean close) and prints one line per fact the parent needs:
 - ``at <point> <k>`` when the k-th occurrence of a kill point is reached. At the chosen one the
   process stops right there (before the next statement) so the parent's SIGKILL lands exactly.
 
-Kill points: ``before-commit`` (a ``COMMIT`` statement is about to run), ``after-commit`` (a write
+Kill points: ``before-commit`` (a ``COMMIT``, or an ``INSERT`` that is its own transaction, is
+about to run), ``after-commit`` (a write
 returned, before its caller goes on), ``mid-tool``, ``mid-stream``, ``checkpoint`` (the clean
 close's WAL checkpoint is about to run), ``repair`` (resume is about to commit its repair).
 """
@@ -58,7 +59,7 @@ def instrument() -> None:
         conn = connect(path, query)
 
         def trace(statement: str) -> None:
-            if statement == "COMMIT":
+            if statement == "COMMIT" or (statement.startswith("INSERT") and not conn.in_transaction):
                 point("repair" if getattr(repairing, "on", False) else "before-commit")
             elif statement.startswith("PRAGMA wal_checkpoint"):
                 point("checkpoint")

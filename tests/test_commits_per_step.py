@@ -50,8 +50,8 @@ def script(turns: int) -> ScriptedModel:
 
 class CommitLog:
     """Records each transaction the store writes (the event types it carries); on SQLite it also
-    counts the ``COMMIT`` statements the connection executes, so a write that committed more than
-    once would show."""
+    counts the transactions the connection commits (``COMMIT`` statements, and statements run
+    outside a transaction), so a write that committed more than once would show."""
 
     def __init__(self, agent: nbagent.Agent) -> None:
         self.writes: list[list[str]] = []
@@ -67,12 +67,14 @@ class CommitLog:
                 self.writes.append([row[3] for row in rows])
 
         store.write = write  # an instance attribute: the journal calls it for every transaction
-        connection = getattr(store, "connection", None)
+        connection = self._connection = getattr(store, "connection", None)
         if connection is not None:  # SQLite
             connection.set_trace_callback(self._trace)
 
     def _trace(self, sql: str) -> None:
-        if sql.strip().upper() == "COMMIT":
+        # A transaction ends in COMMIT, or is one INSERT run outside any (SQLite commits it itself).
+        statement = sql.strip().upper()
+        if statement == "COMMIT" or (statement.startswith("INSERT") and not self._connection.in_transaction):
             self.sql_commits += 1
 
     def take(self) -> list[list[str]]:

@@ -45,8 +45,11 @@ class HeldFirstWrite:
         return getattr(self.store, name)
 
 
-def run_round(agent: nbagent.Agent, store: HeldFirstWrite) -> dict[str, BaseException | None]:
-    """One inject leads a held write; ``WAITING`` others stage behind it; then the write goes on."""
+def run_round(
+    agent: nbagent.Agent, store: HeldFirstWrite, gates: Gates | None = None
+) -> dict[str, BaseException | None]:
+    """One inject leads a held write; ``WAITING`` others stage behind it; then the write goes on
+    (after ``gates``, if given, picks the caller to interrupt: the third staged)."""
     journal = agent.driver.journal
     outcomes: dict[str, BaseException | None] = {}
 
@@ -58,16 +61,22 @@ def run_round(agent: nbagent.Agent, store: HeldFirstWrite) -> dict[str, BaseExce
         else:
             outcomes[text] = None
 
-    first = threading.Thread(target=inject, args=("first",))
+    first = threading.Thread(target=inject, args=("first",), name="first")
     first.start()
     assert store.reached.wait(60)
-    others = [threading.Thread(target=inject, args=(f"waiting {i}",)) for i in range(WAITING)]
+    others = [
+        threading.Thread(target=inject, args=(f"waiting {i}",), name=f"waiting {i}") for i in range(WAITING)
+    ]
     for thread in others:
         thread.start()
     deadline = time.monotonic() + 60
     while len(journal._staged) < WAITING:  # every one staged behind the held write
         assert time.monotonic() < deadline, "the waiting injects were never staged"
         time.sleep(0.005)
+    if gates is not None:
+        gates.victim = journal._staged[2].gate.owner
+        if gates.interrupt == "waiting":  # interrupted before its write goes on
+            assert gates.raised.wait(60)
     store.go_on.set()
     for thread in (first, *others):
         thread.join(60)
@@ -109,6 +118,81 @@ async def test_a_failed_shared_write_fails_exactly_its_callers(tmp_path):
     resumed = nbagent.resume_session(agent.path, agent.session_id)
     assert resumed.events == agent.events
     assert [m.content[0]["text"] for m in resumed.inbox.next_step] == ["first", "after the failure"]
+    await resumed.close()
+
+
+class Gate:
+    """A waiting caller's gate (the journal's ``threading.Lock``), recording who opens it; the
+    caller ``Gates.victim`` is interrupted at its wait, as a signal's ``KeyboardInterrupt`` would."""
+
+    def __init__(self, gates: Gates) -> None:
+        self.gates = gates
+        self.lock = threading.Lock()
+        self.owner = threading.current_thread().name
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not self.lock.locked():  # the journal closing its new gate
+            return self.lock.acquire(blocking, timeout)
+        while not self.lock.acquire(timeout=0.01):  # the wait: until opened, or interrupted
+            if self.gates.interrupt == "waiting" and self.gates.victim == self.owner:
+                self.gates.raised.set()
+                raise KeyboardInterrupt
+        if self.gates.interrupt == "woken" and self.gates.victim == self.owner:
+            raise KeyboardInterrupt
+        return True
+
+    def release(self) -> None:
+        self.gates.opened_by.append(threading.current_thread().name)
+        self.lock.release()
+
+
+class Gates:
+    """Stands in for ``threading`` in the journal's module while its gates are watched."""
+
+    def __init__(self, interrupt: str | None = None) -> None:
+        self.interrupt = interrupt
+        self.victim: str | None = None
+        self.opened_by: list[str] = []
+        self.raised = threading.Event()
+
+    def Lock(self) -> Gate:
+        return Gate(self)
+
+
+async def test_the_callers_of_a_shared_write_wake_one_after_another(tmp_path, monkeypatch):
+    agent = nbagent.open_session(tmp_path / "s.nbagent.sqlite")
+    store = agent.driver.journal.file = HeldFirstWrite(agent.driver.journal.file)
+    gates = Gates()
+    monkeypatch.setattr("nbagent.core.journal.threading", gates)
+    outcomes = await asyncio.to_thread(run_round, agent, store, None)
+    assert set(outcomes.values()) == {None}
+    assert [len(rows) for rows in store.writes] == [1, WAITING]
+    # The writer wakes the first of its callers only; each woken caller wakes the next.
+    assert len(gates.opened_by) == WAITING
+    assert gates.opened_by.count("first") == 1
+    assert all(gates.opened_by.count(name) <= 1 for name in set(gates.opened_by))
+    monkeypatch.undo()
+    await agent.close()
+
+
+@pytest.mark.parametrize("interrupt", ["waiting", "woken"])
+async def test_a_caller_interrupted_at_its_gate_strands_nobody(tmp_path, monkeypatch, interrupt):
+    """``KeyboardInterrupt`` at a gate, before or as the caller's write finished: every other
+    caller still returns, and what each staged is recorded once."""
+    agent = nbagent.open_session(tmp_path / "s.nbagent.sqlite")
+    store = agent.driver.journal.file = HeldFirstWrite(agent.driver.journal.file)
+    gates = Gates(interrupt)
+    monkeypatch.setattr("nbagent.core.journal.threading", gates)
+    outcomes = await asyncio.to_thread(run_round, agent, store, gates)
+    interrupted = [text for text, error in outcomes.items() if isinstance(error, KeyboardInterrupt)]
+    assert interrupted == [gates.victim]
+    assert [error for text, error in outcomes.items() if text != gates.victim] == [None] * WAITING
+    expected = sorted(["first", *(f"waiting {i}" for i in range(WAITING))])
+    assert sorted(inbox_texts(agent)) == expected  # the interrupted caller's change was staged: recorded
+    monkeypatch.undo()
+    await agent.close()
+    resumed = nbagent.resume_session(agent.path, agent.session_id)
+    assert sorted(m.content[0]["text"] for m in resumed.inbox.next_step) == expected
     await resumed.close()
 
 

@@ -1,7 +1,7 @@
 """A kill campaign: SIGKILL at chosen points, then count acknowledged events lost (SPEC §6.2–§6.4).
 
 Each case runs ``kill_child.py`` (a session with tools, streams, injects from the loop and from a
-worker thread, and a clean close) and kills it at one point: just before a ``COMMIT``, just after
+worker thread, and a clean close) and kills it at one point: just before a write commits, just after
 one, mid-tool, mid-stream, during the close's checkpoint, and during a resume's repair (a double
 kill). Then a fresh process resumes. Every acknowledged message must be in the log exactly once,
 the log must be continuous and pass the invariants, and the session must go on. Rerun it with

@@ -58,6 +58,7 @@ class Ticket:
         "gate",
         "inbox",
         "marker",
+        "next",
         "notices",
         "pending",
         "records",
@@ -89,6 +90,9 @@ class Ticket:
         self.gate: threading.Lock | None = None
         """A held lock while a caller waits for this ticket: released (under the journal's lock) to
         wake that caller alone, which then needs neither the journal's lock nor any shared lock."""
+        self.next: Ticket | None = None
+        """The next ticket of the same write whose caller waits: this ticket's caller wakes it on
+        its way out (see :meth:`Journal._wake_finished`)."""
 
     def open_gate(self) -> None:
         """Wake the caller waiting for this ticket (finished, or to lead the next write); once."""
@@ -96,6 +100,10 @@ class Ticket:
         if gate is not None:
             self.gate = None
             gate.release()
+
+
+WRITES_PER_LEAD = 3
+"""How many transactions one caller writes in a row while others keep staging, before it returns."""
 
 
 def _ticket(change: Build | list[Record], waiting: bool) -> Ticket:
@@ -366,8 +374,13 @@ class Journal:
                 ticket.gate = gate
                 self._lock.release()
                 locked = False
-                gate.acquire()  # opened when the ticket is finished, or for it to lead the next write
+                try:
+                    gate.acquire()  # opened when the ticket is finished, or for it to lead the next write
+                except BaseException:  # interrupted while waiting: keep the wake-up chain whole
+                    self._leave(ticket)
+                    raise
                 if ticket.done:
+                    self._pass_on(ticket)
                     break
                 self._lock.acquire()
                 locked = True
@@ -377,8 +390,31 @@ class Journal:
         if ticket.error is not None:
             raise ticket.error
 
-    def _write_staged(self) -> None:
-        """Write everything staged in one transaction (the lock released meanwhile), then finish it."""
+    @staticmethod
+    def _pass_on(ticket: Ticket) -> None:
+        """Wake the caller after ``ticket``'s in its write's chain (its ``next`` was set, under the
+        lock, before ``ticket``'s gate opened)."""
+        following, ticket.next = ticket.next, None
+        if following is not None:
+            following.open_gate()
+
+    def _leave(self, ticket: Ticket) -> None:
+        """A caller stops waiting for ``ticket`` (an exception such as ``KeyboardInterrupt`` reached
+        it at its gate): once finished, it passes the chain on; before that, it leaves the chain."""
+        with self._lock:
+            if ticket.done:
+                self._pass_on(ticket)
+            else:
+                ticket.gate = None  # nobody to wake: the write finishing it links past it
+                if not self._writing:  # it may have been woken to lead: another caller leads
+                    for waiting in self._staged:
+                        if waiting.gate is not None:
+                            waiting.open_gate()
+                            break
+
+    def _write_staged(self, rounds: int = WRITES_PER_LEAD) -> None:
+        """Write everything staged in one transaction (the lock released meanwhile), then finish it;
+        up to ``rounds`` times while more is staged."""
         self._writing = True
         batch, self._staged = self._staged, []
         self._in_flight = batch
@@ -399,13 +435,37 @@ class Journal:
             finished = batch
         else:
             finished = self._recover(batch, error)
-        # Wake the callers finished here, and one caller of what is staged now: it leads next.
-        for done in finished:
-            done.open_gate()
-        for waiting in self._staged:
-            if waiting.gate is not None:
-                waiting.open_gate()
-                break
+        self._wake_finished(finished)
+        # What was staged meanwhile goes out next: written by this caller, already running, for a
+        # few rounds (waking a waiter to write it would put a thread's wake-up between every two
+        # writes), then by one of its own callers.
+        if self._staged:
+            if rounds > 1:
+                self._write_staged(rounds - 1)
+                return
+            for waiting in self._staged:
+                if waiting.gate is not None:
+                    waiting.open_gate()
+                    break
+
+    @staticmethod
+    def _wake_finished(finished: list[Ticket]) -> None:
+        """Wake the waiting callers of ``finished`` one after another: the first now, each of the
+        others by the caller before it, on its way out (:meth:`_pass_on`). Woken together, they
+        would all queue for the GIL at once, and each would sleep and wake twice; in a chain, each
+        wakes when the one before it runs, about when the GIL is next free."""
+        first: Ticket | None = None
+        last: Ticket | None = None
+        for ticket in finished:
+            if ticket.gate is None:  # the writer's own ticket, or the driver's staged changes
+                continue
+            if last is None:
+                first = ticket
+            else:
+                last.next = ticket
+            last = ticket
+        if first is not None:
+            first.open_gate()
 
     def _rows(self, batch: list[Ticket]) -> list[tuple[Any, ...]]:
         sid = self.session_id

@@ -14,6 +14,7 @@ a private copy (:mod:`nbagent.store.file_state`). Under a request's budget
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
@@ -65,10 +66,25 @@ CLOSE_CHECKPOINT_WAIT_MS = 2_000
 
 def _connect(path: Path, query: str) -> sqlite3.Connection:
     conn = sqlite3.connect(
-        f"file:{quote(str(path))}?{query}", uri=True, isolation_level=None, check_same_thread=False
+        f"file:{quote(str(path))}?{query}",
+        uri=True,
+        isolation_level=None,
+        check_same_thread=False,
+        cached_statements=256,
     )
     conn.execute(f"PRAGMA busy_timeout = {file_errors.BUSY_TIMEOUT_MS}")
     return conn
+
+
+ROWS_PER_STATEMENT = 150
+"""Events one ``INSERT`` carries: 6 parameters a row stays under SQLite's oldest limit (999)."""
+
+
+@functools.lru_cache(maxsize=ROWS_PER_STATEMENT)
+def _insert_events(rows: int) -> str:
+    """``INSERT INTO events VALUES (?, …), …`` for ``rows`` rows (cached: SQLite's statement
+    cache then finds the prepared statement by its text)."""
+    return "INSERT INTO events VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?)"] * rows)
 
 
 # -- the file ------------------------------------------------------------------------------------
@@ -306,13 +322,18 @@ class SessionFile(CheckedReads):
     def _write(self, rows: Sequence[Row], session: tuple[Any, ...] | None) -> None:
         conn = self.connection
         try:
+            if session is None and 0 < len(rows) <= ROWS_PER_STATEMENT:
+                # One statement is its own transaction (all or nothing), begun like BEGIN IMMEDIATE
+                # and committed by SQLite before it returns: one call, so the writing thread gives
+                # the GIL up once per write rather than once per row and per BEGIN and COMMIT.
+                conn.execute(_insert_events(len(rows)), [value for row in rows for value in row])
+                return
             conn.execute("BEGIN IMMEDIATE")
             if session is not None:
                 conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)", session)
-            if len(rows) == 1:
-                conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows[0])
-            elif rows:
-                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+            for start in range(0, len(rows), ROWS_PER_STATEMENT):
+                chunk = rows[start : start + ROWS_PER_STATEMENT]
+                conn.execute(_insert_events(len(chunk)), [value for row in chunk for value in row])
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
