@@ -438,9 +438,10 @@ class Journal:
         self._wake_finished(finished)
         # What was staged meanwhile goes out next: written by this caller, already running, for a
         # few rounds (waking a waiter to write it would put a thread's wake-up between every two
-        # writes), then by one of its own callers.
+        # writes), then by one of its own callers. After a failed write this caller returns at once
+        # with its error; a staged caller leads the next write.
         if self._staged:
-            if rounds > 1:
+            if rounds > 1 and error is None:
                 self._write_staged(rounds - 1)
                 return
             for waiting in self._staged:
