@@ -88,8 +88,9 @@ class Ticket:
         self.done = False
         self.error: BaseException | None = None
         self.gate: threading.Lock | None = None
-        """A held lock while a caller waits for this ticket: released (under the journal's lock) to
-        wake that caller alone, which then needs neither the journal's lock nor any shared lock."""
+        """A held lock while a caller waits for this ticket: released to wake that caller alone
+        (under the journal's lock, or by the caller before it in its write's chain), which then
+        needs neither the journal's lock nor any shared lock."""
         self.next: Ticket | None = None
         """The next ticket of the same write whose caller waits: this ticket's caller wakes it on
         its way out (see :meth:`Journal._wake_finished`)."""
