@@ -132,3 +132,31 @@ async def test_unsubscribing_stops_notices(db):
     agent.inject("two")
     assert seen == ["one"]
     await agent.close()
+
+
+async def test_a_text_delivery_skips_the_pending_id_scan_and_a_message_delivery_does_not(db, monkeypatch):
+    """A ``str`` becomes a message with an id drawn for it, which no pending message can hold: its
+    splice is planned without reading every pending message (issue #20). A ``UserMessage`` passed
+    in is checked against them."""
+    import nbagent.core.driver as driver_module
+    from nbagent.core.inbox import InboxState, plan_splice
+
+    planned: list[bool] = []
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        planned.append(kwargs.get("fresh", False))
+        return plan_splice(*args, **kwargs)
+
+    monkeypatch.setattr(driver_module, "plan_splice", recording)
+    agent = nbagent.open_session(db)
+    a = agent.inject("typed text")
+    agent.inject(m("built by the caller"))
+    with pytest.raises(ValueError, match="already pending"):
+        agent.inject(a)
+    agent.followup("a prompt")
+    assert planned[:4] == [True, False, False, True]  # (then the turn's claims)
+    state = InboxState((a,), ())
+    assert plan_splice(state, "next-turn", 1, 0, (a,), fresh=True) is not None  # the caller's word
+    with pytest.raises(ValueError, match="already pending"):
+        plan_splice(state, "next-turn", 1, 0, (a,))
+    await agent.close()

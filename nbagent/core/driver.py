@@ -199,8 +199,11 @@ class Driver:
 
     def deliver(self, message: UserMessage | str, target: Target, *, wake: bool) -> UserMessage:
         msg = self.accept(message)
+        fresh = isinstance(message, str)  # its id was drawn just now: it cannot be pending already
         if not wake:
-            self.mutate(lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,))], checked=True)
+            self.mutate(
+                lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,), fresh=fresh)], checked=True
+            )
             return msg
         # A resumed log is read in full before a waking call records anything (SPEC §6.3).
         self.projections.materialise()
@@ -213,7 +216,9 @@ class Driver:
             aborting = self.driving and signal is not None and signal.cancelled
             if aborting:
                 target = NEXT_TURN
-            self.mutate(lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,))], checked=True)
+            self.mutate(
+                lambda s: [plan_splice(s, target, len(s.queue(target)), 0, (msg,), fresh=fresh)], checked=True
+            )
         except BaseException:
             if not on_loop:
                 with self._wake_lock:

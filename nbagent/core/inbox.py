@@ -71,10 +71,13 @@ def plan_splice(
     inserted: Iterable[UserMessage],
     *,
     claim: bool = False,
+    fresh: bool = False,
 ) -> PlannedSplice | None:
     """Validate a mutation against ``state``; ``None`` when it neither removes nor inserts.
 
-    Raises ``ValueError`` for a message id that would be pending twice after the mutation.
+    Raises ``ValueError`` for a message id that would be pending twice after the mutation. With
+    ``fresh`` (one inserted message whose id nbagent drew for this call), that check is skipped: no
+    pending message can hold the id, and the check reads every pending message.
     """
     _check_target(target)
     queue = state.queue(target)
@@ -84,7 +87,7 @@ def plan_splice(
         return None
     removed = queue[start : start + count]
     after = state.with_queue(target, queue[:start] + inserted + queue[start + count :])
-    if inserted:
+    if inserted and not (fresh and len(inserted) == 1):
         new = {m.id for m in inserted}
         pending_new = sum(1 for q in (after.next_turn, after.next_step) for m in q if m.id in new)
         if len(new) != len(inserted) or pending_new != len(inserted):

@@ -14,6 +14,7 @@ from conftest import Lab, shot
 from fork_story import write_fork
 from notebook_page import open_notebook, run_cell
 from page_errors import PageErrors
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -76,7 +77,7 @@ def test_agent_diff_paints_the_moved_note_and_the_changed_answers_side_by_side(l
     assert a2["folded"] == b2["folded"] == [3]
     fold = diff.locator('.nba-diff-step[data-step="2"] .nba-diff-side[data-side="b"] .nba-diff-same')
     fold.locator("summary").click()
-    assert fold.locator(".nba-diff-msg").count() == 3
+    expect(fold.locator(".nba-diff-msg")).to_have_count(3)  # built when the fold opens: wait for it
     assert errors.uncaught == [] and errors.console == [], errors
 
 
