@@ -12,9 +12,11 @@ from IPython.core.interactiveshell import InteractiveShell
 import nbagent
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.notebook.kernel_tools import NotebookTools
+from nbagent.notebook.live import LiveTurn
 from nbagent.notebook.proposals import CODE_CHARS, TARGET, ProposalActions, note_message
 from nbagent.testing import check_invariants
 from nbagent.views import timeline_html, timeline_json
+from nbagent.views.bundle import TIMELINE_MIME
 from nbagent.views.markdown import transcript
 from nbagent.views.proposals import next_proposal_id
 from nbagent.views.turn import TurnView
@@ -194,6 +196,7 @@ def test_an_insert_click_is_injected_as_notebook_context_and_the_next_step_sees_
         "action": "inserted-and-ran",
         "proposal": "1.1",
         "cell": {"cell_id": "new-1"},
+        "below": 5,
     }
     assert notes[0].plain_text.startswith(
         "[notebook] The user inserted and ran your proposed cell 1.1 below In[5]."
@@ -221,3 +224,65 @@ def test_a_bad_action_is_ignored_with_a_reason():
     assert (
         said == "[notebook] The user inserted your proposed cell 2.1 into the notebook. It has not run yet."
     )
+
+
+class Recorder:
+    """A surface that keeps what the live turn view showed and each update."""
+
+    def __init__(self) -> None:
+        self.updates: list[dict[str, Any]] = []
+
+    def show(self, data: dict[str, Any]) -> None:
+        self.updates.append(data)
+
+    def update(self, data: dict[str, Any]) -> None:
+        self.updates.append(data)
+
+
+def proposal_in(bundle: dict[str, Any]) -> dict[str, Any]:
+    (node,) = [n for n in bundle[TIMELINE_MIME]["nodes"] if n["type"] == "proposal"]
+    return node
+
+
+def test_a_proposal_the_user_inserted_says_so_in_every_view_and_in_its_finished_turns_output(tmp_path):
+    """The click comes after the turn ended: the log's ``notebook`` message marks the proposal
+    ``done`` in every fold, and the output of the turn that proposed it is updated (a saved
+    notebook reopened shows it inserted, with Copy only)."""
+    model = proposing(ToolCall("propose_cell", {"code": "df.plot()"}))
+    shell = InteractiveShell.instance()
+    manager = FakeManager()
+    surface = Recorder()
+
+    async def main() -> tuple[Any, ...]:
+        agent = nbagent.open_session(tmp_path / "p.nbagent.sqlite", model=model)
+        NotebookTools(shell, on_main=inline).equip(agent)
+        message = prompt("plot it")
+        view = LiveTurn(agent, message, "followup", surface)
+        view.start()
+        await agent.run(message)
+        view.refresh()
+        assert view.final and view.proposal_ids() == ["1.1"]
+        assert "done" not in proposal_in(surface.updates[-1])
+        told: list[str] = []
+
+        def on_told(on: Any, pid: str, note: nbagent.UserMessage) -> None:
+            told.append(pid)
+            view.show_told(note)
+
+        ProposalActions(lambda: agent, manager, on_told=on_told).listen()
+        data = {"action": "inserted", "proposal": "1.1", "below": {"execution_count": 7}}
+        manager.targets[TARGET](FakeComm(), {"content": {"data": data}})
+        assert told == ["1.1"]
+        events = agent.events
+        await agent.close()
+        return events
+
+    events = run(main())
+    updated = surface.updates[-1]
+    node = proposal_in(updated)
+    assert (node["done"], node["done_below"]) == ("inserted", 7)
+    html, text = updated["text/html"], updated["text/plain"]
+    assert 'data-state="inserted"' in html and "inserted below In [7]" in html
+    assert "✎ proposed cell 1.1" in text and "— inserted below In [7]" in text
+    whole = [n for n in timeline_json(events)["nodes"] if n["type"] == "proposal"]
+    assert [(n["done"], n["done_below"]) for n in whole] == [("inserted", 7)]  # the tab and %agent show too

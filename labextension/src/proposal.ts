@@ -35,6 +35,10 @@ export interface IProposal {
   code: string;
   note?: string;
   cell?: { execution_count?: number | null; cell_id?: string } | null;
+  /** What the log says the user did with it (a `notebook` message): absent while only proposed. */
+  done?: 'inserted' | 'inserted-and-ran';
+  /** The `In [n]` it went below, when the front end said. */
+  done_below?: number | null;
 }
 
 /** The detail of the DOM event an insert button dispatches. */
@@ -126,6 +130,12 @@ export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElem
   actions.append(...inserts, copier, said);
   box.append(row, code, actions);
   box.dataset.state = 'proposed';
+  if (n.done === 'inserted' || n.done === 'inserted-and-ran') {
+    // The log says the user inserted it: say where (the words the click showed), offer Copy only.
+    box.dataset.state = n.done;
+    said.textContent = insertedWords(n.done === 'inserted-and-ran', n.done_below ?? null);
+    inserts.forEach(b => (b.disabled = true));
+  }
 
   function request(from: HTMLButtonElement, run: boolean): void {
     inserts.forEach(b => (b.disabled = true));
@@ -211,15 +221,15 @@ async function insert(tracker: INotebookTracker, args: IInsertArgs): Promise<IIn
   if (args.run) {
     await NotebookActions.run(notebook, panel.sessionContext);
   }
-  const said =
-    count === null
-      ? args.run
-        ? trans.__('inserted and ran below the cell that asked')
-        : trans.__('inserted below the cell that asked')
-      : args.run
-        ? trans.__('inserted and ran below In [%1]', count)
-        : trans.__('inserted below In [%1]', count);
-  return { said, inserted: true };
+  return { said: insertedWords(args.run, count), inserted: true };
+}
+
+/** Where an inserted proposal went, in the words its row shows (after the click, and reopened). */
+function insertedWords(ran: boolean, count: number | null): string {
+  if (count === null) {
+    return ran ? trans.__('inserted and ran below the cell that asked') : trans.__('inserted below the cell that asked');
+  }
+  return ran ? trans.__('inserted and ran below In [%1]', count) : trans.__('inserted below In [%1]', count);
 }
 
 export const proposalPlugin: JupyterFrontEndPlugin<void> = {

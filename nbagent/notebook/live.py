@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nbagent.core.events import TURN_END, TURN_START, Event
+from nbagent.core.events import INBOX_SPLICED, TURN_END, TURN_START, Event
 from nbagent.core.messages import UserMessage
 from nbagent.views import Coalescer, TurnView
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 RENDER_INTERVAL = 0.1
 """Seconds between two renders of a streaming turn."""
+LOOK_BACK = 200
+"""Events searched, newest first, for the splice that recorded an action on a proposal."""
 
 
 class Surface(Protocol):
@@ -103,6 +105,23 @@ class LiveTurn:
         if self.turn is None:
             return []
         return [n["code"] for n in self.view.timeline.turn_nodes(self.turn) if n["type"] == "proposal"]
+
+    def proposal_ids(self) -> list[str]:
+        """The id of each cell the turn proposed, in order."""
+        if self.turn is None:
+            return []
+        return [n["proposal"] for n in self.view.timeline.turn_nodes(self.turn) if n["type"] == "proposal"]
+
+    def show_told(self, message: UserMessage) -> None:
+        """After the turn: the user acted on one of its proposals (``message``, recorded): fold the
+        splice that recorded it and update the output, so the row (and the saved notebook) says so."""
+        for event in reversed(self.agent.events[-LOOK_BACK:]):
+            if event.type == INBOX_SPLICED and any(
+                m.get("id") == message.id for m in event.data.get("inserted", ())
+            ):
+                self.view.feed([event])
+                self.surface.update(self.view.bundle())
+                return
 
     def start(self) -> None:
         """Show the initial output and subscribe; call before delivering the message."""

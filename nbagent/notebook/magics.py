@@ -38,6 +38,8 @@ from nbagent.notebook.kernel_tools import NotebookTools
 from nbagent.notebook.proposals import ProposalActions, offer_next_input
 from nbagent.views.text import plural
 
+KEEP_PROPOSING = 64
+"""Finished turn views kept so a later click on one of their proposed cells updates them."""
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("run",)  # starts what is pending (a followup carried over a restart): agent.wake()
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
@@ -79,7 +81,11 @@ class AgentMagics(Magics):
         self.session.on_open.append(self.tools.equip)
         self.mcp = mcp_commands.NotebookMcp()
         self.session.on_open.append(self.mcp.equip)
-        self.proposals = ProposalActions(self.session.current)  # clicks on proposed cells
+        self.proposals = ProposalActions(
+            self.session.current, on_told=self._proposal_told
+        )  # clicks on proposed cells
+        self._proposing: dict[tuple[str, str], Any] = {}
+        """(session id, proposal id) -> the finished turn view that shows that proposal."""
         self.proposals.listen()
         self.last_error: LastError | None = None
         self._shown_error: BaseException | None = getattr(sys, "last_value", None)
@@ -301,6 +307,18 @@ class AgentMagics(Magics):
     def forget_view(self, view: Any) -> None:
         if view in self.session.views:
             self.session.views.remove(view)
+        for pid in view.proposal_ids():  # kept: a later click on one of them updates this output
+            self._proposing[(view.agent.session_id, pid)] = view
+        while len(self._proposing) > KEEP_PROPOSING:
+            del self._proposing[next(iter(self._proposing))]
+
+    def _proposal_told(self, agent: Any, pid: str, message: Any) -> None:
+        """Show a click on proposal ``pid`` in the output of the finished turn that proposed it (a
+        turn still running folds the click's splice itself)."""
+        kept = self._proposing.get((agent.session_id, pid))
+        finished = [v for v in self.session.views if v.agent is agent and v.final and pid in v.proposal_ids()]
+        for view in [kept] if kept is not None and kept.agent is agent else finished[:1]:
+            view.show_told(message)
 
     # -- %agent -----------------------------------------------------------------------------------
 

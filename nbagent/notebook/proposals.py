@@ -123,6 +123,10 @@ def note_message(data: Mapping[str, Any]) -> UserMessage:
         source["cell"] = {"cell_id": cell["cell_id"][:100]}
     below = data.get("below")
     count = below.get("execution_count") if isinstance(below, Mapping) else None
+    if type(count) is int and 0 <= count < 1 << 31:
+        source["below"] = count  # the views say where it went
+    else:
+        count = None
     where = f" below In[{count}]" if isinstance(count, int) else " into the notebook"
     text = f"[notebook] The user {ACTIONS[action]} your proposed cell {pid}{where}."
     if action == "inserted-and-ran":
@@ -135,9 +139,17 @@ def note_message(data: Mapping[str, Any]) -> UserMessage:
 class ProposalActions:
     """Listens on :data:`TARGET` in this kernel and injects each action into the current agent."""
 
-    def __init__(self, agent: Callable[[], Agent | None], manager: Any = None) -> None:
+    def __init__(
+        self,
+        agent: Callable[[], Agent | None],
+        manager: Any = None,
+        on_told: Callable[[Agent, str, UserMessage], None] | None = None,
+    ) -> None:
+        """``on_told(agent, proposal id, message)`` runs after each action is recorded (the magics
+        update the output of the turn that proposed the cell)."""
         self._agent = agent
         self._manager = manager
+        self._on_told = on_told
 
     def listen(self) -> bool:
         """Register the comm target; ``False`` when this kernel has no comm manager (a plain shell)."""
@@ -167,6 +179,11 @@ class ProposalActions:
         except ValueError as exc:
             return f"ignored: {exc}"
         agent.inject(message)
+        if self._on_told is not None:
+            try:
+                self._on_told(agent, str(data["proposal"]), message)
+            except Exception:  # the action is recorded; only its echo in the old output is lost
+                log.warning("nbagent could not show a proposal's action in its turn's output", exc_info=True)
         return f"told the agent: {message.plain_text}"
 
     def _opened(self, comm: Any, msg: Mapping[str, Any]) -> None:

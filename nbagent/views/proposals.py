@@ -26,6 +26,28 @@ NOTE_CHARS = 500
 Node = dict[str, Any]
 
 
+DONE = ("inserted", "inserted-and-ran")
+"""What the user can have done with a proposal: the ``action`` of the ``notebook`` message saying so."""
+
+
+def proposal_done(source: Mapping[str, Any] | None) -> tuple[str, str, int | None] | None:
+    """``(proposal id, action, In[n] it went below)`` when a message's source says the user
+    inserted a proposal."""
+    if not source or source.get("kind") != "notebook" or source.get("action") not in DONE:
+        return None
+    pid, below = source.get("proposal"), source.get("below")
+    if not isinstance(pid, str):
+        return None
+    return pid, source["action"], below if type(below) is int else None
+
+
+def done_words(n: Mapping[str, Any]) -> str:
+    """What a proposal's row says once the user inserted it (the words the click itself shows)."""
+    below = n.get("done_below")
+    where = f"below In [{below}]" if type(below) is int else "below the cell that asked"
+    return f"inserted and ran {where}" if n.get("done") == "inserted-and-ran" else f"inserted {where}"
+
+
 def proposal_id(turn: int, index: int) -> str:
     """The id of turn ``turn``'s ``index``-th proposal (counting from 1)."""
     return f"{turn}.{index}"
@@ -96,17 +118,21 @@ def proposal_html(n: Mapping[str, Any]) -> str:
     """A proposal in the static HTML: its words and its code, escaped, without buttons (a saved
     output has no notebook to insert into; the code can be selected and copied)."""
     note = f'<span class="nba-line">{escape_html(n.get("note") or "")}</span>' if n.get("note") else ""
+    done = n.get("done")
+    said = f'<span class="nba-muted">{escape_html(done_words(n))}</span>' if done in DONE else ""
     return (
         f'<div class="nba-item nba-proposal" data-id="{escape_html(n["id"])}" '
-        f'data-proposal="{escape_html(n["proposal"])}"><div class="nba-row">'
+        f'data-proposal="{escape_html(n["proposal"])}" data-state="{escape_html(done or "proposed")}">'
+        f'<div class="nba-row">'
         f'<span class="nba-badge" data-kind="notebook">proposed cell {escape_html(n["proposal"])}</span>'
-        f"{note}</div><pre>{escape_html(n['code'])}</pre></div>"
+        f"{note}{said}</div><pre>{escape_html(n['code'])}</pre></div>"
     )
 
 
 def proposal_lines(n: Mapping[str, Any], indent: str) -> list[str]:
     """A proposal as text: its words, then its code indented."""
-    lines = [f"{indent}  ✎ {n['text']}"]
+    done = n.get("done")
+    lines = [f"{indent}  ✎ {n['text']}" + (f" — {done_words(n)}" if done in DONE else "")]
     if n.get("note"):
         lines.append(f"{indent}    {n['note']}")
     return lines + [f"{indent}    │ {line}" for line in str(n["code"]).splitlines()]

@@ -49,7 +49,7 @@ from nbagent.views.inbox import inbox_item
 from nbagent.views.labels import describe_message, full_text
 from nbagent.views.meter import UsageTally, counter_from_model_name, estimate_fields, warning_text
 from nbagent.views.outcomes import approval_text, turn_outcome
-from nbagent.views.proposals import PROPOSE_CELL, proposal_id, proposal_node, turn_cell
+from nbagent.views.proposals import PROPOSE_CELL, proposal_done, proposal_id, proposal_node, turn_cell
 from nbagent.views.text import clip, first_line, plural, summary_line
 
 Patch = list[Any]
@@ -343,6 +343,10 @@ class Timeline:
         queue[start : start + ev.removed_count] = inserted
         for m in inserted:
             self._queued[m["id"]] = ev.target
+        for message in ev.inserted:  # the user inserted a proposed cell: its row says so
+            done = proposal_done(message.source)
+            if done is not None and f"proposal-{done[0]}" in self.nodes:
+                self._set(f"proposal-{done[0]}", done=done[1], done_below=done[2])
         if result_before is not None and ev.is_insert and self._turn is not None:
             for m in inserted:
                 self._via[m["id"]] = result_before

@@ -283,6 +283,13 @@ function proposalRow(n) {
     said,
   );
   box.append(row, h("pre", "nba-proposal-code", n.code), actions);
+  if (n.done === "inserted" || n.done === "inserted-and-ran") {
+    // The log says the user inserted it (a notebook message): say where, and offer Copy only.
+    box.dataset.state = n.done;
+    const where = Number.isInteger(n.done_below) ? `below In [${n.done_below}]` : "below the cell that asked";
+    said.textContent = `${n.done === "inserted" ? "inserted" : "inserted and ran"} ${where}`;
+    actions.querySelectorAll("[data-action^='insert']").forEach((b) => (b.disabled = true));
+  }
   return box;
 }
 

@@ -106,6 +106,9 @@ def test_insert_and_run_then_reopened_read_only_and_untrusted_inserts_nothing(
             row = proposal(again, 1)
             assert row.locator("button:visible").all_inner_texts() == ["Copy"]
             assert row.locator("pre").inner_text() == CODE
+            # The saved output remembers what the user did with it (the click updated it).
+            assert row.get_attribute("data-state") == "inserted-and-ran"
+            assert row.locator(".nba-proposal-said").inner_text() == "inserted and ran below In [2]"
             shot(again, f"proposals-03-{front_end}-reopened-no-kernel", cell(again, 1))
         finally:
             again.close()
