@@ -117,14 +117,18 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
           id: String(args.id),
           label: String(args.label ?? args.id)
         };
-        const id = `nbagent-session-${session.id}`;
-        for (const w of shell.widgets('main')) {
-          if (w.id === id) {
-            shell.activateById(id);
-            return w;
-          }
+        // One tab per session of one file: a copy of the file (`nbagent sessions copy`) holds the
+        // same session id, and its tab is another tab.
+        const same = tracker.find(w => w.content.session.file === session.file && w.content.session.id === session.id);
+        if (same) {
+          shell.activateById(same.id);
+          return same;
         }
         const tab = sessionTab(session, markdown, open, trans);
+        const taken = new Set(Array.from(shell.widgets('main'), w => w.id));
+        for (let n = 2; taken.has(tab.id); n++) {
+          tab.id = `nbagent-session-${session.id}-${n}`;
+        }
         const relabel = tab.content.onLabel;
         tab.content.onLabel = label => {
           relabel?.(label);

@@ -4,6 +4,7 @@ workspace (the file, a path under the server root, and the session id), each sho
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.request
 from typing import Any
 
@@ -54,4 +55,34 @@ def test_two_open_session_tabs_are_back_after_a_reload(lab: Lab, page: Any) -> N
     labels = page.locator(".lm-TabBar-tab[data-id^='nbagent-session-'] .lm-TabBar-tabLabel").all_inner_texts()
     assert sorted(labels) == ["months", "warehouse"]
     shot(page, "tabs-restored-after-reload")
+    assert errors.uncaught == [] and errors.console == [], errors
+
+
+def test_a_copied_file_with_the_same_session_id_opens_in_its_own_tab(lab: Lab, page: Any) -> None:
+    """``nbagent sessions copy`` keeps the session id: each file's session gets its own tab, and
+    opening one again brings back that file's tab."""
+    original = lab.root / "same-id.nbagent.sqlite"
+    copy = lab.root / "same-id-copy.nbagent.sqlite"
+    sid = write(original, ["Asked in both files"])
+    shutil.copyfile(original, copy)
+    write(copy, ["Asked in the copy only"], sid)
+    errors = PageErrors().watch(page)
+    open_workspace(page, lab, "same-id")
+    open_tab(page, original.name, sid, "original")
+    open_tab(page, copy.name, sid, "copy")
+    tabs = {
+        path.name: page.locator(f'.jp-nbagent-tab[data-session="{sid}"][data-file="{path.name}"]')
+        for path in (original, copy)
+    }
+    tabs[copy.name].locator('.nba-turn[data-id="turn-2"]').wait_for()
+    tabs[original.name].locator('.nba-turn[data-id="turn-1"]').wait_for(state="attached")
+    assert tabs[original.name].locator('.nba-turn[data-id="turn-2"]').count() == 0  # its own file's log
+    ids = page.locator(".jp-nbagent-session").evaluate_all("els => els.map(e => e.id)")
+    assert sorted(ids) == [f"nbagent-session-{sid}", f"nbagent-session-{sid}-2"]
+    open_tab(page, original.name, sid, "original")  # again: that file's tab comes forward, no third
+    page.wait_for_function(
+        "f => window.jupyterapp.shell.currentWidget.content.session?.file === f", arg=original.name
+    )
+    assert page.locator(".jp-nbagent-session").count() == 2
+    shot(page, "tabs-same-session-id-two-files")
     assert errors.uncaught == [] and errors.console == [], errors
