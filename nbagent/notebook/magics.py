@@ -81,9 +81,8 @@ class AgentMagics(Magics):
         self.session.on_open.append(self.tools.equip)
         self.mcp = mcp_commands.NotebookMcp()
         self.session.on_open.append(self.mcp.equip)
-        self.proposals = ProposalActions(
-            self.session.current, on_told=self._proposal_told
-        )  # clicks on proposed cells
+        # Clicks on proposed cells: recorded as context, and shown in the turn's output.
+        self.proposals = ProposalActions(self.session.current, on_told=self._proposal_told)
         self._proposing: dict[tuple[str, str], Any] = {}
         """(session id, proposal id) -> the finished turn view that shows that proposal."""
         self.proposals.listen()
