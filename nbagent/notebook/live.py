@@ -100,17 +100,19 @@ class LiveTurn:
     def final(self) -> bool:
         return self.view.final
 
-    def proposals(self) -> list[str]:
-        """The code of each cell the turn proposed (``propose_cell``), in order."""
+    def _proposed(self, field: str) -> list[str]:
+        """``field`` of each cell the turn proposed (``propose_cell``), in order."""
         if self.turn is None:
             return []
-        return [n["code"] for n in self.view.timeline.turn_nodes(self.turn) if n["type"] == "proposal"]
+        return [n[field] for n in self.view.timeline.turn_nodes(self.turn) if n["type"] == "proposal"]
+
+    def proposals(self) -> list[str]:
+        """The code of each cell the turn proposed, in order."""
+        return self._proposed("code")
 
     def proposal_ids(self) -> list[str]:
         """The id of each cell the turn proposed, in order."""
-        if self.turn is None:
-            return []
-        return [n["proposal"] for n in self.view.timeline.turn_nodes(self.turn) if n["type"] == "proposal"]
+        return self._proposed("proposal")
 
     def show_told(self, message: UserMessage) -> None:
         """After the turn: the user acted on one of its proposals (``message``, recorded): fold the

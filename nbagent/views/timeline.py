@@ -345,8 +345,9 @@ class Timeline:
             self._queued[m["id"]] = ev.target
         for message in ev.inserted:  # the user inserted a proposed cell: its row says so
             done = proposal_done(message.source)
-            if done is not None and f"proposal-{done[0]}" in self.nodes:
-                self._set(f"proposal-{done[0]}", done=done[1], done_below=done[2])
+            node = self.nodes.get(f"proposal-{done[0]}") if done is not None else None
+            if done is not None and node is not None and node.get("done") != done[1]:  # once, not per move
+                self._set(node["id"], done=done[1], done_below=done[2])
         if result_before is not None and ev.is_insert and self._turn is not None:
             for m in inserted:
                 self._via[m["id"]] = result_before
