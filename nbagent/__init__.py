@@ -6,7 +6,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent, LiveNotice
+    from nbagent.agent import Agent, LiveNotice
     from nbagent.core.events import Event
     from nbagent.core.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
     from nbagent.core.messages import AssistantMessage, Message, UserMessage
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         SessionWriteError,
     )
-    from nbagent.fork import diff, fork_session
+    from nbagent.forks.sessions import diff, fork_session
     from nbagent.session import open_session, resume_session
     from nbagent.store.base import SessionRow
     from nbagent.store.follow import follow_events
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # The public names, imported on first use (PEP 562): ``nbagent --version``, ``%load_ext nbagent``
 # and a tool that only reads a log do not pay for the agent runtime they do not use.
 _HOMES = {
-    "nbagent.core.agent": ("Agent", "LiveNotice"),
+    "nbagent.agent": ("Agent", "LiveNotice"),
     "nbagent.core.events": ("Event",),
     "nbagent.core.hooks": (
         "Enter",
@@ -57,7 +57,7 @@ _HOMES = {
         "SessionNotFoundError",
         "SessionWriteError",
     ),
-    "nbagent.fork": ("diff", "fork_session"),
+    "nbagent.forks.sessions": ("diff", "fork_session"),
     "nbagent.session": ("open_session", "resume_session"),
     "nbagent.store.base": ("SessionRow",),
     "nbagent.store.follow": ("follow_events",),

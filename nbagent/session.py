@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from nbagent import _json
 from nbagent._json import gc_paused
-from nbagent.core.agent import Agent
+from nbagent.agent import Agent
 from nbagent.core.driver_state import Resumed
 from nbagent.core.events import (
     ASSISTANT_MESSAGE,

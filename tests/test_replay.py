@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import nbagent
+from nbagent.forks.replay import Arrival
 from nbagent.models import Response, ScriptedModel, ToolCall
-from nbagent.replay import Arrival
 from nbagent.testing import check_invariants
 
 pytestmark = pytest.mark.stores

@@ -1,13 +1,13 @@
-"""The ``Agent``: deliveries, control, live notices. Its running state lives in ``driver.py`` and
-the turn loop in ``loop.py``."""
+"""The agent's core: deliveries, control, live notices. Its running state lives in ``driver.py`` and
+the turn loop in ``loop.py``; :class:`nbagent.agent.Agent` adds what drives it from outside (forks,
+replays, MCP servers)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from nbagent.core.driver import Driver, in_driver
 from nbagent.core.driver_state import Approver, DriverConfig, Resumed
@@ -21,22 +21,17 @@ from nbagent.core.notices import LiveNotice, NoticeName, Status
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
 from nbagent.core.tools import Tool, as_tools
-from nbagent.errors import NbagentError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import SessionStore
 from nbagent.store.lease import Lease
 
-if TYPE_CHECKING:
-    from nbagent.mcp.servers import McpServers, ServerInfo
-    from nbagent.replay import Arrival
-
 T = TypeVar("T")
 
-__all__ = ["Agent", "LiveNotice", "in_driver"]
+__all__ = ["AgentCore", "LiveNotice", "in_driver"]
 
 
-class Agent:
+class AgentCore:
     """One live agent session: an append-only log, an inbox, and a driver that runs turns.
 
     Build one with :func:`nbagent.open_session` or :func:`nbagent.resume_session`.
@@ -64,11 +59,10 @@ class Agent:
         self.session_id = session_id
         self.path: Path | str | None = file.path if file is not None else None
         self.hooks = Hooks()
-        self.reopen: Callable[..., Agent] | None = None
-        """Opens a stored session as an agent (``resume_session``, set by the session layer): how
-        ``fork`` opens the child without this module importing the session layer."""
         self._file = file
-        self._mcp: McpServers | None = None
+        self.on_close: list[Callable[[], Coroutine[Any, Any, None]]] = []
+        """Awaited by :meth:`close` after the driver stopped, in order: what drives this agent from
+        outside (its MCP servers) stops with it."""
         config = DriverConfig(
             session_id=session_id,
             max_steps=max_steps,
@@ -192,48 +186,6 @@ class Agent:
         driver.start()
         return driver.driving
 
-    def fork(
-        self,
-        *,
-        before_turn: int | None = None,
-        at: int | None = None,
-        session_id: str | None = None,
-        model: Model | str | None = None,
-        to: str | os.PathLike[str] | None = None,
-    ) -> Agent:
-        """A new session beginning with this one's log up to a quiet point (SPEC §11.1); see
-        :func:`nbagent.fork_session`. The child gets this agent's tools and system prompt."""
-        from nbagent.store.forking import create_fork
-
-        if self._file is None or self.reopen is None:
-            raise NbagentError("an in-memory session (path=None) has no log to fork from")
-        where = self._file.where  # where it was opened (a PostgreSQL URL keeps its credentials)
-        name = model if isinstance(model, str) else model.name if model is not None else None
-        made = create_fork(where, self.session_id, before_turn=before_turn, at=at, new_session_id=session_id,
-                           model_name=name, to=to)  # fmt: skip
-        return self.reopen(made.location, made.session_id, model=model, tools=tuple(self.tools.values()),
-                           system=self.system)  # fmt: skip
-
-    def replay_plan(self, turn: int) -> tuple[Arrival, ...]:
-        """The parent's arrivals during its turn ``turn`` (SPEC §11.2), for a fork made before it."""
-        from nbagent.replay import replay_plan
-
-        return replay_plan(self, turn)
-
-    async def replay(
-        self,
-        turn: int,
-        *,
-        drop: Iterable[str] = (),
-        move: Mapping[str, int] | None = None,
-        add: Iterable[tuple[UserMessage | str, int]] = (),
-        model: Model | str | None = None,
-    ) -> Run:
-        """Re-enact the parent's turn ``turn`` here with its arrivals (edited); SPEC §11.2."""
-        from nbagent.replay import replay
-
-        return await self._on_own_loop(replay(self, turn, drop, move, add, model))
-
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.
 
@@ -265,8 +217,8 @@ class Agent:
 
     async def _close(self) -> None:
         await self.driver.close()
-        if self._mcp is not None:
-            await self._mcp.close()
+        for stop in self.on_close:
+            await stop()
 
     async def _on_own_loop(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` here, or on the agent's loop when the caller runs on another live loop."""
@@ -302,48 +254,6 @@ class Agent:
         """The tool a call named ``name`` runs: an offered one, else an MCP server's stand-in that
         answers why that server offers no such tool now (SPEC §9.7)."""
         return self.driver.tool_for(name)
-
-    @property
-    def mcp(self) -> McpServers:
-        """The session's MCP servers (SPEC §9.7): ``list()``, ``await remove(name)``, ``allow_read_only``."""
-        if self._mcp is None:
-            from nbagent.mcp.servers import McpServers
-
-            self._mcp = McpServers(self)
-            self.driver.stand_in = self._mcp.stand_in
-        return self._mcp
-
-    def add_mcp_server(
-        self,
-        name: str,
-        *,
-        command: str | None = None,
-        args: Iterable[str] = (),
-        env: dict[str, str] | None = None,
-        url: str | None = None,
-        allow_read_only: bool = False,
-        start_timeout: float | None = None,
-        call_timeout: float | None = None,
-    ) -> ServerInfo:
-        """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url``) and offer its tools
-        as ``NAME__TOOL``. Returns at once: the server starts in the background and the first request
-        after this waits at most 10 s for its tools. A server that cannot start does not raise here;
-        calls to its tools get error results saying why. ``env`` is added to the kernel's environment.
-        Each call asks for approval unless the tool is annotated read-only and ``allow_read_only``.
-        """
-        from nbagent.mcp.config import CALL_TIMEOUT, START_TIMEOUT, server_spec
-
-        spec = server_spec(
-            name,
-            command=command,
-            args=tuple(args),
-            env=env,
-            url=url,
-            allow_read_only=allow_read_only,
-            start_timeout=START_TIMEOUT if start_timeout is None else start_timeout,
-            call_timeout=CALL_TIMEOUT if call_timeout is None else call_timeout,
-        )
-        return self.mcp.add(spec)
 
     @property
     def tool_schemas(self) -> tuple[Any, ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
     from nbagent.notebook.kernel_session import KernelSession
 
 __all__ = ["current_agent", "current_kernel_session", "load_ipython_extension", "unload_ipython_extension"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent, LiveNotice
+    from nbagent.agent import Agent, LiveNotice
     from nbagent.core.events import Event
     from nbagent.core.messages import UserMessage
 

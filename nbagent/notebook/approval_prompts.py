@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from nbagent.notebook.approvals import Approvals, Question, Settled
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
     from nbagent.notebook.live import LiveTurn, Surface
 
 log = logging.getLogger("nbagent.notebook")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from nbagent.core.tool_batch import arguments_digest, new_approval_id
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
 
 Outcome = Literal["allowed-once", "allowed-session", "rejected", "cancelled", "unavailable"]
 """What the desk answers; ``allowed-session`` is an approval under an allowance for the rest of the

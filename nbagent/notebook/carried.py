@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from nbagent.views.text import first_line, plural
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
     from nbagent.core.messages import UserMessage
 
 TITLE_LIMIT = 60

@@ -29,7 +29,7 @@ from nbagent.notebook.shell_pump import ShellPump
 from nbagent.store.location import PostgresLocation, SqliteLocation, StoreLocation
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
     from nbagent.core.messages import UserMessage
     from nbagent.notebook.live import LiveTurn
     from nbagent.store.base import SessionRow

@@ -43,7 +43,7 @@ from nbagent.notebook.notebook_reader import read_notebook_tool
 from nbagent.notebook.proposals import FrontEndInserts, propose_cell_tool
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
 
 T = TypeVar("T")
 OnMain = Callable[[Callable[[], T]], Awaitable[T]]

@@ -18,7 +18,7 @@ from nbagent.core.messages import UserMessage
 from nbagent.views import Coalescer, TurnView
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent, LiveNotice
+    from nbagent.agent import Agent, LiveNotice
 
 RENDER_INTERVAL = 0.1
 """Seconds between two renders of a streaming turn."""

@@ -22,7 +22,7 @@ from IPython.core.error import UsageError
 from nbagent.mcp.config import ConfigError, ServerSpec, load_config, server_spec
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
     from nbagent.mcp.servers import ServerInfo
     from nbagent.notebook.kernel_session import KernelSession
 

@@ -23,7 +23,7 @@ from nbagent.core.tools import tool as make_tool
 from nbagent.views.proposals import PROPOSE_CELL, next_proposal_id
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
 
 log = logging.getLogger("nbagent.notebook")
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from nbagent.core.agent import Agent
+from nbagent.agent import Agent
 from nbagent.widgets._widgets import InboxWidget, TimelineWidget
 
 __all__ = ["InboxWidget", "TimelineWidget", "show"]

@@ -16,7 +16,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from nbagent.core.agent import Agent, LiveNotice
+from nbagent.agent import Agent, LiveNotice
 from nbagent.core.events import ASSISTANT_CHUNK, INBOX_SPLICED, NEXT_STEP, NEXT_TURN, Event
 from nbagent.views import (
     TIMELINE_MIME,

@@ -68,6 +68,19 @@ def _settings(root: Path, save_widget_state: bool = True) -> Path:
     return settings
 
 
+def _checkout_extension(base: Path) -> dict[str, str]:
+    """Serve this checkout's built extension (``labextension/dist``) ahead of the installed copy:
+    JupyterLab takes the first ``labextensions/nbagent`` on its path, and ``JUPYTER_PATH`` comes
+    first. A worktree's tests then see the worktree's build, not the one pip installed."""
+    dist = Path(__file__).resolve().parents[2] / "labextension" / "dist"
+    if not (dist / "package.json").is_file():
+        return {}
+    data = base / "jupyter-data"
+    (data / "labextensions").mkdir(parents=True, exist_ok=True)
+    (data / "labextensions" / "nbagent").symlink_to(dist, target_is_directory=True)
+    return {"JUPYTER_PATH": os.pathsep.join([str(data), os.environ.get("JUPYTER_PATH", "")])}
+
+
 @dataclass
 class Lab:
     """A running ``jupyter lab`` server: its URL, token and notebook root directory."""
@@ -124,6 +137,7 @@ def start_lab(
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
+        **_checkout_extension(base),
         "JUPYTERLAB_SETTINGS_DIR": str(_settings(base, save_widget_state)),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),

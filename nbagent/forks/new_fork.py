@@ -14,10 +14,10 @@ from typing import NamedTuple
 from nbagent import _json
 from nbagent.core.events import REQUEST_HEADER, TURN_END, TURN_START, RequestHeader, SessionForked
 from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.forks.log_prefix import copy_prefix
 from nbagent.store.base import EventRow, StoreReader
 from nbagent.store.location import StoreLocation, Where
 from nbagent.store.opening import open_store
-from nbagent.store.prefix import copy_prefix
 
 
 class Forked(NamedTuple):

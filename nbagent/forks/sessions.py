@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from nbagent.core.tools import Tool
 from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.forks.new_fork import create_fork
 from nbagent.models.base import Model
-from nbagent.store.forking import create_fork
 from nbagent.store.location import Where
 
 if TYPE_CHECKING:
-    from nbagent.core.agent import Agent
+    from nbagent.agent import Agent
     from nbagent.views.diff import TurnDiff
 
 

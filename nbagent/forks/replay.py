@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from nbagent.core.agent import AgentCore
 from nbagent.core.events import (
     INBOX_SPLICED,
     SESSION_FORKED,
@@ -31,8 +32,8 @@ from nbagent.core.runs import Run, fold_run
 from nbagent.errors import NbagentError
 from nbagent.models.base import Model
 
-Agent = Any
-"""A fork's :class:`nbagent.core.agent.Agent` (not imported: that module imports this one)."""
+Agent = AgentCore
+"""A fork's agent: the core's surface is all a replay drives."""
 
 Action = Literal["inject", "steer", "followup", "remove"]
 

@@ -1,0 +1,129 @@
+"""``nbagent.Agent``: the core agent plus what drives it from outside: forks and what-if replays
+(SPEC §11, ``nbagent/forks/``) and MCP servers (SPEC §9.7, ``nbagent/mcp/``).
+
+The core (``nbagent/core/agent.py``) knows none of these: they use its public surface, and this
+class only names them as methods, so ``agent.fork()`` and ``agent.add_mcp_server()`` read as SPEC
+writes them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from nbagent.core.agent import AgentCore, LiveNotice
+from nbagent.core.messages import UserMessage
+from nbagent.core.runs import Run
+from nbagent.errors import NbagentError
+from nbagent.models.base import Model
+
+if TYPE_CHECKING:
+    from nbagent.forks.replay import Arrival
+    from nbagent.mcp.servers import McpServers, ServerInfo
+
+__all__ = ["Agent", "LiveNotice"]
+
+
+class Agent(AgentCore):
+    """One live agent session: an append-only log, an inbox, and a driver that runs turns.
+
+    Build one with :func:`nbagent.open_session` or :func:`nbagent.resume_session`.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reopen: Callable[..., Agent] | None = None
+        """Opens a stored session as an agent (``resume_session``, set by the session layer): how
+        ``fork`` opens the child without this module importing the session layer."""
+        self._mcp: McpServers | None = None
+
+    # -- forks and replays (SPEC §11) -------------------------------------------------------------
+
+    def fork(
+        self,
+        *,
+        before_turn: int | None = None,
+        at: int | None = None,
+        session_id: str | None = None,
+        model: Model | str | None = None,
+        to: str | os.PathLike[str] | None = None,
+    ) -> Agent:
+        """A new session beginning with this one's log up to a quiet point (SPEC §11.1); see
+        :func:`nbagent.fork_session`. The child gets this agent's tools and system prompt."""
+        from nbagent.forks.new_fork import create_fork
+
+        store = self.driver.file
+        if store is None or self.reopen is None:
+            raise NbagentError("an in-memory session (path=None) has no log to fork from")
+        where = store.where  # where it was opened (a PostgreSQL URL keeps its credentials)
+        name = model if isinstance(model, str) else model.name if model is not None else None
+        made = create_fork(where, self.session_id, before_turn=before_turn, at=at, new_session_id=session_id,
+                           model_name=name, to=to)  # fmt: skip
+        return self.reopen(made.location, made.session_id, model=model, tools=tuple(self.tools.values()),
+                           system=self.system)  # fmt: skip
+
+    def replay_plan(self, turn: int) -> tuple[Arrival, ...]:
+        """The parent's arrivals during its turn ``turn`` (SPEC §11.2), for a fork made before it."""
+        from nbagent.forks.replay import replay_plan
+
+        return replay_plan(self, turn)
+
+    async def replay(
+        self,
+        turn: int,
+        *,
+        drop: Iterable[str] = (),
+        move: Mapping[str, int] | None = None,
+        add: Iterable[tuple[UserMessage | str, int]] = (),
+        model: Model | str | None = None,
+    ) -> Run:
+        """Re-enact the parent's turn ``turn`` here with its arrivals (edited); SPEC §11.2."""
+        from nbagent.forks.replay import replay
+
+        return await self._on_own_loop(replay(self, turn, drop, move, add, model))
+
+    # -- MCP servers (SPEC §9.7) ------------------------------------------------------------------
+
+    @property
+    def mcp(self) -> McpServers:
+        """The session's MCP servers (SPEC §9.7): ``list()``, ``await remove(name)``, ``allow_read_only``."""
+        if self._mcp is None:
+            from nbagent.mcp.servers import McpServers
+
+            self._mcp = McpServers(self)
+            self.driver.stand_in = self._mcp.stand_in
+            self.on_close.append(self._mcp.close)
+        return self._mcp
+
+    def add_mcp_server(
+        self,
+        name: str,
+        *,
+        command: str | None = None,
+        args: Iterable[str] = (),
+        env: dict[str, str] | None = None,
+        url: str | None = None,
+        allow_read_only: bool = False,
+        start_timeout: float | None = None,
+        call_timeout: float | None = None,
+    ) -> ServerInfo:
+        """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url``) and offer its tools
+        as ``NAME__TOOL``. Returns at once: the server starts in the background and the first request
+        after this waits at most 10 s for its tools. A server that cannot start does not raise here;
+        calls to its tools get error results saying why. ``env`` is added to the kernel's environment.
+        Each call asks for approval unless the tool is annotated read-only and ``allow_read_only``.
+        """
+        from nbagent.mcp.config import CALL_TIMEOUT, START_TIMEOUT, server_spec
+
+        spec = server_spec(
+            name,
+            command=command,
+            args=tuple(args),
+            env=env,
+            url=url,
+            allow_read_only=allow_read_only,
+            start_timeout=START_TIMEOUT if start_timeout is None else start_timeout,
+            call_timeout=CALL_TIMEOUT if call_timeout is None else call_timeout,
+        )
+        return self.mcp.add(spec)
