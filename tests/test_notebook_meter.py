@@ -45,3 +45,23 @@ def test_receipt_context_and_status_agree_with_the_estimate(tmp_path, capsys) ->
         assert agent.context_limit == "block"
         with pytest.raises(UsageError, match="warn or block"):
             magics(sh).agent("context-limit stop")
+
+
+def test_status_tells_three_injections_of_one_frame_apart(capsys) -> None:  # type: ignore[no-untyped-def]
+    """``%agent status`` names each pending frame by label, shape and capture cell, as the inbox
+    widget does (issue #35 item 5): three ``%inject wine`` of different snapshots differ."""
+    import pandas as pd
+
+    with ipython_shell() as sh:
+        for rows in (3, 5, 8):
+            sh.user_ns["wine"] = pd.DataFrame({"alcohol": [12.5] * rows, "hue": [1.0] * rows})
+            sh.run_cell("%inject wine", store_history=True)
+        sh.run_cell("%agent status")
+        status = capsys.readouterr().out
+        pending = [line for line in status.splitlines() if line.startswith("pending: next step")]
+        assert len(pending) == 3, status
+        assert all("dataframe wine" in line and "pandas" in line and "tokens" in line for line in pending)
+        assert [re.search(r"· (\d+)×2 ·", line).group(1) for line in pending] == ["3", "5", "8"]
+        cells = [re.search(r"from In \[(\d+)\]", line).group(1) for line in pending]
+        assert len(set(cells)) == 3, pending
+        assert "<dataframe" not in status

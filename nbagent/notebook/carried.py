@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.views.inbox import inbox_item
+from nbagent.views.labels import captured_in
 from nbagent.views.text import first_line, plural
 
 if TYPE_CHECKING:
@@ -60,10 +63,10 @@ def pending_lines(agent: Agent, carried: list[UserMessage]) -> list[str]:
     if running is not None:
         lines.append(f"running: turn {running[0]} {running[1]}")
     for message in agent.inbox.next_step:
-        lines.append(f"pending: next step {quoted(message)}")
+        lines.append(f"pending: next step {pending_item(message, NEXT_STEP)}")
     for message in agent.inbox.next_turn:
         before = " (from before the restart)" if message.id in carried_ids else ""
-        lines.append(f"pending: followup {quoted(message)}{before}")
+        lines.append(f"pending: followup {pending_item(message, NEXT_TURN)}{before}")
     if running is None and agent.inbox.has_pending:
         if carried_ids & {m.id for m in agent.inbox.next_turn}:
             lines.append("runs next: the next %followup, %steer or %agent run starts it")
@@ -72,6 +75,18 @@ def pending_lines(agent: Agent, carried: list[UserMessage]) -> list[str]:
     elif running is not None and agent.inbox.next_turn:
         lines.append("runs next: the pending followups, in order, after this turn")
     return lines
+
+
+def pending_item(message: UserMessage, queue: str) -> str:
+    """One pending message as the inbox widget names it: a typed prompt quoted; captured context
+    by its badge and label (a frame's name, shape and library), the cell it was captured in, and
+    its tokens, so three injections of one frame can be told apart."""
+    if (message.source or {}).get("kind") == "user":
+        return quoted(message)
+    item = inbox_item(message, queue)
+    where = captured_in(message)
+    parts = [item["summary"], f"from {where}" if where else "", item["tokens_text"]]
+    return " · ".join(p for p in parts if p)
 
 
 def _running_turn(agent: Agent) -> tuple[int, str] | None:

@@ -161,6 +161,16 @@ def _source_label(kind: str, source: Mapping[str, Any]) -> str:
     return clip(" ".join(label.split()), LABEL_MAX)
 
 
+def captured_in(message: Any) -> str:
+    """Where a captured value came from, as a person reads it: ``In [3]`` (the capture cell's
+    execution count), or ``""`` when the source names no cell."""
+    data: Mapping[str, Any] = message.to_json() if hasattr(message, "to_json") else message
+    source = data.get("source")
+    cell = source.get("cell") if isinstance(source, Mapping) else None
+    count = cell.get("execution_count") if isinstance(cell, Mapping) else None
+    return f"In [{count}]" if isinstance(count, int) and not isinstance(count, bool) else ""
+
+
 def _frame_line(source: Mapping[str, Any]) -> str:
     """``50 rows × 3 columns: a, b, c`` from a dataframe source (its shape and column names)."""
     shape = source.get("shape")
