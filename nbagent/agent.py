@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "LiveNotice"]
 
 
+def _table_window(provider: str, model: str) -> int | None:
+    """A model's context window from the price table (imported when a request first needs it)."""
+    from nbagent.usage import table_window
+
+    return table_window(provider, model)
+
+
 class Agent(AgentCore):
     """One live agent session: an append-only log, an inbox, and a driver that runs turns.
 
@@ -32,7 +39,7 @@ class Agent(AgentCore):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(window_lookup=_table_window, **kwargs)
         self.reopen: Callable[..., Agent] | None = None
         """Opens a stored session as an agent (``resume_session``, set by the session layer): how
         ``fork`` opens the child without this module importing the session layer."""

@@ -176,5 +176,9 @@ def test_the_window_comes_from_the_price_table_and_is_unknown_for_unknown_models
         def __init__(self, model: str) -> None:
             self.model = model
 
-    assert estimate_module.context_window(Named("gpt-4o"), "openai") == 128_000
-    assert estimate_module.context_window(Named("no-such-model-xyz"), "openai") is None
+    from nbagent.usage import table_window
+
+    assert estimate_module.context_window(Named("gpt-4o"), "openai", table_window) == 128_000
+    assert estimate_module.context_window(Named("no-such-model-xyz"), "openai", table_window) is None
+    # the core has no table of its own: without the lookup the layer above gives, a window is unknown
+    assert estimate_module.context_window(Named("gpt-4o"), "openai") is None

@@ -18,13 +18,12 @@ from nbagent.core.journal import Plan
 from nbagent.core.loop import drive
 from nbagent.core.messages import UserMessage
 from nbagent.core.notices import LiveNotice, NoticeName, Status
+from nbagent.core.ports import Releasable, SessionFile, WindowLookup
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
 from nbagent.core.tools import Tool, as_tools
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
-from nbagent.store.base import SessionStore
-from nbagent.store.lease import Lease
 
 T = TypeVar("T")
 
@@ -41,8 +40,8 @@ class AgentCore:
         self,
         *,
         loop: asyncio.AbstractEventLoop,
-        file: SessionStore | None,
-        lease: Lease | None,
+        file: SessionFile | None,
+        lease: Releasable | None,
         session_id: str,
         model: Model | str | None,
         tools: Iterable[Tool | Callable[..., Any]],
@@ -51,6 +50,7 @@ class AgentCore:
         retry: RetryPolicy | None,
         cancel_grace: float = 10.0,
         resumed: Resumed | None = None,
+        window_lookup: WindowLookup | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
@@ -71,6 +71,7 @@ class AgentCore:
             hooks=self.hooks,
             face=self,
             drive=drive,
+            window_lookup=window_lookup,
         )
         self.driver = Driver(
             config,

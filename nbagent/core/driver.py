@@ -25,14 +25,13 @@ from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splic
 from nbagent.core.journal import Build, Journal, Plan
 from nbagent.core.messages import Message, UserMessage, coerce_user_message
 from nbagent.core.notices import LiveNotice, Notices, Status
+from nbagent.core.ports import Releasable, SessionFile
 from nbagent.core.projections import Projections
 from nbagent.core.signal import CancelSignal
 from nbagent.core.tools import Tool
 from nbagent.core.vocabulary import HeaderReason, Target
 from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
 from nbagent.models.base import Model
-from nbagent.store.base import SessionStore
-from nbagent.store.lease import Lease
 
 log = logging.getLogger("nbagent")
 
@@ -48,8 +47,8 @@ class Driver:
         config: DriverConfig,
         *,
         loop: asyncio.AbstractEventLoop,
-        file: SessionStore | None,
-        lease: Lease | None,
+        file: SessionFile | None,
+        lease: Releasable | None,
         model: Model,
         tools: dict[str, Tool],
         system: str | None,

@@ -15,6 +15,7 @@ from nbagent.core.events import Record
 from nbagent.core.hooks import AgentFace, Hooks
 from nbagent.core.inbox import InboxState
 from nbagent.core.messages import UserMessage
+from nbagent.core.ports import WindowLookup
 from nbagent.core.projections import Prefix
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.signal import CancelSignal
@@ -52,6 +53,9 @@ class DriverConfig:
     face: AgentFace
     """What hook payloads carry as ``agent`` (and what ``in_driver`` holds while a turn runs)."""
     drive: Drive
+    window_lookup: WindowLookup | None = None
+    """The context window of a model a request names (the price table, from the session layer);
+    ``None``: only a model's own ``context_window`` is known."""
 
 
 class DriverState(Enum):

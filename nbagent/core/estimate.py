@@ -390,17 +390,17 @@ _windows: dict[tuple[str, str], int | None] = {}
 def context_window(
     model: Any, provider: str, lookup: Callable[[str, str], int | None] | None = None
 ) -> int | None:
-    """The model's context window: its own ``context_window`` attribute, else the price table's
-    (``genai-prices``), else ``None`` (unknown)."""
+    """The model's context window: its own ``context_window`` attribute, else what ``lookup`` (the
+    price table, ``nbagent.usage.table_window``, given by the layer above) says, else ``None``."""
     own = getattr(model, "context_window", None)
     if isinstance(own, int) and own > 0:
         return own
     name = getattr(model, "model", None)
     if not isinstance(name, str) or not name:
         return None
+    if lookup is None:
+        return None
     key = (provider, name)
     if key not in _windows:
-        if lookup is None:
-            from nbagent.usage import table_window as lookup
         _windows[key] = lookup(provider, name)
     return _windows[key]

@@ -26,8 +26,8 @@ from nbagent import _json
 from nbagent.core.events import Event, Record, Splice
 from nbagent.core.inbox import InboxState
 from nbagent.core.notices import Notice
+from nbagent.core.ports import SessionFile
 from nbagent.errors import SessionClosedError, SessionWriteError
-from nbagent.store.base import SessionStore
 
 
 @dataclass(slots=True)
@@ -124,7 +124,7 @@ class Journal:
     def __init__(
         self,
         *,
-        file: SessionStore | None,
+        file: SessionFile | None,
         session_id: str,
         next_seq: int,
         last_time: int,

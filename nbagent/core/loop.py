@@ -409,7 +409,7 @@ def request_estimate(driver: Driver, turn: int, step: int, entered: Sequence[Any
     model = driver.model
     provider = model_provider(model)
     name = getattr(model, "model", None) or model.name
-    window = context_window(model, provider)
+    window = context_window(model, provider, driver.config.window_lookup)
 
     def read(records: list[Any]) -> Estimate:
         staged = [m for r in records if (m := record_message(r)) is not None]

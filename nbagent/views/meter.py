@@ -250,6 +250,7 @@ def context_breakdown(agent: Any) -> ContextBreakdown:
     queues), the system prompt and the tools, counted as its ``request/estimate`` will count them."""
     from nbagent.core.estimate import context_window, header_tokens, measure, model_counter
     from nbagent.models.base import model_provider
+    from nbagent.usage import table_window
 
     driver = agent.driver
     model = driver.model
@@ -271,5 +272,5 @@ def context_breakdown(agent: Any) -> ContextBreakdown:
         by_source[item.kind] = by_source.get(item.kind, 0) + item.tokens
     system, tools = header_tokens(driver.system, driver.tool_schemas, counter)
     by_source.update({k: v for k, v in (("system", system), ("tools", tools)) if v})
-    window = context_window(model, model_provider(model))
+    window = context_window(model, model_provider(model), table_window)
     return ContextBreakdown(sum(by_source.values()), by_source, counter.name, window, items)
