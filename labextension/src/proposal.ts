@@ -52,12 +52,52 @@ export interface IProposalRequest {
   settle: (said: string, inserted: boolean) => void;
 }
 
+/** Where a proposal went, as the notebook itself records it (the inserted cell's metadata). */
+export interface IPlaced {
+  ran: boolean;
+  below: number | null;
+}
+
 /**
  * Whether the place a row is painted can insert: `true` (a trusted output in a notebook with a
  * kernel), `false` (not now: no kernel; the buttons appear when one starts), `null` (never: an
- * untrusted output).
+ * untrusted output). `placed` finds a proposal the notebook already holds (its cell's metadata),
+ * so a reopened notebook shows it inserted, whatever its kernel knows.
  */
-export type CanInsert = () => boolean | null;
+export type CanInsert = (() => boolean | null) & { placed?: (n: IProposal) => IPlaced | null };
+
+/** The metadata key an inserted proposal's cell carries (saved with the notebook). */
+export const CELL_METADATA = 'nbagent';
+
+/** What an inserted cell records: which proposal, asked by which cell, where, and whether it ran. */
+interface ICellMark {
+  proposal: string;
+  asked_by: string;
+  below: number | null;
+  ran: boolean;
+}
+
+function markOf(metadata: unknown): ICellMark | null {
+  const m = (metadata as Record<string, unknown> | undefined)?.[CELL_METADATA] as Partial<ICellMark> | undefined;
+  return m && typeof m.proposal === 'string' && typeof m.asked_by === 'string'
+    ? { proposal: m.proposal, asked_by: m.asked_by, below: typeof m.below === 'number' ? m.below : null, ran: !!m.ran }
+    : null;
+}
+
+/** `TURN.K` as numbers, to keep the model's order among one turn's proposals. */
+function rank(proposal: string): number[] {
+  return proposal.split('.').map(p => Number(p) || 0);
+}
+
+function before(a: string, b: string): boolean {
+  const [x, y] = [rank(a), rank(b)];
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    if ((x[i] ?? 0) !== (y[i] ?? 0)) {
+      return (x[i] ?? 0) < (y[i] ?? 0);
+    }
+  }
+  return false;
+}
 
 function h(tag: string, cls: string, text?: string): HTMLElement {
   const e = document.createElement(tag);
@@ -66,6 +106,14 @@ function h(tag: string, cls: string, text?: string): HTMLElement {
     e.textContent = text;
   }
   return e;
+}
+
+/** Disable or enable the insert buttons, saying why in their tooltip (JupyterLab's disabled look). */
+function hold(buttons: HTMLButtonElement[], why: string | null): void {
+  for (const b of buttons) {
+    b.disabled = why !== null;
+    b.title = why ?? b.dataset.title ?? '';
+  }
 }
 
 /** Show or hide an insert button (a style, since `.jp-Button`'s display outranks `hidden`). */
@@ -78,6 +126,7 @@ function button(action: string, label: string, title: string): HTMLButtonElement
   const b = h('button', 'jp-Button jp-mod-minimal jp-mod-small nba-proposal-button', label) as HTMLButtonElement;
   b.type = 'button';
   b.dataset.action = action;
+  b.dataset.title = title;
   b.title = title;
   return b;
 }
@@ -130,19 +179,24 @@ export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElem
   actions.append(...inserts, copier, said);
   box.append(row, code, actions);
   box.dataset.state = 'proposed';
-  if (n.done === 'inserted' || n.done === 'inserted-and-ran') {
-    // The log says the user inserted it: say where (the words the click showed), offer Copy only.
-    box.dataset.state = n.done;
-    said.textContent = insertedWords(n.done === 'inserted-and-ran', n.done_below ?? null);
-    inserts.forEach(b => (b.disabled = true));
+  // The log (its notebook message) or the notebook (the inserted cell's metadata) says the user
+  // inserted it: say where (the words the click showed), offer Copy only.
+  const placed: IPlaced | null =
+    n.done === 'inserted' || n.done === 'inserted-and-ran'
+      ? { ran: n.done === 'inserted-and-ran', below: n.done_below ?? null }
+      : canInsert?.placed?.(n) ?? null;
+  if (placed) {
+    box.dataset.state = placed.ran ? 'inserted-and-ran' : 'inserted';
+    said.textContent = insertedWords(placed.ran, placed.below);
+    hold(inserts, trans.__('Already inserted: this notebook holds this proposal'));
   }
 
   function request(from: HTMLButtonElement, run: boolean): void {
-    inserts.forEach(b => (b.disabled = true));
+    hold(inserts, trans.__('Inserting…'));
     const settle = (words: string, inserted: boolean): void => {
       said.textContent = words;
       box.dataset.state = inserted ? (run ? 'inserted-and-ran' : 'inserted') : 'proposed';
-      inserts.forEach(b => (b.disabled = inserted));
+      hold(inserts, inserted ? trans.__('Already inserted: this notebook holds this proposal') : null);
     };
     const detail: IProposalRequest = { proposal: n.proposal, code: n.code, run, cellId: n.cell?.cell_id ?? null, settle };
     const event = new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, detail });
@@ -158,11 +212,26 @@ function holder(panel: NotebookPanel, node: Node): NotebookPanel['content']['wid
   return panel.content.widgets.find(c => c.node.contains(node)) ?? null;
 }
 
+/** The cell of `panel` that holds proposal `proposal` asked by cell `askedBy` (any asker when null). */
+function placedCell(panel: NotebookPanel, proposal: string, askedBy: string | null): ICellMark | null {
+  // The model's cells: while a notebook opens, an output paints before the cells below it have widgets.
+  for (const c of panel.content.model?.cells ?? []) {
+    const m = markOf(c.metadata);
+    if (m && m.proposal === proposal && (askedBy === null || m.asked_by === askedBy)) {
+      return m;
+    }
+  }
+  return null;
+}
+
 /** `canInsert` for outputs of `panel`: it has a kernel. Rows painted earlier follow the kernel. */
 export function proposalHost(panel: NotebookPanel): CanInsert {
-  const live = (): boolean => !!panel.sessionContext.session?.kernel;
+  const kernel = (): boolean => !!panel.sessionContext.session?.kernel;
+  const live: CanInsert = Object.assign(kernel, {
+    placed: (n: IProposal) => placedCell(panel, n.proposal, n.cell?.cell_id ?? null)
+  });
   const follow = (): void => {
-    const show = live();
+    const show = kernel();
     panel.node.querySelectorAll<HTMLElement>('.nba-proposal [data-needs-kernel]').forEach(b => offerInsert(b, show));
   };
   panel.sessionContext.kernelChanged.connect(follow);
@@ -208,10 +277,27 @@ async function insert(tracker: INotebookTracker, args: IInsertArgs): Promise<IIn
   }
   const anchor = notebook.widgets[index];
   const count = (anchor.model as any).executionCount ?? null;
-  notebook.activeCellIndex = index;
+  const already = placedCell(panel, args.proposal, args.anchor);
+  if (already) {
+    // One proposal goes in once: a second click (or a reopened notebook's) inserts nothing.
+    return { said: insertedWords(already.ran, already.below), inserted: true };
+  }
+  // Below the cell that asked, after that turn's proposals already inserted that come before this
+  // one, so 1.1 then 1.2 read in the model's order.
+  let at = index;
+  while (at + 1 < notebook.widgets.length) {
+    const m = markOf(notebook.widgets[at + 1].model.metadata);
+    if (!m || m.asked_by !== args.anchor || !before(m.proposal, args.proposal)) {
+      break;
+    }
+    at += 1;
+  }
+  notebook.activeCellIndex = at;
   NotebookActions.insertBelow(notebook);
   const cell = notebook.activeCell!;
   cell.model.sharedModel.setSource(args.code);
+  const mark: ICellMark = { proposal: args.proposal, asked_by: args.anchor, below: count, ran: args.run };
+  cell.model.setMetadata(CELL_METADATA, mark as any);
   tell(panel, {
     action: args.run ? 'inserted-and-ran' : 'inserted',
     proposal: args.proposal,

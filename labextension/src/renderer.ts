@@ -41,7 +41,8 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
     host: CanInsert | null = null
   ) {
     super();
-    const canInsert = host && ((): boolean | null => (this._trusted ? host() : null)); // untrusted: never
+    // Untrusted: never insert; what the notebook already holds is shown all the same.
+    const canInsert = host && Object.assign((): boolean | null => (this._trusted ? host() : null), { placed: host.placed });
     this._savedNote = trans.__('saved view');
     this._view = new TimelineView({ note: this._savedNote, markdown, canInsert });
     this.addClass('jp-nbagent-output');

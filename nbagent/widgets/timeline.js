@@ -254,17 +254,28 @@ function proposalRow(n) {
   if (n.note) row.append(h("span", "nba-line", n.note));
   const said = h("span", "nba-muted nba-proposal-said");
   const actions = h("div", "nba-proposal-actions");
-  const button = (action, label, onClick) => {
+  const button = (action, label, onClick, title) => {
     const b = h("button", "jp-Button jp-mod-minimal jp-mod-small nba-proposal-button", label);
     b.type = "button";
     b.dataset.action = action;
+    b.dataset.title = title;
+    b.title = title;
     b.addEventListener("click", () => onClick(b));
     return b;
   };
+  // Disabled inserts look disabled (nbagent.css) and say why in their tooltip.
+  const HELD = "Already inserted: this notebook holds this proposal";
+  const hold = (why) =>
+    actions.querySelectorAll("[data-action^='insert']").forEach((b) => {
+      b.disabled = why !== null;
+      b.title = why === null ? b.dataset.title : why;
+    });
   const insert = (run) => (b) => {
+    hold("Inserting…");
     const settle = (words, inserted) => {
       said.textContent = words;
       if (inserted) box.dataset.state = run ? "inserted-and-ran" : "inserted";
+      hold(inserted ? HELD : null);
     };
     const detail = { proposal: n.proposal, code: n.code, run, cellId: (n.cell && n.cell.cell_id) || null, settle };
     if (b.dispatchEvent(new CustomEvent("nbagent-proposal", { bubbles: true, cancelable: true, detail }))) {
@@ -277,9 +288,9 @@ function proposalRow(n) {
       () => (said.textContent = "could not copy: select the code above"),
     );
   actions.append(
-    button("insert", "Insert below", insert(false)),
-    button("insert-and-run", "Insert and run", insert(true)),
-    button("copy", "Copy", copy),
+    button("insert", "Insert below", insert(false), "Insert this cell below the cell that asked"),
+    button("insert-and-run", "Insert and run", insert(true), "Insert this cell below the cell that asked, and run it"),
+    button("copy", "Copy", copy, "Copy the code to the clipboard"),
     said,
   );
   box.append(row, h("pre", "nba-proposal-code", n.code), actions);
@@ -288,7 +299,7 @@ function proposalRow(n) {
     box.dataset.state = n.done;
     const where = Number.isInteger(n.done_below) ? `below In [${n.done_below}]` : "below the cell that asked";
     said.textContent = `${n.done === "inserted" ? "inserted" : "inserted and ran"} ${where}`;
-    actions.querySelectorAll("[data-action^='insert']").forEach((b) => (b.disabled = true));
+    hold(HELD);
   }
   return box;
 }

@@ -203,3 +203,91 @@ def test_the_timeline_widget_inserts_below_the_cell_whose_prompt_started_the_tur
     assert cell(page, 2).locator(".jp-OutputArea-output").count() == 0  # inserted, not run
     shot(page, "proposals-05-widget-insert-below", cell(page, 4))
     assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
+
+
+CODE_A, CODE_B = "first_step = 1", "second_step = first_step + 1"
+TWO = f"""\
+%load_ext nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent
+current_agent().set_model(ScriptedModel([
+    Response(tool_calls=[ToolCall('propose_cell', {{'code': {CODE_A!r}}}),
+                         ToolCall('propose_cell', {{'code': {CODE_B!r}}})]),
+    'two cells for you',
+]))"""
+OPACITY_JS = "(b) => getComputedStyle(b).opacity"
+
+
+def insert_button(row: Any) -> Any:
+    return row.locator('button[data-action="insert"]')
+
+
+def test_two_proposals_keep_their_order_look_disabled_once_in_and_stay_in_after_a_reload(
+    lab: Lab, page: Any, browser: Any, tmp_path: Path
+) -> None:
+    """Issue #35 item 1: 1.1 then 1.2 go in in the model's order; a disabled insert looks disabled and
+    says why; in a reopened notebook with a fresh kernel (nbagent not loaded) the click is recorded in
+    the saved notebook, so after a reload the proposals show inserted and none goes in twice."""
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook("propose-two", [TWO, "%followup propose two cells", "print('after')"])
+    open_notebook(page, lab.lab_url(name, "propose-two"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    cell(page, 1).get_by_text("turn 1 · done").wait_for()
+    save(page)
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+
+    # A fresh kernel: another server on the same root, where nothing has run yet.
+    with start_lab(tmp_path, root=lab.root) as fresh:
+        again = browser.new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            open_notebook(again, fresh.lab_url(name, "propose-two-fresh"))
+            again.wait_for_function(
+                "() => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel?.status === 'idle'"
+            )
+            rows = {p: cell(again, 1).locator(f'.jp-nbagent-output .nba-proposal[data-proposal="{p}"]')
+                    for p in ("1.1", "1.2")}  # fmt: skip
+            for row in rows.values():
+                insert_button(row).wait_for()
+            assert insert_button(rows["1.1"]).evaluate(OPACITY_JS) == "1"
+
+            insert_button(rows["1.1"]).click()
+            rows["1.1"].locator(".nba-proposal-said", has_text="inserted below").wait_for()
+            held = insert_button(rows["1.1"])
+            assert held.is_disabled()
+            assert held.evaluate(OPACITY_JS) == "0.4"  # JupyterLab's disabled look, not an enabled one
+            assert held.get_attribute("title") == "Already inserted: this notebook holds this proposal"
+            assert not insert_button(rows["1.2"]).is_disabled()
+            insert_button(rows["1.2"]).click()
+            rows["1.2"].locator(".nba-proposal-said", has_text="inserted below").wait_for()
+            sources = again.evaluate(SOURCES_JS)
+            assert sources == [TWO, "%followup propose two cells", CODE_A, CODE_B, "print('after')"], sources
+            shot(again, "proposals-06-two-in-order", cell(again, 1))
+            save(again)
+            again.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty")
+
+            again.reload()
+            open_notebook(again, fresh.lab_url(name, "propose-two-fresh"))
+            for p in ("1.1", "1.2"):
+                row = cell(again, 1).locator(f'.jp-nbagent-output .nba-proposal[data-proposal="{p}"]')
+                row.locator(".nba-proposal-said", has_text="inserted below").wait_for()
+                assert row.get_attribute("data-state") == "inserted"
+                assert insert_button(row).is_disabled()
+            shot(again, "proposals-07-reloaded-still-inserted", cell(again, 1))
+            # Asked again anyway (a stale row, another view): the notebook holds it, nothing goes in.
+            said = (
+                cell(again, 1)
+                .locator('.nba-proposal[data-proposal="1.1"] pre')
+                .evaluate(
+                    """(from) => new Promise((done) => {
+                  const detail = { proposal: '1.1', code: 'first_step = 1', run: false, cellId: null,
+                                   settle: (w, inserted) => done([w, inserted]) };
+                  from.dispatchEvent(new CustomEvent('nbagent-proposal', { bubbles: true, cancelable: true, detail }));
+                })"""
+                )
+            )
+            assert said[1] is True and said[0].startswith("inserted below"), said
+            assert again.evaluate(SOURCES_JS) == sources
+        finally:
+            again.close()
+    assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
