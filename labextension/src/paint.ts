@@ -16,6 +16,7 @@ import {
   el as paintEl,
   leaf as paintLeaf,
   markPainted,
+  meterLegend,
   paneHead,
   paintStepHead,
   pendingItem,
@@ -122,9 +123,10 @@ export class TimelineView {
     this.node = el('div', 'nbagent nba-timeline');
     this._head = el('div', 'nba-head');
     this._notice = el('div', 'nba-note');
+    this._legend = el('div', 'nba-legend-box');
     this._scroll = el('div', 'nba-scroll');
     this._pending = el('div', 'nba-pending');
-    this.node.append(this._head, this._notice, this._scroll, this._pending);
+    this.node.append(this._head, this._notice, this._legend, this._scroll, this._pending);
   }
 
   /** The bundle painted last. */
@@ -167,6 +169,7 @@ export class TimelineView {
       this._scroll.replaceChildren(el('div', 'nba-empty', 'No turns yet.'));
       this._empty = true;
     }
+    this._paintLegend(bundle);
     this._paintPending(bundle);
     this.node.dataset.nodes = String(this._entries.size);
     markPainted(this.node);
@@ -183,6 +186,16 @@ export class TimelineView {
       ? `${omitted} earlier turn${omitted === 1 ? '' : 's'} show only their heads here: open the session in the Agent sessions panel for all of it`
       : '';
     this._notice.hidden = !omitted;
+  }
+
+  /** The bars' colour key, once per timeline, repainted when the kinds the bars hold change. */
+  private _paintLegend(bundle: IBundle): void {
+    const legend = meterLegend(bundle.nodes);
+    const kinds = legend ? Array.from(legend.querySelectorAll<HTMLElement>('[data-part]'), e => e.dataset.part).join(' ') : '';
+    if (this._legend.dataset.kinds !== kinds) {
+      this._legend.dataset.kinds = kinds;
+      this._legend.replaceChildren(...(legend ? [legend] : []));
+    }
   }
 
   private _paintHead(bundle: IBundle): void {
@@ -357,6 +370,7 @@ export class TimelineView {
   private _empty = false;
   private _head: HTMLElement;
   private _notice: HTMLElement;
+  private _legend: HTMLElement;
   private _scroll: HTMLElement;
   private _pending: HTMLElement;
 }

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from nbagent.views.escape import escape_html
-from nbagent.views.meter import bar_html
+from nbagent.views.meter import bar_html, legend_html
 from nbagent.views.proposals import proposal_html
 from nbagent.views.text import clip, plural
 
@@ -204,8 +204,9 @@ def timeline_html(bundle: Mapping[str, Any]) -> str:
     if not turns and not body:
         body.append('<div class="nba-empty">No turns yet.</div>')
     head = _head("Timeline", f"{bundle['summary']} · saved view", bundle["status"], bundle["status_text"])
+    legend = legend_html(bundle["nodes"])
     return _wrap(
-        "nba-timeline", f'{head}<div class="nba-scroll">{"".join(body)}</div>', seq=str(bundle["seq"])
+        "nba-timeline", f'{head}{legend}<div class="nba-scroll">{"".join(body)}</div>', seq=str(bundle["seq"])
     )
 
 
@@ -218,7 +219,8 @@ def live_turn_html(bundle: Mapping[str, Any]) -> str:
         head += pill("queued", bundle["status_text"])
     head += "</div>"
     body = "".join(turn_html(n, kids, opened=True) if n["type"] == "turn" else _node(n, kids) for n in top)
-    return _wrap("nba-live", head + (f'<div class="nba-scroll">{body}</div>' if body else ""))
+    legend = legend_html(bundle["nodes"])
+    return _wrap("nba-live", head + legend + (f'<div class="nba-scroll">{body}</div>' if body else ""))
 
 
 def inbox_html(inbox: Mapping[str, Any]) -> str:

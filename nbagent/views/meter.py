@@ -55,6 +55,32 @@ def kind_colour(kind: str) -> str:
     )
 
 
+LEGEND_WORDS = {"user": "followup · steer"}
+"""A kind's word in the legend where it differs from the kind (typed prompts share one colour)."""
+
+
+def legend_kinds(nodes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The source kinds the steps' bars of ``nodes`` hold, in :data:`KIND_ORDER` (others by name)."""
+    kinds = {str(p["kind"]) for n in nodes if n.get("type") == "step" for p in n.get("bar") or ()}
+    return [k for k in KIND_ORDER if k in kinds] + sorted(kinds - set(KIND_ORDER))
+
+
+def legend_html(nodes: Sequence[Mapping[str, Any]]) -> str:
+    """The bars' colour key, once per timeline (painter.js's ``meterLegend`` paints the same):
+    each kind the bars hold, its swatch and its word; ``""`` when no step has a bar yet."""
+    from nbagent.views.escape import escape_html
+
+    kinds = legend_kinds(nodes)
+    if not kinds:
+        return ""
+    items = "".join(
+        f'<span class="nba-legend-item" data-part="{escape_html(k)}"><span class="nba-swatch" '
+        f'style="background:{kind_colour(k)}"></span>{escape_html(LEGEND_WORDS.get(k, k))}</span>'
+        for k in kinds
+    )
+    return f'<div class="nba-meter-legend"><span class="nba-muted">tokens in, by source:</span>{items}</div>'
+
+
 def bar_html(node: Mapping[str, Any]) -> str:
     """A step's stacked bar by source kind for the static HTML: coloured parts (their numbers in a
     tooltip) and the total in words; ``""`` for a step without an estimate yet."""

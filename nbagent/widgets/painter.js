@@ -305,6 +305,41 @@ export function setWhy(body, n) {
   body.prepend(why);
 }
 
+/** The source kinds in the meter's order (KIND_ORDER of nbagent/views/meter.py; a test checks). */
+export const KIND_ORDER = ["user", "cell", "dataframe", "variable", "error", "session-reference", "plugin",
+  "notebook", "tool", "assistant", "system", "tools"];
+const LEGEND_WORDS = { user: "followup · steer" };
+
+/** A source kind's colour: its badge's CSS variable (typed prompts: the followup colour). */
+export function kindColour(kind) {
+  const name = kind === "user" ? "followup" : kind;
+  return /^[a-z-]+$/.test(name) ? `var(--nba-${name}, var(--nba-neutral))` : "var(--nba-neutral)";
+}
+
+/** The kinds the steps' bars of `nodes` hold, in the meter's order (others by name). */
+export function legendKinds(nodes) {
+  const kinds = new Set();
+  for (const n of nodes) if (n.type === "step" && Array.isArray(n.bar)) for (const p of n.bar) kinds.add(String(p.kind));
+  const rest = [...kinds].filter((k) => !KIND_ORDER.includes(k)).sort();
+  return [...KIND_ORDER.filter((k) => kinds.has(k)), ...rest];
+}
+
+/** The bars' colour key, once per timeline (as the static HTML's): null while no step has a bar. */
+export function meterLegend(nodes) {
+  const kinds = legendKinds(nodes);
+  if (!kinds.length) return null;
+  const legend = el("div", "nba-meter-legend");
+  legend.append(el("span", "nba-muted", "tokens in, by source:"));
+  for (const k of kinds) {
+    const item = el("span", "nba-legend-item", null, { part: k });
+    const swatch = el("span", "nba-swatch");
+    swatch.style.background = kindColour(k);
+    item.append(swatch, document.createTextNode(LEGEND_WORDS[k] || k));
+    legend.append(item);
+  }
+  return legend;
+}
+
 /**
  * The context meter (SPEC §12): a step's stacked bar by source kind, coloured like the badges
  * (their CSS variables, so dark themes follow), numbers in the tooltips and the total in words.
@@ -317,9 +352,8 @@ export function stepMeter(n) {
   for (const p of n.bar) {
     const part = el("span", null, null, { part: p.kind });
     part.title = p.text;
-    const name = p.kind === "user" ? "followup" : p.kind;
     part.style.flexGrow = String(p.share);
-    part.style.background = /^[a-z-]+$/.test(name) ? `var(--nba-${name}, var(--nba-neutral))` : "var(--nba-neutral)";
+    part.style.background = kindColour(p.kind);
     bar.append(part);
   }
   meter.append(bar, el("span", "nba-muted", str(n.tokens_text)));

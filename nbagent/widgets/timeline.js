@@ -6,7 +6,7 @@
 // widget model: what the user opened and where they scrolled live there, and survive the output
 // being re-published.
 
-import { badge, el as h, leaf, markdownNodes, markPainted, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, stepBox, turnBox } from "./painter.js";
+import { badge, el as h, leaf, markdownNodes, markPainted, meterLegend, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, stepBox, turnBox } from "./painter.js";
 
 const KEEP_OPEN = 3; // the last turns shown opened at first render (older ones start collapsed)
 
@@ -25,13 +25,15 @@ class TimelineView {
     this.count = h("span", "nba-muted");
     this.state = pill("idle", "idle");
     head.append(h("span", "nba-title", "Timeline"), this.count, h("span", "nba-grow"), this.state);
+    this.legend = h("div", "nba-legend-box"); // the bars' colour key, once per timeline
+    this.barKinds = new Set(); // the source kinds the steps' bars hold (the legend lists them)
     this.scroll = h("div", "nba-scroll");
     this.scroll.addEventListener("scroll", () => {
       if (!this.root.isConnected || this.resetting) return; // only where the user scrolled to
       ui.scrollTop = this.scroll.scrollTop;
       ui.atBottom = this.atBottom();
     });
-    this.root.append(head, this.scroll);
+    this.root.append(head, this.legend, this.scroll);
     el.append(this.root);
     this.els = new Map(); // node id -> element
     this.bodies = new Map(); // turn or step id -> element its children go into (built turns only)
@@ -57,6 +59,7 @@ class TimelineView {
     this.seq = snapshot.seq;
     this.waiting = false;
     this.nodes = new Map();
+    this.barKinds = new Set();
     this.kids = new Map();
     this.els.clear();
     this.bodies.clear();
@@ -101,12 +104,27 @@ class TimelineView {
 
   index(n) {
     this.nodes.set(n.id, n);
+    this.noteBar(n);
     const p = n.parent ?? null;
     if (!this.kids.has(p)) this.kids.set(p, []);
     this.kids.get(p).push(n.id);
   }
 
+  // A step's bar (on arrival, or when its estimate is set) may bring a kind the legend lacks.
+  noteBar(n) {
+    if (n.type !== "step" || !Array.isArray(n.bar)) return;
+    for (const p of n.bar) this.barKinds.add(String(p.kind));
+  }
+
+  paintLegend() {
+    if (this.legend.dataset.kinds === [...this.barKinds].sort().join(" ")) return;
+    this.legend.dataset.kinds = [...this.barKinds].sort().join(" ");
+    const legend = meterLegend([{ type: "step", bar: [...this.barKinds].map((kind) => ({ kind })) }]);
+    this.legend.replaceChildren(...(legend ? [legend] : []));
+  }
+
   updateHead() {
+    this.paintLegend();
     const turns = (this.kids.get(null) || []).filter((id) => this.nodes.get(id).type === "turn");
     const last = turns.length ? this.nodes.get(turns[turns.length - 1]) : null;
     this.count.textContent = `${turns.length} turn${turns.length === 1 ? "" : "s"}`;
@@ -152,6 +170,7 @@ class TimelineView {
       const n = this.nodes.get(op[1]);
       if (!n) return;
       Object.assign(n, op[2]);
+      this.noteBar(n);
       this.refresh(n);
     } else if (op[0] === "text") {
       const n = this.nodes.get(op[1]);

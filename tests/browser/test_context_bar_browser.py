@@ -73,3 +73,54 @@ def test_each_steps_bar_shows_sources_in_badge_colours_with_numbers_and_readable
     finally:
         set_theme(page, "JupyterLab Light")  # the theme is a lab setting: leave it as found
     assert errors.uncaught == [] and errors.console == [], errors
+
+
+READ_LEGEND_JS = """root => [...root.querySelectorAll('.nba-meter-legend')].map(l => ({
+  text: l.textContent,
+  items: [...l.querySelectorAll('.nba-legend-item')].map(i => ({
+    kind: i.dataset.part, word: i.textContent,
+    colour: getComputedStyle(i.querySelector('.nba-swatch')).backgroundColor })),
+}))"""
+
+
+@pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
+def test_one_legend_per_timeline_and_one_colour_per_source_kind(lab: Lab, page: Any, theme: str) -> None:
+    """Issue #35 item 3: the bars' meaning is in a compact legend, once per timeline (widget and
+    saved HTML alike), and a steer's badge has the colour of its segment (kind ``user``)."""
+    slug = theme.split()[-1].lower()
+    cells = [
+        setup_cell(f"legend-{slug}", '["Pune is warmest.", "Still Pune."]'),
+        DATAFRAME_CELL,
+        'agent.followup("Which city is warmest?");',
+        'await agent.when_idle(); agent.steer("Only in Celsius, please");',
+    ]
+    errors = PageErrors().watch(page)
+    try:
+        open_notebook(page, lab.lab_url(lab.write_notebook(f"legend-{slug}", cells), f"legend-{slug}"))
+        set_theme(page, theme)
+        for i in range(4):
+            run_cell(page, i)
+        timeline = page.locator('.jp-nbagent-output[data-view="live"] .nba-timeline')
+        timeline.locator('.nba-turn[data-id="turn-2"][data-status="completed"]').wait_for()
+        timeline.locator(".nba-meter-legend .nba-legend-item").first.wait_for()
+        [legend] = timeline.evaluate(READ_LEGEND_JS)  # once, not once per step
+        shot(page, f"context-legend-{slug}", timeline)
+        kinds = [i["kind"] for i in legend["items"]]
+        assert kinds[:3] == ["user", "cell", "dataframe"], kinds  # the meter's order
+        assert legend["items"][0]["word"] == "followup · steer"
+        assert legend["text"].startswith("tokens in, by source:")
+        bars = timeline.evaluate(
+            "root => Object.fromEntries([...root.querySelectorAll('.nba-meter-bar [data-part]')]"
+            ".map(p => [p.dataset.part, getComputedStyle(p).backgroundColor]))"
+        )
+        assert {i["kind"]: i["colour"] for i in legend["items"]} == {k: bars[k] for k in kinds}
+        steer = timeline.locator('.nba-msg .nba-badge[data-role="steer"]').first
+        followup = timeline.locator('.nba-msg .nba-badge[data-role="followup"]').first
+        colour = "b => getComputedStyle(b).color"
+        assert steer.evaluate(colour) == followup.evaluate(colour) == bars["user"]
+        assert steer.evaluate("b => getComputedStyle(b).borderStyle") == "dashed"  # told apart by its border
+        ratio = timeline.locator(".nba-meter-legend .nba-muted").evaluate(CONTRAST_JS)
+        assert ratio >= AA, (theme, ratio)
+    finally:
+        set_theme(page, "JupyterLab Light")
+    assert errors.uncaught == [] and errors.console == [], errors
