@@ -12,6 +12,20 @@
 import { el as h, markPainted } from "./painter.js";
 
 const SEEN_EVERY_MS = 5000;
+// The views of each model on the page: a re-published output renders a new view of the same prompt
+// before or after the old one goes, and focus moves with it.
+const VIEWS = new WeakMap();
+// A cell whose prompt went while it held focus carries this mark (each question is a widget of its
+// own): the cell's next prompt takes focus back, unless the user has moved on (an editor, another
+// element than the notebook itself).
+const HANDOFF = "nbaApprovalFocus";
+
+/** Where focus goes in a prompt's region: its first button still offered, else what was decided. */
+function focusIn(root) {
+  const current = root.querySelector(".nba-approval:last-child");
+  const target = current && (current.querySelector("button:not([disabled])") || current.querySelector(".nba-approval-outcome"));
+  (target || root).focus();
+}
 
 function card(q, state, outcome) {
   const box = h("div", "nba-approval");
@@ -21,7 +35,11 @@ function card(q, state, outcome) {
   head.append(h("span", null, outcome ? `Approval · ${q.tool}` : `Approval needed · ${q.tool}`));
   if (q.turn !== null && q.turn !== undefined) head.append(h("span", "nba-approval-where", `turn ${q.turn}`));
   box.append(head, h("pre", "nba-approval-code", q.code ?? q.arguments ?? ""));
-  if (outcome) box.append(h("div", "nba-approval-outcome", outcome));
+  if (outcome) {
+    const said = h("div", "nba-approval-outcome", outcome);
+    said.tabIndex = -1; // where focus lands after a decision made from the keyboard
+    box.append(said);
+  }
   return box;
 }
 
@@ -43,6 +61,8 @@ function draw(root, model, send, gone) {
       b.dataset.action = action;
       b.title = title;
       b.addEventListener("click", () => {
+        // A disabled button loses focus to <body>: hold it on the prompt's region until the redraw.
+        if (root.contains(document.activeElement)) root.focus();
         for (const other of row.querySelectorAll("button")) other.disabled = true;
         send({ type: "decide", id: q.id, ...msg });
       });
@@ -64,16 +84,48 @@ function draw(root, model, send, gone) {
   current.append(...parts);
   const context = h("div", "nba-approval-context");
   context.innerHTML = model.get("context_html") || ""; // nbagent's own escaped rendering of the turn
+  // A redraw replaces the button that had focus: keep focus in the prompt's region (on the first
+  // button still offered, else on what was decided), never on <body>. Focus is only kept, never
+  // taken: a prompt that appears while the user edits a cell leaves the editor focused.
+  const hadFocus = root.contains(document.activeElement);
   root.replaceChildren(context, ...earlier, current);
+  if (hadFocus) focusIn(root);
   markPainted(root);
+}
+
+/** What the live region says of a prompt: a new question (announced without moving focus), or its outcome. */
+function announcement(model) {
+  const q = model.get("question") || {};
+  const outcome = model.get("outcome") || "";
+  if (outcome) return `${q.tool || "tool"}: ${outcome}`;
+  const where = q.turn !== null && q.turn !== undefined ? ` in turn ${q.turn}` : "";
+  return q.id ? `Approval needed: ${q.tool || "a tool"}${where} wants to run code. Approve or Deny below.` : "";
 }
 
 function render({ model, el }) {
   const root = h("div", "nba-approvals");
-  el.append(root);
+  root.setAttribute("role", "region");
+  root.setAttribute("aria-label", "Approval prompt");
+  root.tabIndex = -1;
+  // Screen readers hear each new question (and its outcome) from a polite live region that stays
+  // in place across redraws; it is visually hidden and takes no focus.
+  const live = h("div", "nba-sr-only");
+  live.setAttribute("aria-live", "polite");
+  live.setAttribute("role", "status");
+  el.append(live, root);
+  let said = "";
+  const announce = () => {
+    const words = announcement(model);
+    if (words === said) return;
+    said = words;
+    live.textContent = words;
+  };
   let gone = false;
   const disconnected = () => el.classList.contains("jupyter-widgets-disconnected");
-  const redraw = () => draw(root, model, send, gone);
+  const redraw = () => {
+    draw(root, model, send, gone);
+    announce();
+  };
   const markGone = () => {
     if (gone) return;
     gone = true;
@@ -92,18 +144,63 @@ function render({ model, el }) {
     if (!model.get("outcome") && root.isConnected) send({ type: "seen", id: (model.get("question") || {}).id });
   };
   const timer = setInterval(seen, SEEN_EVERY_MS);
-  const live = () => {
+  const connection = () => {
     if (disconnected()) markGone();
   };
-  redraw();
+  // Whether focus is in the prompt, so that when the view goes (the turn ended and the cell's output
+  // was replaced) focus returns to the notebook around it (its cell stays active), not <body>.
+  let focused = false;
+  // The cell and notebook around the prompt, read while it is in the page (render runs before the
+  // view is attached; the teardown after it is detached).
+  let cellNode = null;
+  let around = null;
+  const place = () => {
+    cellNode = el.closest(".jp-Cell") || cellNode;
+    around = el.closest(".jp-Notebook") || around;
+  };
+  // Focus leaves the prompt only when it lands elsewhere: an element removed by a redraw (or the
+  // whole view going) blurs to nothing, and that is not the user moving on.
+  const moved = (e) => {
+    focused = root.contains(e.target);
+    if (focused) place();
+  };
+  document.addEventListener("focusin", moved, true);
+  if (!VIEWS.has(model)) VIEWS.set(model, new Set());
+  const views = VIEWS.get(model);
+  const held = [...views].some((v) => v.contains(document.activeElement));
+  views.add(root);
+  draw(root, model, send, gone);
+  if (held) focusIn(root); // an older view of this prompt had focus: this one takes it over
+  requestAnimationFrame(() => {
+    // In the page now: the first words for assistive technology, and focus back from the prompt
+    // before it in this cell if that one had it and the user has not moved on since.
+    place();
+    announce();
+    const handedOver = cellNode && cellNode.dataset[HANDOFF];
+    if (cellNode) delete cellNode.dataset[HANDOFF];
+    const a = document.activeElement;
+    const idle = a === document.body || a === around || a === cellNode; // command mode: not an editor
+    if (handedOver && idle && !model.get("outcome")) focusIn(root);
+  });
   seen();
   const names = ["change:question", "change:outcome", "change:notice", "change:state", "change:history", "change:context_html"];
   for (const n of names) model.on(n, redraw);
-  model.on("comm_live_update", live);
+  model.on("comm_live_update", connection);
   return () => {
+    document.removeEventListener("focusin", moved, true);
+    views.delete(root);
+    if (focused) {
+      // The view goes while it holds focus: to a newer view of the same prompt, else the notebook.
+      const newer = [...views].find((v) => v.isConnected);
+      if (newer) focusIn(newer);
+      else {
+        if (cellNode && cellNode.isConnected) cellNode.dataset[HANDOFF] = "1";
+        if (around && around.isConnected) around.focus();
+      }
+    }
     clearInterval(timer);
     for (const n of names) model.off(n, redraw);
-    model.off("comm_live_update", live);
+    model.off("comm_live_update", connection);
   };
 }
 

@@ -200,3 +200,55 @@ def test_a_saved_approval_cell_keeps_its_view_when_reopened_untrusted(lab: Lab, 
     assert "turn 1 · done" in output_text(page, 1)
     shot(page, "approvals-08-saved-untrusted", cell(page, 1))
     assert errors.uncaught == [], errors
+
+
+ACTIVE_CELL_JS = """() => {
+  const c = document.activeElement && document.activeElement.closest('.jp-Notebook .jp-Cell');
+  return c ? [...document.querySelectorAll('.jp-Notebook .jp-Cell')].indexOf(c) : -1;
+}"""
+FOCUS_JS = """() => { const a = document.activeElement;
+  return { tag: a.tagName, inPrompt: !!a.closest('.nba-approvals'), action: a.dataset.action ?? null,
+           cls: a.className }; }"""
+
+
+def test_a_prompt_is_announced_without_taking_focus_and_a_decision_keeps_focus_in_it(
+    lab: Lab, page: Any
+) -> None:
+    """Issue #35 item 2: a new prompt is announced to screen readers (a polite live region) while the
+    cell being edited keeps focus; after a decision from the keyboard focus stays in the prompt's
+    region (it fell to <body> before)."""
+    errors = PageErrors().watch(page)
+    name = lab.write_notebook(
+        "approve-focus", [setup(["one = 1", "two = 2"]), "%followup --wait go", "note = 'editing here'"]
+    )
+    open_notebook(page, lab.lab_url(name, "approve-focus"))
+    run_cell(page, 0)
+    run_cell_async(page, 1)
+    editor = cell(page, 2).locator(".cm-content")
+    editor.click()
+    page.keyboard.type("  # typed while the agent runs")
+    pending_prompt(page, 1, "one = 1")
+    live = cell(page, 1).locator('.nba-sr-only[aria-live="polite"]')
+    live.filter(has_text="Approval needed: run_code in turn 1 wants to run code").wait_for(state="attached")
+    assert page.evaluate(ACTIVE_CELL_JS) == 2  # the editor kept focus: the prompt took nothing
+    assert "typed while the agent runs" in cell(page, 2).inner_text()
+
+    approve = cell(page, 1).locator('.nba-approval[data-state="pending"] button[data-action="approve"]')
+    approve.focus()
+    page.keyboard.press("Enter")
+    prompt = pending_prompt(page, 1, "two = 2")  # the model asks again: a new prompt widget
+    # The new prompt takes focus back once it is in the page (the one before it held it).
+    page.wait_for_function("() => !!document.activeElement.closest('.nba-approvals')")
+    focus = page.evaluate(FOCUS_JS)
+    assert focus["inPrompt"] and focus["tag"] != "BODY", focus
+    assert focus["action"] == "approve", focus  # on the new question's first button
+    page.keyboard.press("Tab")
+    assert page.evaluate(FOCUS_JS)["action"] == "deny"
+    page.keyboard.press("Enter")
+    assert decided(page, 1, 2) == ["allowed-once", "rejected"]
+    # The turn ended and its output replaced the prompt: focus is back on the notebook, not <body>.
+    page.wait_for_function("() => document.activeElement !== document.body")
+    assert page.evaluate("() => !!document.activeElement.closest('.jp-Notebook')")
+    assert prompt.count() == 0
+    shot(page, "approvals-08-keyboard-focus-kept", cell(page, 1))
+    assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
