@@ -24,21 +24,29 @@ and line breaks inside one-line fields are shown as ``\\n``. No HTML entities.
 are imported only when a frame is summarized.
 """
 
+from nbagent.context._native import native_kind
 from nbagent.context._render import DEGRADATION_ORDER
+from nbagent.context._render import MIN_BUDGET_TOKENS as DATAFRAME_MIN_BUDGET
 from nbagent.context._text import estimate_tokens
 from nbagent.context.cells import cell_text
-from nbagent.context.frames import dataframe, is_dataframe
+from nbagent.context.frames import dataframe, frame_outline, is_dataframe, is_lazy_frame
+from nbagent.context.preview import MIN_BUDGET_TOKENS as PREVIEW_MIN_BUDGET
 from nbagent.context.preview import variable
 from nbagent.context.sessions import session_reference
 from nbagent.context.tracebacks import error, strip_ansi
 
 __all__ = [
+    "DATAFRAME_MIN_BUDGET",
     "DEGRADATION_ORDER",
+    "PREVIEW_MIN_BUDGET",
     "cell_text",
     "dataframe",
     "error",
     "estimate_tokens",
+    "frame_outline",
     "is_dataframe",
+    "is_lazy_frame",
+    "native_kind",
     "session_reference",
     "strip_ansi",
     "variable",

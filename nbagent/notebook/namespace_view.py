@@ -62,8 +62,15 @@ def type_name(obj: Any) -> str:
 
 
 def size_of(obj: Any) -> str:
-    """``shape 100×3``, ``len 12`` or ``""``, from what the object states cheaply."""
+    """``shape 100×3``, ``len 12`` or ``""``, from what the object states cheaply; a frame's from
+    its schema and row count, a lazy frame's (Dask, DuckDB, Ibis, polars) without running it."""
+    from nbagent.context import frame_outline, is_lazy_frame
+
     try:
+        if is_lazy_frame(obj):  # its shape or len would run it (Dask computes every partition)
+            outline = frame_outline(obj)
+            columns = len(outline[1]) if outline is not None else "?"
+            return f"lazy, ?×{columns} (rows unknown until it runs)"
         shape = getattr(obj, "shape", None)
         if isinstance(shape, tuple) and all(hasattr(d, "__index__") for d in shape):
             return "shape " + "×".join(str(int(d)) for d in shape)
@@ -76,14 +83,15 @@ def size_of(obj: Any) -> str:
 
 def one_line_preview(obj: Any, limit: int = PREVIEW_CHARS) -> str:
     """A single line saying what ``obj`` holds: a frame's columns, otherwise a bounded ``repr``."""
-    from nbagent.context import is_dataframe
+    from nbagent.context import frame_outline, native_kind
 
     try:
-        if is_dataframe(obj):
-            columns = getattr(obj, "columns", None)
-            if columns is not None:
-                return clip("columns: " + ", ".join(str(c) for c in list(columns)[:50]), limit)
+        kind = native_kind(obj)
+        if kind is not None and kind[1] == "Series":
             return clip(f"series {getattr(obj, 'name', '')}", limit)
+        outline = frame_outline(obj)  # read from the schema: a lazy frame's repr may run it (DuckDB)
+        if outline is not None:
+            return clip("columns: " + ", ".join(outline[1][:50]), limit)
         text = _repr.repr(obj)
     except Exception as exc:
         return f"(repr unavailable: {type(exc).__name__})"
