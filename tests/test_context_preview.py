@@ -23,7 +23,12 @@ def test_variable_previews_type_length_and_repr_with_a_variable_source() -> None
     assert message.plain_text == (
         '<variable name="config" type="builtins.dict" len="2">\n{\'a\': 1, \'b\': [1, 2]}\n</variable>'
     )
-    assert thaw(message.source) == {"kind": "variable", "name": "config", "type": "builtins.dict", "form": "repr"}
+    assert thaw(message.source) == {
+        "kind": "variable",
+        "name": "config",
+        "type": "builtins.dict",
+        "form": "repr",
+    }
 
 
 def test_variable_reports_the_shape_of_arrays() -> None:

@@ -41,7 +41,7 @@ def test_a_small_polars_frame_is_sent_whole_and_a_wide_one_as_the_columns_that_f
     text, source = summarize(pl.DataFrame({"city": ["Oslo", "Lima"], "temp": [1.5, 19.0]}))
     assert source["form"] == "table"
     assert (
-        "all 2 rows (a frame this small is sent as a table, without statistics):\n| city | temp |\n"
+        "all 2 rows (a frame this small is sent whole, without statistics):\n| city | temp |\n"
         "| Oslo | 1.5 |" in text
     )
     wide = pd.DataFrame(np.random.default_rng(0).random((50, 300)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, time
 from typing import Any
 
 from nbagent.context import _lazy, _pandas, _polars
@@ -245,6 +246,8 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         leading = measured.values.drop_nulls().head(SCAN).to_list()
     except Exception as exc:
         unavailable.append(("samples", failure(exc).reason))
+    if measured.kind == "text" and leading and all(isinstance(v, _WHEN) for v in leading):
+        numbers += _text_extremes(measured, unavailable)
     held = _nested(measured, leading, unavailable)
     if held is not None:
         samples = _samples(leading, lambda v: format_nested(v, SAMPLE_CHARS))
@@ -292,6 +295,24 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         top_scaled=measured.sampled and bool(top),
         unavailable=tuple(unavailable),
     )
+
+
+_WHEN = (date, time)
+"""Python dates, times and datetimes (pandas' Timestamp included), held in an object column when their
+time zones differ or they were built one by one."""
+
+
+def _text_extremes(measured: _Measured, unavailable: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """min and max of an object column of dates or datetimes (mixed time zones compare as instants),
+    over all rows, or over the sample of a long frame (and then marked so)."""
+    try:
+        values = measured.values.drop_nulls().to_list()
+        low, high = min(values), max(values)
+    except Exception as exc:
+        unavailable.append(("min, max", failure(exc).reason))
+        return ()
+    mark = " in sample" if measured.sampled else ""
+    return ((f"min{mark}", format_value(low)), (f"max{mark}", format_value(high)))
 
 
 def _nested(measured: _Measured, leading: list[Any], unavailable: list[tuple[str, str]]) -> Nested | None:

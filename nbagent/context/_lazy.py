@@ -10,10 +10,13 @@ optimising) and the SQL of a DuckDB relation or a SQL-backed Ibis table (compile
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from nbagent.context._text import clip, printable
 
+_CHAIN = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+"""An expression that takes ``.compute()`` as it is (``ddf``, ``data.orders``)."""
 PLAN_LINES = 12
 """Lines of a query plan or SQL text kept (the rest are counted)."""
 PLAN_CHARS = 160
@@ -53,7 +56,12 @@ def notes(obj: Any, library: str, shape: str) -> tuple[str, ...]:
 
 def how_to_summarise(library: str, shape: str, name: str | None) -> str:
     """The sentence that says how to get the rows summarised: compute a (small) frame first."""
-    n = name if name is not None and name.isidentifier() else "it"
+    if name is None:
+        n = "it"
+    elif _CHAIN.fullmatch(name):
+        n = name
+    else:
+        n = f"({name})"
     ways = {
         "polars": (f"{n}.collect()", f"{n}.head(10_000).collect()"),
         "dask": (f"{n}.compute()", f"{n}.head(10_000)"),

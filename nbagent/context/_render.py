@@ -42,6 +42,7 @@ TAG = "dataframe"
 _PLAIN_NAME = re.compile(r"[\w.\-/()#%$@+]+(?: [\w.\-/()#%$@+]+)*")
 _CLOSE = f"</{TAG}>"
 _CUT_NOTE = f"{ELLIPSIS} summary cut to fit the token budget"
+_AS_TABLE = "a frame this small is sent as a table, without statistics"
 
 
 @dataclass(frozen=True)
@@ -193,10 +194,10 @@ def render_whole(
             if whole_rows
             else f"the first {len(table_rows):,} of {_rows(facts)} rows"
         )
-        note = "a frame this small is sent as a table, without statistics"
+        note = "a frame this small is sent whole, without statistics"
         if shown_cols < n_cols or not whole_rows:
             which += f" and the first {shown_cols:,} of {n_cols:,} columns" if shown_cols < n_cols else ""
-            note = "the rest did not fit the token budget; " + note
+            note = "the rest did not fit the token budget; " + _AS_TABLE
         lines.append(f"{which} ({note}):")
     index_cols = len(facts.head_header) - n_cols  # an index column leads the header when shown
     keep = index_cols + shown_cols

@@ -22,7 +22,7 @@ ITEMS, KEYS, LEVEL = 50, 30, 4
 """Items of a sequence or set, keys of a mapping, and nesting levels a container preview shows."""
 STRING_CHARS = 400
 """Characters of a string inside a container."""
-ATTRIBUTES = 40
+ATTRIBUTES = 100
 """Public attribute names listed for an object whose every text says nothing."""
 
 
