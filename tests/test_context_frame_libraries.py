@@ -184,3 +184,18 @@ def test_lazy_frames_inside_a_dict_are_listed_without_computing(quiet: None) -> 
     text = injected("frames", {"frames": {"raw": lf, "n": 3}})
     assert probe.calls == 0
     assert "'raw': polars.LazyFrame ? x 1 (lazy), columns a (`%inject frames['raw']` for its summary)" in text
+
+
+def test_a_dict_of_duckdb_relations_in_list_variables_runs_no_query() -> None:
+    probe = Probe()
+    con = duckdb.connect()
+    con.create_function("probe", probe, ["BIGINT"], "BIGINT")
+    rel = con.sql("select probe(range) as n from range(10)")
+    namespace = {"tables": {"counts": rel, "raw": pd.DataFrame({"a": [1, 2]})}}
+    listed = list_variables_text(namespace, {})
+    described = describe_text(namespace, {}, "tables")
+    assert probe.calls == 0
+    assert "tables · dict · len 2 · dict of 2 frames: 'counts' lazy ?×1, 'raw' 2×1" in listed
+    assert "'counts': duckdb.DuckDBPyRelation ? x 1 (lazy), columns n" in described
+    repr(rel)
+    assert probe.calls > 0  # a repr would have run it

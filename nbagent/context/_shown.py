@@ -205,6 +205,32 @@ def _frames_inside(obj: Any, name: str) -> str | None:
     return "\n".join(lines)
 
 
+def frames_line(obj: Any) -> str | None:
+    """One line for a dict, list or tuple holding frames (``dict of 2 frames: train 300×2, raw
+    lazy ?×1``), read without a ``repr`` (a DuckDB relation's runs its query); None otherwise."""
+    from nbagent.context.frames import frame_outline, is_dataframe
+
+    if isinstance(obj, Mapping):
+        items = list(itertools.islice(obj.items(), ITEMS))
+    elif isinstance(obj, list | tuple):
+        items = list(enumerate(obj[:ITEMS]))
+    else:
+        return None
+    try:
+        held = [(k, frame_outline(v)) for k, v in items if is_dataframe(v)]
+    except Exception:
+        return None
+    if not held:
+        return None
+    parts = []
+    for key, outline in held:
+        if outline is not None:
+            rows, columns = outline
+            parts.append(f"{reprlib.repr(key)} {'lazy ?' if rows is None else rows}×{len(columns)}")
+    kind = type(obj).__name__
+    return f"{kind} of {len(held)} frame{'s' if len(held) != 1 else ''}: " + ", ".join(parts)
+
+
 def _numpy_elided(obj: Any) -> str | None:
     np = sys.modules.get("numpy")
     if np is None or not isinstance(obj, np.ndarray):

@@ -1,4 +1,5 @@
-"""The DataFrame summary of SPEC §9.3: a pandas or polars frame as a framed, budgeted snapshot message."""
+"""The DataFrame summary of SPEC §9.3: a frame of any library narwhals reads as a framed, budgeted
+snapshot message; a lazy one described without running it."""
 
 from __future__ import annotations
 
@@ -61,8 +62,8 @@ def dataframe(
     cell: Mapping[str, Any] | None = None,
     captured_at: datetime | None = None,
 ) -> UserMessage:
-    """Summarize a pandas or polars DataFrame (or Series, or a polars LazyFrame's schema) as a
-    ``dataframe`` snapshot message (SPEC §9.3).
+    """Summarize a DataFrame or Series (see ``is_dataframe``; a lazy frame by its schema and what it
+    knows, without running it) as a ``dataframe`` snapshot message (SPEC §9.3).
 
     The text is framed as ``<dataframe …>…</dataframe>``; names and values inside read as written
     (only a ``</dataframe`` in them is guarded). It is kept within ``budget_tokens`` (as counted by

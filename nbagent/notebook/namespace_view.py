@@ -83,9 +83,12 @@ def size_of(obj: Any) -> str:
 
 def one_line_preview(obj: Any, limit: int = PREVIEW_CHARS) -> str:
     """A single line saying what ``obj`` holds: a frame's columns, otherwise a bounded ``repr``."""
-    from nbagent.context import frame_outline, native_kind
+    from nbagent.context import frame_outline, frames_line, native_kind
 
     try:
+        held = frames_line(obj)  # frames inside: their outlines, not their reprs (which may run them)
+        if held is not None:
+            return clip(held, limit)
         kind = native_kind(obj)
         if kind is not None and kind[1] == "Series":
             return clip(f"series {getattr(obj, 'name', '')}", limit)
