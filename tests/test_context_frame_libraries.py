@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import polars as pl
 import pytest
+from kernel_helpers import ipython_shell, magics
 
 from nbagent._json import thaw
 from nbagent.context import dataframe, frame_outline, is_dataframe, is_lazy_frame
@@ -199,3 +201,24 @@ def test_a_dict_of_duckdb_relations_in_list_variables_runs_no_query() -> None:
     assert "'counts': duckdb.DuckDBPyRelation ? x 1 (lazy), columns n" in described
     repr(rel)
     assert probe.calls > 0  # a repr would have run it
+
+
+def test_inject_of_a_dask_frame_in_a_shell_computes_no_partition_and_says_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], quiet: None
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NBAGENT_DB", raising=False)
+    probe = Probe()
+    meta = pd.DataFrame({"id": pd.Series([], dtype="int64")})
+    ddf = dd.from_map(lambda i: probe(pd.DataFrame({"id": [i]})), range(8), meta=meta)
+    with ipython_shell() as sh:
+        sh.user_ns["ddf"] = ddf
+        capsys.readouterr()
+        sh.run_cell("%inject ddf")
+        receipt = capsys.readouterr().out
+        message = magics(sh).session.agent.inbox.next_step[-1]
+        sh.run_cell("%agent close")
+    assert probe.calls == 0
+    assert "queued dataframe ddf · ?×1 · dask: " in receipt
+    assert "partitions: 8" in message.plain_text and "`ddf.compute()`" in message.plain_text
+    assert message.source["lazy"] is True and message.source["shape"] == [None, 1]
