@@ -185,3 +185,17 @@ def test_an_option_without_its_value_says_what_value_and_nothing_about_dashes_in
         == "--rows takes a whole number, not 'ten'"
     )
     assert "goes after a leading `--`" in inject_usage("unrecognized arguments: --colour", "a --colour b")
+
+
+def test_the_tools_show_statsmodels_objects_as_their_text_and_list_them_readably(ols: Any) -> None:
+    from nbagent.notebook.namespace_view import describe_text, list_variables_text
+
+    namespace = {"ols": ols, "table": ols.summary().tables[1], "summary": ols.summary()}
+    table = describe_text(namespace, {}, "table")
+    assert "SimpleTable'>" not in table and "coef    std err" in table
+    summary = describe_text(namespace, {}, "summary")
+    assert summary.splitlines()[1].strip() == "OLS Regression Results" and "<class" not in summary
+    assert "rsquared" in describe_text(namespace, {}, "ols")  # its attributes, not the scrubber's
+    listed = list_variables_text(namespace, {})
+    assert "table · SimpleTable (statsmodels) · len 4 · ===" in listed
+    assert "summary · Summary (statsmodels) · OLS Regression Results" in listed

@@ -31,7 +31,7 @@ cut to fit), never summarized.
 from nbagent.context._native import native_kind
 from nbagent.context._render import DEGRADATION_ORDER
 from nbagent.context._render import MIN_BUDGET_TOKENS as DATAFRAME_MIN_BUDGET
-from nbagent.context._shown import frames_line
+from nbagent.context._shown import frames_line, telling_text
 from nbagent.context._text import estimate_tokens
 from nbagent.context.cells import cell_text
 from nbagent.context.frames import dataframe, frame_outline, is_dataframe, is_lazy_frame
@@ -55,5 +55,6 @@ __all__ = [
     "native_kind",
     "session_reference",
     "strip_ansi",
+    "telling_text",
     "variable",
 ]

@@ -23,6 +23,8 @@ ITEMS, KEYS, LEVEL = 50, 30, 4
 STRING_CHARS = 400
 """Characters of a string inside a container."""
 ATTRIBUTES = 100
+BYTES = 2_000
+"""Bytes of a bytes object put through ``repr``."""
 """Public attribute names listed for an object whose every text says nothing."""
 
 
@@ -122,20 +124,42 @@ def shown(obj: Any, name: str) -> Shown:
         return Shown(frames, "items")
     r = _Repr()
     try:  # containers through the limits; any other object's own repr whole (the budget cuts it)
-        text = r.repr(obj) if hasattr(r, f"repr_{type(obj).__name__}") else repr(obj)
+        if isinstance(obj, bytes | bytearray) and len(obj) > BYTES:
+            r.cuts.add(f"bytes past the first {BYTES:,}")
+            text = repr(obj[:BYTES])
+        else:
+            text = r.repr(obj) if hasattr(r, f"repr_{type(obj).__name__}") else repr(obj)
     except Exception as exc:
         text = f"repr unavailable ({type(exc).__name__}: {exc})"
     elided = "; ".join(sorted(r.cuts)) or _numpy_elided(obj)
     if not says_nothing(text) and not text.startswith("repr unavailable"):
         return Shown(text, "repr", elided)
+    better = _better_than_repr(obj)
+    if better is not None:
+        return Shown(*better)
+    return Shown(text + _attributes(obj, name), "repr", elided)
+
+
+def telling_text(obj: Any) -> str:
+    """An object's ``repr``, or its ``str()`` or ``_repr_markdown_`` where the ``repr`` says nothing
+    (for one-line previews: no attributes listed, no limits applied)."""
+    text = repr(obj)
+    if not says_nothing(text):
+        return text
+    better = _better_than_repr(obj)
+    return text if better is None else better[0]
+
+
+def _better_than_repr(obj: Any) -> tuple[str, str] | None:
+    """``(text, form)`` from the object's own ``str`` or ``_repr_markdown_``, when one says something."""
     for form, make in (("str", _own_str), ("markdown", _markdown)):
         try:
             other = make(obj)
         except Exception:
             continue
         if other and other.strip() and not says_nothing(other):
-            return Shown(other, form)
-    return Shown(text + _attributes(obj, name), "repr", elided)
+            return other, form
+    return None
 
 
 def _own_str(obj: Any) -> str | None:

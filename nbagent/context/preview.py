@@ -4,7 +4,8 @@ cut to a token budget."""
 from __future__ import annotations
 
 import reprlib
-from collections.abc import Sized
+from collections.abc import Callable, Sized
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from nbagent.context._shown import shown
@@ -35,7 +36,9 @@ def qualified_type(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def variable(obj: Any, name: str, *, budget_tokens: int = 1500) -> UserMessage:
+def variable(
+    obj: Any, name: str, *, budget_tokens: int = 1500, scrub: Callable[[str], str] | None = None
+) -> UserMessage:
     """A ``variable`` message previewing ``obj``: its type, its length or shape, and its text.
 
     The text is the one that says most (``_shown``): a string as written, the ``repr``, or its
@@ -44,7 +47,8 @@ def variable(obj: Any, name: str, *, budget_tokens: int = 1500) -> UserMessage:
     the model as written (only a ``</variable`` inside is guarded) and is cut to fit
     ``budget_tokens``. ``source["form"]`` says which text was used; ``source["cut"]`` says what was
     left out, ``{"shown_chars", "total_chars", "whole_tokens"}`` for a budget cut and ``"elided"``
-    for what the text itself shortened. Prefer ``dataframe()`` for frames (``is_dataframe``).
+    for what the text itself shortened. ``scrub`` rewrites the chosen text before it is cut (the
+    tools hide secrets with it). Prefer ``dataframe()`` for frames (``is_dataframe``).
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
         raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
@@ -59,6 +63,8 @@ def variable(obj: Any, name: str, *, budget_tokens: int = 1500) -> UserMessage:
             break
     closing = f"</{_TAG}>"
     chosen = shown(obj, name)
+    if scrub is not None:
+        chosen = replace(chosen, text=scrub(chosen.text))
     room = budget_tokens - estimate_tokens(opening + "\n\n" + closing)
     body, kept = _fit(chosen.text, room)
     text = f"{opening}\n{body}\n{closing}"

@@ -199,13 +199,13 @@ class _Scrubber:
     def other(self, value: Any) -> Any:
         """Any other object: its whole ``repr`` scrubbed before a preview shortens it (``reprlib``
         computes the whole ``repr`` of such objects anyway), so a cut never leaves half a key."""
-        from nbagent.context import is_dataframe
+        from nbagent.context import is_dataframe, telling_text
 
         if self.budget <= 0 or isinstance(value, type | types.FunctionType) or is_dataframe(value):
             return value
         self.budget -= 1
         try:
-            text = repr(value)
+            text = telling_text(value)  # its str() where its repr says nothing (a statsmodels table)
         except Exception:
             return value  # the preview says its repr is unavailable
         if len(text) > _REPR_SCRUBBED:
@@ -337,6 +337,8 @@ def describe_text(namespace: Mapping[str, Any], hidden: Mapping[str, Any], name:
         return f"{name} · {type_name(value)}{f' · {size}' if size else ''} · {reason}"
     if context.is_dataframe(value):
         return shown_safely(context.dataframe(value, name=name).plain_text)
+    if not isinstance(value, str | Mapping | list | tuple):  # its chosen text is scrubbed whole
+        return context.variable(value, name, scrub=shown_safely).plain_text
     shown = without_secrets(value)
     text = context.variable(shown, name).plain_text
     if shown is not value:  # the header (type, len) is the value's; the body is the scrubbed copy's
