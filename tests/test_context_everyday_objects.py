@@ -199,3 +199,22 @@ def test_the_tools_show_statsmodels_objects_as_their_text_and_list_them_readably
     listed = list_variables_text(namespace, {})
     assert "table · SimpleTable (statsmodels) · len 4 · ===" in listed
     assert "summary · Summary (statsmodels) · OLS Regression Results" in listed
+
+
+def test_inject_errors_in_a_shell_speak_of_options(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernel_helpers import ipython_shell
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NBAGENT_DB", raising=False)
+    with ipython_shell() as sh:
+        sh.user_ns["diab"] = pd.DataFrame({"age": [50, 61]})
+        said = {}
+        for line in ("diab --budget 50", "diab --rows", "[1, 2] --budget 5"):
+            with pytest.raises(UsageError) as raised:
+                sh.run_line_magic("inject", line)
+            said[line] = str(raised.value)
+    assert said["diab --budget 50"] == (
+        "--budget 50 is too small: a DataFrame summary needs at least 64 tokens (without --budget it gets 1,500)"
+    )
+    assert said["diab --rows"] == "--rows needs a value: `%inject diab --rows N`"
+    assert said["[1, 2] --budget 5"].startswith("--budget 5 is too small: a preview needs at least 32 tokens")
