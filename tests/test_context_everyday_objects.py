@@ -218,3 +218,14 @@ def test_inject_errors_in_a_shell_speak_of_options(tmp_path: Any, monkeypatch: p
     )
     assert said["diab --rows"] == "--rows needs a value: `%inject diab --rows N`"
     assert said["[1, 2] --budget 5"].startswith("--budget 5 is too small: a preview needs at least 32 tokens")
+
+
+def test_a_small_frame_too_long_for_the_budget_keeps_the_rows_that_fit_and_says_so() -> None:
+    notes = pd.DataFrame({"note": [f"visit {i}: patient reports mild symptoms" for i in range(40)]})
+    text, source, note = inject("notes", {"notes": notes}, budget=200)
+    assert estimate_tokens(text) <= 200 and source["form"] == "table"
+    shown, total = source["table"]["rows"]
+    assert total == 40 and 0 < shown < 40 and "table-rows" in source["truncated"]
+    assert f"the first {shown} of 40 rows (the rest did not fit the token budget" in text
+    assert f"1 of 1 columns, {shown} of 40 rows; to get it whole: --budget " in note
+    assert "statistics:" not in text and "distinct" not in text
