@@ -69,13 +69,14 @@ def dataframe(
     (only a ``</dataframe`` in them is guarded). It is kept within ``budget_tokens`` (as counted by
     ``estimate_tokens``) by dropping detail in the fixed ``DEGRADATION_ORDER``; the steps taken are
     listed in ``source["truncated"]``. ``schema_only`` lists every column name and dtype that fits the
-    budget and computes nothing else. A LazyFrame is never collected: its summary is its schema, and
-    its row count in ``source["shape"]`` is None.
+    budget and computes nothing else. A lazy frame is never run: its summary is its schema and what
+    it knows (``_lazy``), ``source["lazy"]`` is True and its row count in ``source["shape"]`` None.
 
     A frame of at most ``whole_rows`` rows (``df.describe()``, a pivot) is sent as a table of its
     rows without statistics (``source["form"]`` is ``"table"``), never as statistics of its rows:
-    when the whole table does not fit the budget, as many leading columns as fit (then rows), and
-    ``source["table"]`` says ``{"columns": [shown, total], "rows": [shown, total], "whole_tokens":
+    when the whole table does not fit the budget, as many leading columns as fit (then rows);
+    ``source["truncated"]`` then lists ``table-columns``, ``column-names``, ``table-rows`` or ``cut``
+    as needed, and ``source["table"]`` says ``{"columns": [shown, total], "rows": [shown, total], "whole_tokens":
     n}``. When the head of a summary was cut to fit, ``source["head_rows"]`` is ``[asked, shown]``.
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
