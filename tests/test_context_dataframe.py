@@ -28,6 +28,7 @@ from nbagent._json import thaw
 from nbagent.context import DEGRADATION_ORDER, dataframe, estimate_tokens, is_dataframe
 from nbagent.context._collect import collect
 from nbagent.context._facts import ColumnFacts, FrameFacts
+from nbagent.context._lazy import how_to_summarise
 from nbagent.context._render import Meta, render, render_within
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -536,6 +537,8 @@ def lazy() -> FrameFacts:
         columns=columns,
         schema_only=True,
         lazy=True,
+        lazy_note=how_to_summarise("polars", "LazyFrame", "df"),
+        notes=("plan (not optimised, not run):", '  DF ["id", "when", "tags"]; PROJECT */3 COLUMNS'),
     )
 
 

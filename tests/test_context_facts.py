@@ -287,7 +287,11 @@ def test_a_lazy_frame_gives_its_schema_without_running_its_query() -> None:
         columns=(ColumnFacts("a", "Int64"), ColumnFacts("b", "Int64")),
         schema_only=True,
         lazy=True,
+        lazy_note=result.lazy_note,
+        notes=result.notes,
     )
+    assert "`it.collect()`" in (result.lazy_note or "")
+    assert result.notes[0] == "plan (not optimised, not run):"
     assert calls == []
 
 

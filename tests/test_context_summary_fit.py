@@ -37,16 +37,20 @@ def test_describe_is_sent_whole_with_all_eight_rows_and_no_statistics_of_statist
     assert text.endswith("columns (2):\n- amount, units: float64\n</dataframe>")
 
 
-def test_a_small_polars_frame_is_sent_whole_and_a_wide_one_is_summarized() -> None:
+def test_a_small_polars_frame_is_sent_whole_and_a_wide_one_as_the_columns_that_fit() -> None:
     text, source = summarize(pl.DataFrame({"city": ["Oslo", "Lima"], "temp": [1.5, 19.0]}))
     assert source["form"] == "table"
     assert (
-        "all 2 rows (a frame this small is sent whole, without statistics):\n| city | temp |\n| Oslo | 1.5 |"
-        in text
+        "all 2 rows (a frame this small is sent whole, without statistics):\n| city | temp |\n"
+        "| Oslo | 1.5 |" in text
     )
     wide = pd.DataFrame(np.random.default_rng(0).random((50, 300)))
     text, source = summarize(wide)
-    assert source["form"] == "snapshot" and estimate_tokens(text) <= 1500  # whole would not fit
+    assert source["form"] == "table" and estimate_tokens(text) <= 1500  # whole would not fit
+    shown, total = source["table"]["columns"]
+    assert total == 300 and 0 < shown < 300 and source["table"]["rows"] == [50, 50]
+    assert f"all 50 rows and the first {shown} of 300 columns (the rest did not fit" in text
+    assert "statistics:" not in text and "mean" not in text
     text, source = summarize(pd.DataFrame({"a": range(60)}))
     assert source["form"] == "snapshot" and "head (first 5 of 60 rows):" in text  # over 50 rows
 

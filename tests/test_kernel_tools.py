@@ -203,7 +203,7 @@ def test_describe_variable_hides_secrets_inside_dicts_and_strings_and_keeps_the_
     assert f"'uses <{HIDDEN}> now'" in described("config")
     long_text = described("long_text")
     assert long_text.startswith('<variable name="long_text" type="builtins.str" len="557">')
-    assert f"'note: <{HIDDEN}> tail tail" in long_text and KEY[:12] not in long_text
+    assert f"\nnote: <{HIDDEN}> tail tail" in long_text and KEY[:12] not in long_text
     frame = described("frame")
     assert frame.startswith('<dataframe name="frame"') and KEY not in frame and "sk-ant-" not in frame
     for name in ("config", "header", "credentials", "db_password", "frame"):

@@ -152,7 +152,7 @@ def test_the_tools_never_send_a_secret_or_a_private_name_to_the_model(kernel):
     ]
     assert out["k"] == (f"OPENAI_API_KEY · str · len 50 · {hidden} (its name, OPENAI_API_KEY)", None)
     assert f"{{'user': 'alice', 'token': <{hidden}>}}" in out["c"][0]
-    assert f"'the key is <{hidden}>'" in out["n"][0]
+    assert f"\nthe key is <{hidden}>\n" in out["n"][0]  # a string is sent as written
     assert out["p"] == (
         "Error: '_secret' is a private name (it starts with '_'); nbagent does not show private names "
         "(see list_variables)",

@@ -72,7 +72,7 @@ def test_dataframe_context_shows_summaries_and_budgets(tmp_path: Path) -> None:
     text = "\n".join(outs)
     assert "queued dataframe orders · 1000×5 · pandas: " in text
     assert "schema only: no statistics or rows were computed" in text
-    assert "[50, 300] ['head', 'middle-stats']" in text or "[50, 300] [" in text
+    assert "[500, 300] [" in text
     assert "caught KeyError: 'region'" in text and "queued error KeyError" in text
     assert "all 8 rows (a frame this small is sent whole, without statistics):\n| (index) |" in text
     kinds = [k for k, _ in user_messages(db)]

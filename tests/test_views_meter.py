@@ -51,7 +51,10 @@ async def test_pending_tokens_context_breakdown_and_the_step_estimate_agree(tmp_
     assert breakdown.by_source == {"cell": 74, "system": 2}
     assert breakdown.total == 76 and breakdown.counter == "chars" and breakdown.window is None
     assert [i.where for i in breakdown.items] == ["next-step"]
-    assert breakdown.lines()[0] == "next request ≈76 tokens (chars count)"
+    assert breakdown.lines()[0] == (
+        "next request ≈76 tokens (estimated: a token per 4 ASCII characters or per other character; "
+        "the model's tokenizer may differ)"
+    )
     assert "74  cell · units (next-step)" in "\n".join(breakdown.lines())
     agent.followup("Which unit?")
     await agent.when_idle()

@@ -1,4 +1,4 @@
-"""The facts of a pandas or polars frame, collected through narwhals.
+"""The facts of a frame, collected through narwhals (a lazy frame's through ``_lazy``).
 
 Exact statistics (null counts, min, max, mean, std) are one ``select`` over every row; the costly ones
 (distinct counts, top values, samples) use a fixed-seed sample of frames over ``SAMPLE_ROWS`` rows.
@@ -10,9 +10,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, time
 from typing import Any
 
-from nbagent.context import _pandas, _polars
+from nbagent.context import _lazy, _pandas, _polars
 from nbagent.context._facts import (
     SAMPLE_ROWS,
     SAMPLE_SEED,
@@ -22,10 +23,10 @@ from nbagent.context._facts import (
     ColumnFacts,
     FrameFacts,
 )
-from nbagent.context._native import native_kind, type_name
+from nbagent.context._native import PANDAS_LIKE, is_lazy, native_kind, type_name
 from nbagent.context._nested import Nested, format_nested, is_nested, nested
 from nbagent.context._stats import Failure, exact_stats, failure, sampled_stats, select_stats
-from nbagent.context._text import clip, format_number, format_value, printable
+from nbagent.context._text import clip, format_bytes, format_number, format_value, printable
 
 TOP_VALUES = 5
 TOP_MAX_DISTINCT = 50
@@ -40,32 +41,41 @@ ELLIPSIS_COLUMN = "…"
 _INSTALL = 'pip install "nbagent[dataframes]"'
 
 
-def collect(obj: Any, *, rows: int, schema_only: bool, whole_rows: int = 0) -> FrameFacts:
-    """The facts of a pandas or polars DataFrame or Series, or of a polars LazyFrame (its schema).
+def collect(
+    obj: Any, *, rows: int, schema_only: bool, whole_rows: int = 0, name: str | None = None
+) -> FrameFacts:
+    """The facts of a frame (``_native.native_kind``): a DataFrame or Series of pandas, polars,
+    pyarrow, modin or cuDF through narwhals, or a lazy frame's schema and what it knows without
+    running (``_lazy``; ``name`` goes into the sentence saying how to summarise its rows).
 
-    A frame of at most ``whole_rows`` rows (and some) is collected whole: every row of every column
-    as text, and no statistics (``FrameFacts.whole``).
+    A frame of at most ``whole_rows`` rows (and some columns) is collected whole: every row of every
+    column as text, and no statistics (``FrameFacts.whole``).
     """
     kind = native_kind(obj)
     if kind is None:
         raise TypeError(
-            f"expected a pandas or polars DataFrame or Series (or a polars LazyFrame), got "
-            f"{type_name(obj)}; use nbagent.context.variable() for other objects"
+            f"expected a DataFrame or Series (pandas, polars, pyarrow, modin, cuDF) or a lazy frame "
+            f"(polars LazyFrame, Dask, DuckDB, Ibis), got {type_name(obj)}; use "
+            "nbagent.context.variable() for other objects"
         )
     library, shape = kind
+    if is_lazy(library, shape):
+        return _lazy_facts(obj, library, shape, name)
     nw = _narwhals(library)
-    if shape == "LazyFrame":
-        names, dtypes = _polars.names_and_dtypes(obj)
-        columns = tuple(ColumnFacts(printable(n), d) for n, d in zip(names, dtypes, strict=True))
-        return FrameFacts(library, type_name(obj), None, columns, schema_only=True, lazy=True)
-    native = obj.to_frame() if shape == "Series" else obj
-    if library == "pandas":
+    native = _eager_native(obj, shape)
+    if library in PANDAS_LIKE:
         names, dtypes = _pandas.names_and_dtypes(native)
         frame = nw.from_native(_pandas.positional(native), eager_only=True)
         index = _pandas.index_text(native)
-    else:
+    elif library == "polars":
         names, dtypes = _polars.names_and_dtypes(native)
         frame = nw.from_native(native, eager_only=True)
+        index = None
+    else:  # pyarrow
+        names, dtypes = [printable(n) for n in native.schema.names], [str(t) for t in native.schema.types]
+        frame = nw.from_native(
+            native.rename_columns([f"c{i}" for i in range(native.num_columns)]), eager_only=True
+        )
         index = None
     n_rows = len(frame)
     if schema_only:
@@ -97,7 +107,7 @@ def collect(obj: Any, *, rows: int, schema_only: bool, whole_rows: int = 0) -> F
         _column(stats[keys[i]], name, dtype, n_rows) if keys[i] in stats else ColumnFacts(name, dtype)
         for i, (name, dtype) in enumerate(zip(names, dtypes, strict=True))
     )
-    memory = _pandas.memory_text(native, sampled) if library == "pandas" else _polars.memory_text(native)
+    memory = _memory_text(native, library, sampled)
     return FrameFacts(
         library=library,
         type_name=type_name(obj),
@@ -110,6 +120,45 @@ def collect(obj: Any, *, rows: int, schema_only: bool, whole_rows: int = 0) -> F
         sampled_rows=SAMPLE_ROWS if sampled else None,
         wide=wide,
     )
+
+
+def _lazy_facts(obj: Any, library: str, shape: str, name: str | None) -> FrameFacts:
+    """A lazy frame's schema and what it knows, read without running it (see ``_lazy``)."""
+    names, dtypes = _lazy.names_and_dtypes(obj, library, shape)
+    columns = tuple(ColumnFacts(printable(n), d) for n, d in zip(names, dtypes, strict=True))
+    return FrameFacts(
+        library,
+        type_name(obj),
+        None,
+        columns,
+        schema_only=True,
+        lazy=True,
+        lazy_note=_lazy.how_to_summarise(library, shape, name),
+        notes=_lazy.notes(obj, library, shape),
+    )
+
+
+def _eager_native(obj: Any, shape: str) -> Any:
+    """A DataFrame of the frame's own library: a Series as a one-column frame, a pyarrow
+    RecordBatch as a Table (zero-copy)."""
+    if shape == "Series":
+        return obj.to_frame()
+    if shape == "RecordBatch":
+        import pyarrow as pa
+
+        return pa.Table.from_batches([obj])
+    return obj
+
+
+def _memory_text(native: Any, library: str, sampled: bool) -> str:
+    if library in PANDAS_LIKE:
+        return _pandas.memory_text(native, sampled)
+    if library == "polars":
+        return _polars.memory_text(native)
+    try:
+        return format_bytes(int(native.nbytes))  # pyarrow: the buffers' size
+    except Exception as exc:
+        return f"unavailable ({type(exc).__name__})"
 
 
 def _narwhals(library: str) -> Any:
@@ -197,6 +246,8 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         leading = measured.values.drop_nulls().head(SCAN).to_list()
     except Exception as exc:
         unavailable.append(("samples", failure(exc).reason))
+    if measured.kind == "text" and leading and all(isinstance(v, _WHEN) for v in leading):
+        numbers += _text_extremes(measured, unavailable)
     held = _nested(measured, leading, unavailable)
     if held is not None:
         samples = _samples(leading, lambda v: format_nested(v, SAMPLE_CHARS))
@@ -244,6 +295,24 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         top_scaled=measured.sampled and bool(top),
         unavailable=tuple(unavailable),
     )
+
+
+_WHEN = (date, time)
+"""Python dates, times and datetimes (pandas' Timestamp included), held in an object column when their
+time zones differ or they were built one by one."""
+
+
+def _text_extremes(measured: _Measured, unavailable: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """min and max of an object column of dates or datetimes (mixed time zones compare as instants),
+    over all rows, or over the sample of a long frame (and then marked so)."""
+    try:
+        values = measured.values.drop_nulls().to_list()
+        low, high = min(values), max(values)
+    except Exception as exc:
+        unavailable.append(("min, max", failure(exc).reason))
+        return ()
+    mark = " in sample" if measured.sampled else ""
+    return ((f"min{mark}", format_value(low)), (f"max{mark}", format_value(high)))
 
 
 def _nested(measured: _Measured, leading: list[Any], unavailable: list[tuple[str, str]]) -> Nested | None:
@@ -331,18 +400,21 @@ def _head(
     if rows <= 0 or len(frame) == 0:
         return (), ()
     try:
-        head = frame.select([keys[i] for i in chosen]).head(rows).rows()
+        if keys:
+            head = frame.select([keys[i] for i in chosen]).head(rows).rows()
+        else:  # no columns: the rows are their index labels alone
+            head = [()] * min(rows, len(frame))
     except Exception as exc:
         return ("unavailable",), ((failure(exc).reason,),)
     header = [names[i] for i in chosen]
     if len(chosen) < len(keys):
         header.insert(WIDE_FIRST, ELLIPSIS_COLUMN)
         head = [(*r[:WIDE_FIRST], ELLIPSIS_COLUMN, *r[WIDE_FIRST:]) for r in head]
-    index = _pandas.head_index(native, rows) if library == "pandas" else None
+    index = _pandas.head_index(native, rows) if library in PANDAS_LIKE else None
     if index is not None:
         header.insert(0, index[0])
         head = [(label, *r) for label, r in zip(index[1], head, strict=False)]
-    pandas = library == "pandas"
+    pandas = library in PANDAS_LIKE
     return tuple(header), tuple(tuple(_cell(v, pandas) for v in r) for r in head)
 
 

@@ -57,7 +57,7 @@ class FrameFacts:
     """What the summary says about a whole frame."""
 
     library: str
-    """``pandas`` or ``polars``."""
+    """``pandas``, ``polars``, ``pyarrow``, ``modin``, ``cudf``, ``dask``, ``duckdb`` or ``ibis``."""
     type_name: str
     """``pandas.DataFrame``-style: the top-level package and the class."""
     n_rows: int | None
@@ -79,7 +79,11 @@ class FrameFacts:
     schema_only: bool = False
     """Whether only names and dtypes were collected."""
     lazy: bool = False
-    """Whether the frame is lazy (a polars LazyFrame): schema only, nothing collected."""
+    """Whether the frame is lazy (a polars LazyFrame, Dask, DuckDB, Ibis): schema only, nothing run."""
+    lazy_note: str | None = None
+    """For a lazy frame: that nothing was run, and how to get its rows summarised."""
+    notes: tuple[str, ...] = ()
+    """For a lazy frame: what else it knows without running (partitions, divisions, plan, SQL)."""
 
     @property
     def n_cols(self) -> int:

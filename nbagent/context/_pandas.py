@@ -1,4 +1,5 @@
-"""What only a pandas frame has: positional column keys, its index, and its memory use.
+"""What only a pandas-like frame (pandas, modin, cuDF) has: positional column keys, its index, and its
+memory use.
 
 Everything else about a pandas frame goes through narwhals (``_collect``), as for polars.
 """
@@ -21,8 +22,15 @@ def names_and_dtypes(native: Any) -> tuple[list[str], list[str]]:
 
 
 def positional(native: Any) -> Any:
-    """The frame with columns renamed ``c0``, ``c1``…: duplicate and non-string names become selectable."""
-    return native.set_axis([f"c{i}" for i in range(native.shape[1])], axis=1)
+    """The frame with columns renamed ``c0``, ``c1``…: duplicate and non-string names become selectable.
+    (pandas and modin rename through ``set_axis``; a library without it, through a shallow copy.)"""
+    keys = [f"c{i}" for i in range(native.shape[1])]
+    try:
+        return native.set_axis(keys, axis=1)
+    except (AttributeError, NotImplementedError, TypeError):
+        renamed = native.copy(deep=False)
+        renamed.columns = keys
+        return renamed
 
 
 def index_text(native: Any) -> str:

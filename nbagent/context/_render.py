@@ -42,6 +42,7 @@ TAG = "dataframe"
 _PLAIN_NAME = re.compile(r"[\w.\-/()#%$@+]+(?: [\w.\-/()#%$@+]+)*")
 _CLOSE = f"</{TAG}>"
 _CUT_NOTE = f"{ELLIPSIS} summary cut to fit the token budget"
+_AS_TABLE = "a frame this small is sent as a table, without statistics"
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ def render(
     if facts.index is not None:
         lines.append(f"index: {escape(facts.index)}")
     lines.append(_statistics_note(facts))
+    lines.extend(escape(note) for note in facts.notes)
     lines.append(f"columns ({facts.n_cols:,}):")
     lines.extend(_column_lines(facts, dropped, middle_names))
     rows = facts.head_rows if "head" not in dropped else facts.head_rows[:head_rows]
@@ -171,18 +173,79 @@ def render(
     return "\n".join(lines)
 
 
-def render_whole(facts: FrameFacts, meta: Meta) -> str:
-    """A small frame as it is: every row of every column as a table, then each column's dtype."""
+def render_whole(
+    facts: FrameFacts, meta: Meta, *, columns: int | None = None, rows: int | None = None, names: bool = True
+) -> str:
+    """A small frame as it is: its rows as a table, then each column's dtype. ``columns`` and
+    ``rows`` keep only the first so many (the text says so); without ``names`` the columns left out
+    of the table are counted per dtype instead of listed."""
+    n_cols = facts.n_cols
+    shown_cols = n_cols if columns is None else min(columns, n_cols)
+    table_rows = facts.head_rows if rows is None else facts.head_rows[:rows]
     lines = [_open_tag(facts, meta)]
     if facts.index is not None:
         lines.append(f"index: {escape(facts.index)}")
-    lines.append(f"all {_rows(facts)} rows (a frame this small is sent whole, without statistics):")
-    lines.append(_table_row(facts.head_header))
-    lines.extend(_table_row(row) for row in facts.head_rows)
-    lines.append(f"columns ({facts.n_cols:,}):")
-    lines.extend(_name_lines(list(facts.columns)))
+    if n_cols == 0:
+        lines.append(f"no columns: {_rows(facts)} rows, nothing in them" + (":" if facts.head_header else ""))
+    else:
+        whole_rows = len(table_rows) == len(facts.head_rows)
+        which = (
+            f"all {_rows(facts)} rows"
+            if whole_rows
+            else f"the first {len(table_rows):,} of {_rows(facts)} rows"
+        )
+        note = "a frame this small is sent whole, without statistics"
+        if shown_cols < n_cols or not whole_rows:
+            which += f" and the first {shown_cols:,} of {n_cols:,} columns" if shown_cols < n_cols else ""
+            note = "the rest did not fit the token budget; " + _AS_TABLE
+        lines.append(f"{which} ({note}):")
+    index_cols = len(facts.head_header) - n_cols  # an index column leads the header when shown
+    keep = index_cols + shown_cols
+    if facts.head_header:
+        lines.append(_table_row(facts.head_header[:keep]))
+        lines.extend(_table_row(row[:keep]) for row in table_rows)
+    if n_cols:
+        lines.append(f"columns ({n_cols:,}):")
+    if names or shown_cols == n_cols:
+        lines.extend(_name_lines(list(facts.columns)))
+    else:
+        lines.extend(_name_lines(list(facts.columns[:shown_cols])))
+        hidden: dict[str, int] = {}
+        for col in facts.columns[shown_cols:]:
+            hidden[col.dtype] = hidden.get(col.dtype, 0) + 1
+        lines.append(_tally_line(hidden))
     lines.append(_CLOSE)
     return "\n".join(lines)
+
+
+def fit_whole(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[str, list[str], int, int]:
+    """A small frame's table within ``budget_tokens``: all of it when it fits, else all its rows and
+    as many leading columns as fit (every column still named, or counted per dtype when the names do
+    not fit), else as many rows of its first column as fit. Returns the text, the steps taken
+    (``table-columns``, ``column-names``, ``table-rows``, ``cut``), and the columns and rows shown."""
+    n_cols, n_rows = facts.n_cols, len(facts.head_rows)
+    text = render_whole(facts, meta)
+    if estimate_tokens(text) <= budget_tokens:
+        return text, [], n_cols, n_rows
+    for names in (True, False):
+        steps = ["table-columns"] + ([] if names else ["column-names"])
+        k, text = _most(
+            lambda k, n=names: render_whole(facts, meta, columns=k, names=n), n_cols - 1, budget_tokens, ""
+        )
+        if k >= 1:
+            return text, steps, k, n_rows
+    r, text = _most(
+        lambda r: render_whole(facts, meta, columns=1, rows=r, names=False), n_rows - 1, budget_tokens, ""
+    )
+    if r >= 1:
+        return text, ["table-columns", "column-names", "table-rows"], min(1, n_cols), r
+    full = render_whole(facts, meta, columns=0, rows=0, names=False)
+    return (
+        _cut(full, facts, meta, budget_tokens),
+        ["table-columns", "column-names", "table-rows", "cut"],
+        0,
+        0,
+    )
 
 
 def _rows(facts: FrameFacts) -> str:
@@ -216,10 +279,7 @@ def _cell_label(cell: Mapping[str, Any]) -> str:
 
 def _statistics_note(facts: FrameFacts) -> str:
     if facts.lazy:
-        return (
-            "lazy frame: schema only; no rows were read, since that would run its whole query. "
-            "Inject `.collect()` (or `.head(n).collect()`) of it for statistics"
-        )
+        return escape(facts.lazy_note or "lazy frame: schema only; no rows were read")
     if facts.schema_only:
         return "schema only: no statistics or rows were computed"
     if facts.sampled_rows is None:

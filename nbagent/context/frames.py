@@ -1,4 +1,5 @@
-"""The DataFrame summary of SPEC §9.3: a pandas or polars frame as a framed, budgeted snapshot message."""
+"""The DataFrame summary of SPEC §9.3: a frame of any library narwhals reads as a framed, budgeted
+snapshot message; a lazy one described without running it."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from nbagent.context import _lazy
 from nbagent.context._collect import collect
-from nbagent.context._native import native_kind
-from nbagent.context._render import MIN_BUDGET_TOKENS, Fitted, Meta, render, render_fitted
+from nbagent.context._native import is_lazy, native_kind
+from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, fit_whole, render, render_fitted
 from nbagent.context._text import estimate_tokens, printable
 from nbagent.core.messages import UserMessage
 
@@ -17,13 +19,36 @@ WHOLE_ROWS = 50
 
 
 def is_dataframe(obj: Any) -> bool:
-    """True for pandas and polars DataFrames and Series (and their subclasses) and polars LazyFrames.
+    """True for the frames ``dataframe()`` summarises (subclasses included): DataFrames and Series
+    of pandas, polars, modin and cuDF, pyarrow Tables and RecordBatches, and lazy frames (polars
+    LazyFrames, Dask DataFrames and Series, DuckDB relations, Ibis tables).
 
-    Nothing is imported to answer (``narwhals.dependencies`` is asked only once pandas or polars is
-    loaded). A Series counts: ``dataframe()`` summarizes it as a one-column frame; a LazyFrame by
-    its schema.
+    Nothing is imported to answer (``narwhals.dependencies`` is asked only once a frame library is
+    loaded). A Series counts: ``dataframe()`` summarizes it as a one-column frame; a lazy frame by
+    its schema and what it knows without running.
     """
     return native_kind(obj) is not None
+
+
+def is_lazy_frame(obj: Any) -> bool:
+    """True for a frame whose rows cost running a query or task graph (see ``is_dataframe``)."""
+    kind = native_kind(obj)
+    return kind is not None and is_lazy(*kind)
+
+
+def frame_outline(obj: Any) -> tuple[int | None, list[str]] | None:
+    """``(rows, column names)`` of a frame, read without running anything (rows None for a lazy
+    frame, whose row count is unknown until it runs); None when ``obj`` is not a frame."""
+    kind = native_kind(obj)
+    if kind is None:
+        return None
+    library, shape = kind
+    if is_lazy(library, shape):
+        return None, _lazy.names_and_dtypes(obj, library, shape)[0]
+    if shape == "Series":
+        return len(obj), [str(obj.name)]
+    columns = obj.schema.names if library == "pyarrow" else list(obj.columns)
+    return (obj.num_rows if library == "pyarrow" else len(obj)), [str(c) for c in columns]
 
 
 def dataframe(
@@ -37,33 +62,41 @@ def dataframe(
     cell: Mapping[str, Any] | None = None,
     captured_at: datetime | None = None,
 ) -> UserMessage:
-    """Summarize a pandas or polars DataFrame (or Series, or a polars LazyFrame's schema) as a
-    ``dataframe`` snapshot message (SPEC §9.3).
+    """Summarize a DataFrame or Series (see ``is_dataframe``; a lazy frame by its schema and what it
+    knows, without running it) as a ``dataframe`` snapshot message (SPEC §9.3).
 
     The text is framed as ``<dataframe …>…</dataframe>``; names and values inside read as written
     (only a ``</dataframe`` in them is guarded). It is kept within ``budget_tokens`` (as counted by
     ``estimate_tokens``) by dropping detail in the fixed ``DEGRADATION_ORDER``; the steps taken are
     listed in ``source["truncated"]``. ``schema_only`` lists every column name and dtype that fits the
-    budget and computes nothing else. A LazyFrame is never collected: its summary is its schema, and
-    its row count in ``source["shape"]`` is None.
+    budget and computes nothing else. A lazy frame is never run: its summary is its schema and what
+    it knows (``_lazy``), ``source["lazy"]`` is True and its row count in ``source["shape"]`` None.
 
-    A frame of at most ``whole_rows`` rows (``df.describe()``, a pivot) is sent whole, as a table of
-    every row and column without statistics (``source["form"]`` is ``"table"``), when that fits the
-    budget; otherwise it is summarized like any frame. When the head was cut to fit,
-    ``source["head_rows"]`` is ``[asked, shown]``.
+    A frame of at most ``whole_rows`` rows (``df.describe()``, a pivot) is sent as a table of its
+    rows without statistics (``source["form"]`` is ``"table"``), never as statistics of its rows:
+    when the whole table does not fit the budget, as many leading columns as fit (then rows);
+    ``source["truncated"]`` then lists ``table-columns``, ``column-names``, ``table-rows`` or ``cut``
+    as needed, and ``source["table"]`` says ``{"columns": [shown, total], "rows": [shown, total], "whole_tokens":
+    n}``. When the head of a summary was cut to fit, ``source["head_rows"]`` is ``[asked, shown]``.
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
         raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
     if rows < 0:
         raise ValueError(f"rows={rows} must be zero (no head rows) or more")
     meta = Meta(name=name, captured_at=captured_at or datetime.now(timezone.utc), cell=cell)
-    facts = collect(df, rows=rows, schema_only=schema_only, whole_rows=whole_rows)
+    facts = collect(df, rows=rows, schema_only=schema_only, whole_rows=whole_rows, name=name)
+    table: dict[str, Any] | None = None
     if facts.whole:
-        text = render(facts, meta, [])
-        if estimate_tokens(text) > budget_tokens:
-            facts = collect(df, rows=rows, schema_only=schema_only)
-    fitted = render_fitted(facts, meta, budget_tokens) if not facts.whole else Fitted(text, [])
-    text, truncated = fitted.text, fitted.dropped
+        text, truncated, shown_cols, shown_rows = fit_whole(facts, meta, budget_tokens)
+        if truncated:
+            table = {
+                "columns": [shown_cols, facts.n_cols],
+                "rows": [shown_rows, len(facts.head_rows)],
+                "whole_tokens": estimate_tokens(render(facts, meta, [])),
+            }
+    else:
+        fitted = render_fitted(facts, meta, budget_tokens)
+        text, truncated = fitted.text, fitted.dropped
     source: dict[str, Any] = {
         "kind": "dataframe",
         "name": None if name is None else printable(name),
@@ -73,7 +106,11 @@ def dataframe(
         "truncated": truncated,
         "form": "table" if facts.whole else "snapshot",
     }
-    if "head" in truncated:
+    if facts.lazy:
+        source["lazy"] = True
+    if table is not None:
+        source["table"] = table
+    if "head" in truncated and not facts.whole:
         source["head_rows"] = [len(facts.head_rows), fitted.head_rows]
     if cell is not None:
         source["cell"] = dict(cell)

@@ -1,12 +1,14 @@
-"""A bounded preview of any Python object: type, length or shape, and a repr cut to a token budget."""
+"""A bounded preview of any Python object: type, length or shape, and its most telling text (``_shown``)
+cut to a token budget."""
 
 from __future__ import annotations
 
-import itertools
 import reprlib
-from collections.abc import Sized
+from collections.abc import Callable, Sized
+from dataclasses import replace
 from typing import Any, TypeVar
 
+from nbagent.context._shown import shown
 from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
 from nbagent.core.messages import UserMessage
 
@@ -14,23 +16,6 @@ MIN_BUDGET_TOKENS = 32
 """The smallest budget a preview is guaranteed to fit."""
 
 _TAG = "variable"
-
-
-class _Repr(reprlib.Repr):
-    """``reprlib.Repr`` keeping a dict's insertion order (``reprlib`` sorts keys), as ``repr`` does."""
-
-    def repr_dict(self, x: dict[Any, Any], level: int) -> str:
-        if not x:
-            return "{}"
-        if level <= 0:
-            return "{...}"
-        pieces = [
-            f"{self.repr1(key, level - 1)}: {self.repr1(value, level - 1)}"
-            for key, value in itertools.islice(x.items(), self.maxdict)
-        ]
-        if len(x) > self.maxdict:
-            pieces.append("...")
-        return "{" + ", ".join(pieces) + "}"
 
 
 ReprT = TypeVar("ReprT", bound=reprlib.Repr)
@@ -45,22 +30,25 @@ def bounded(r: ReprT, *, level: int, items: int, keys: int, string: int, long: i
     return r
 
 
-_repr = bounded(_Repr(), level=4, items=50, keys=30, string=400, long=200, other=2000)
-
-
 def qualified_type(obj: Any) -> str:
     """``module.Class`` for the object's type (``builtins`` spelled out)."""
     cls = type(obj)
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def variable(obj: Any, name: str, *, budget_tokens: int = 500) -> UserMessage:
-    """A ``variable`` message previewing ``obj``: its type, its length or shape, and a bounded repr.
+def variable(
+    obj: Any, name: str, *, budget_tokens: int = 1500, scrub: Callable[[str], str] | None = None
+) -> UserMessage:
+    """A ``variable`` message previewing ``obj``: its type, its length or shape, and its text.
 
-    The repr is produced by a size-limited ``reprlib`` (so a huge list is never rendered in full),
-    reaches the model as written (only a ``</variable`` inside is guarded) and is cut to fit
-    ``budget_tokens``. Prefer ``dataframe()`` for pandas and polars frames
-    (``is_dataframe`` tells them apart).
+    The text is the one that says most (``_shown``): a string as written, the ``repr``, or its
+    ``str`` or ``_repr_markdown_`` where the ``repr`` says nothing (statsmodels summaries), a
+    container of frames one line per frame; containers through a size-limited ``reprlib``. It reaches
+    the model as written (only a ``</variable`` inside is guarded) and is cut to fit
+    ``budget_tokens``. ``source["form"]`` says which text was used; ``source["cut"]`` says what was
+    left out, ``{"shown_chars", "total_chars", "whole_tokens"}`` for a budget cut and ``"elided"``
+    for what the text itself shortened. ``scrub`` rewrites the chosen text before it is cut (the
+    tools hide secrets with it). Prefer ``dataframe()`` for frames (``is_dataframe``).
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
         raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
@@ -74,12 +62,27 @@ def variable(obj: Any, name: str, *, budget_tokens: int = 500) -> UserMessage:
         if estimate_tokens(opening) <= budget_tokens // 2:
             break
     closing = f"</{_TAG}>"
-    body = _bounded_repr(obj)
+    chosen = shown(obj, name)
+    if scrub is not None:
+        chosen = replace(chosen, text=scrub(chosen.text))
     room = budget_tokens - estimate_tokens(opening + "\n\n" + closing)
-    text = f"{opening}\n{_fit(body, room)}\n{closing}"
-    return UserMessage.text(
-        text, source={"kind": "variable", "name": printable(name), "type": printable(type_text)}
-    )
+    body, kept = _fit(chosen.text, room)
+    text = f"{opening}\n{body}\n{closing}"
+    source: dict[str, Any] = {
+        "kind": "variable",
+        "name": printable(name),
+        "type": printable(type_text),
+        "form": chosen.form,
+    }
+    cut: dict[str, Any] = {}
+    if kept < len(chosen.text):
+        whole = estimate_tokens(f"{opening}\n{_fit(chosen.text, 10**12)[0]}\n{closing}")
+        cut |= {"shown_chars": kept, "total_chars": len(chosen.text), "whole_tokens": whole}
+    if chosen.elided:
+        cut["elided"] = chosen.elided
+    if cut:
+        source["cut"] = cut
+    return UserMessage.text(text, source=source)
 
 
 def _size(obj: Any) -> tuple[str, str] | None:
@@ -95,18 +98,12 @@ def _size(obj: Any) -> tuple[str, str] | None:
     return None
 
 
-def _bounded_repr(obj: Any) -> str:
-    try:
-        return _repr.repr(obj)
-    except Exception as exc:
-        return f"repr unavailable ({type(exc).__name__}: {exc})"
-
-
-def _fit(body: str, room_tokens: int) -> str:
-    """The guarded repr, its lines kept in order and the overflow cut with an ellipsis."""
-    text = "\n".join(escape(line, _TAG) for line in body.splitlines() or [""])  # reprs may span lines
+def _fit(body: str, room_tokens: int) -> tuple[str, int]:
+    """The guarded text, its lines kept in order and the overflow cut with an ellipsis, and how many
+    characters of ``body`` it keeps."""
+    text = "\n".join(escape(line, _TAG) for line in body.splitlines() or [""])  # texts span lines
     if estimate_tokens(text) <= room_tokens:
-        return text
+        return text, len(body)
     marker = f"{ELLIPSIS} (cut to fit the token budget)"
     keep = max(room_tokens - estimate_tokens(marker) - 1, 0)
     low, high = 0, len(text)
@@ -116,4 +113,5 @@ def _fit(body: str, room_tokens: int) -> str:
             low = mid
         else:
             high = mid - 1
-    return text[:low] + "\n" + marker
+    shown_chars = min(low, len(body))  # guarding adds a character per close: a close estimate
+    return text[:low] + "\n" + marker, shown_chars

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import codeop
 import difflib
+import re
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -28,7 +29,7 @@ class InjectOptions:
 
 
 DEFAULT_BUDGET = 1500
-"""The token budget of a DataFrame summary when ``--budget`` is not given."""
+"""The token budget of a DataFrame summary or an object's preview when ``--budget`` is not given."""
 
 
 @dataclass(frozen=True)
@@ -201,18 +202,18 @@ def _evaluated(
             f"evaluating `{name}` failed ({type(exc).__name__}: {exc}); "
             "to inject it as text use %%inject with the text in the cell body"
         ) from None
+    budget = DEFAULT_BUDGET if options.budget is None else options.budget
     if context.is_dataframe(value):
+        _check_budget(budget, context.DATAFRAME_MIN_BUDGET, "a DataFrame summary")
         try:
             message = context.dataframe(
                 value,
                 name=name,
                 rows=5 if options.rows is None else options.rows,
                 schema_only=options.schema_only,
-                budget_tokens=options.budget or DEFAULT_BUDGET,
+                budget_tokens=budget,
                 cell=cell,
             )
-        except ValueError as exc:  # a budget below the smallest one
-            raise UsageError(f"--budget: {exc}") from None
         except ImportError as exc:
             said = str(exc)
             if "pip install" not in said:  # the summary names the extra itself where it can
@@ -223,10 +224,42 @@ def _evaluated(
             f"--rows and --schema-only apply to DataFrames; `{name}` is a {type(value).__name__}"
         )
     else:
-        message = context.variable(value, name)
+        _check_budget(budget, context.PREVIEW_MIN_BUDGET, "a preview")
+        message = context.variable(value, name, budget_tokens=budget)
     if options.label is None:
         return message
     return UserMessage.text(message.plain_text, source={**thaw(message.source), "label": options.label})
+
+
+_VALUES = {"--rows": "N", "--budget": "TOKENS", "--label": "LABEL"}
+
+
+def inject_usage(error: str, text: str) -> str:
+    """argparse's complaint about ``%inject``'s options, in the user's words: an option without its
+    value says what value (``--rows N``); only an option ``%inject`` does not know suggests that
+    text holding ``--`` goes after a leading ``--``."""
+    missing = re.search(r"argument (--[\w-]+)(?:/[-\w]+)*: expected one argument", error)
+    if missing:
+        option = missing.group(1)
+        example = f"%inject {text or 'df'} {option} {_VALUES.get(option, 'VALUE')}"
+        return f"{option} needs a value: `{example}`"
+    invalid = re.search(r"argument (--[\w-]+)(?:/[-\w]+)*: invalid int value: '([^']*)'", error)
+    if invalid:
+        return f"{invalid.group(1)} takes a whole number, not {invalid.group(2)!r}"
+    if "unrecognized arguments" in error:
+        return (
+            f"{error}; text that contains `--` goes after a leading `--` (`%inject -- text`) or in a "
+            "%%inject cell"
+        )
+    return error
+
+
+def _check_budget(budget: int, least: int, what: str) -> None:
+    if budget < least:
+        raise UsageError(
+            f"--budget {budget} is too small: {what} needs at least {least} tokens "
+            f"(without --budget it gets {DEFAULT_BUDGET:,})"
+        )
 
 
 def describe(message: UserMessage) -> str:
@@ -235,11 +268,17 @@ def describe(message: UserMessage) -> str:
 
 
 def dropped_note(message: UserMessage, budget: int) -> str:
-    """For the receipt: what a DataFrame summary dropped to fit its token budget, and how to get it."""
+    """For the receipt: what a summary, a table or a preview left out to fit its token budget (or
+    what its text shortened itself), and how to get it whole."""
     source = message.source
+    if source.get("kind") == "variable":
+        return _preview_note(source, budget)
     if source.get("kind") != "dataframe" or not source.get("truncated"):
         return ""
     steps = list(source["truncated"])
+    table = source.get("table")
+    if table is not None:
+        return _table_note(table, budget)
     rows = source.get("head_rows")
     parts = [_STEP_WORDS.get(s, s) for s in steps]
     if "head" in steps and isinstance(rows, list | tuple) and len(rows) == 2:
@@ -248,6 +287,37 @@ def dropped_note(message: UserMessage, budget: int) -> str:
         f" · dropped to fit {budget:,} tokens: {', '.join(parts)}; to get them: a bigger --budget or "
         "fewer columns (df[[…]]); --schema-only lists every column"
     )
+
+
+def _table_note(table: Mapping[str, Any], budget: int) -> str:
+    """A small frame's table cut to fit: which columns and rows it kept, and how to get the rest."""
+    (cols, n_cols), (rows, n_rows) = table["columns"], table["rows"]
+    kept = f"{cols:,} of {n_cols:,} columns" + (f", {rows:,} of {n_rows:,} rows" if rows < n_rows else "")
+    return (
+        f" · sent as a table without statistics (a frame this small is sent whole), cut to fit "
+        f"{budget:,} tokens: {kept}; to get it whole: --budget {_round_up(table['whole_tokens'])}, or "
+        "inject fewer columns (df[[…]]) or its transpose (df.T)"
+    )
+
+
+def _preview_note(source: Mapping[str, Any], budget: int) -> str:
+    cut = source.get("cut")
+    if not cut:
+        return ""
+    parts: list[str] = []
+    if "total_chars" in cut:
+        parts.append(
+            f"cut to fit {budget:,} tokens: the first {cut['shown_chars']:,} of {cut['total_chars']:,} "
+            f"characters; to get it whole: --budget {_round_up(cut['whole_tokens'])}"
+        )
+    if cut.get("elided"):
+        parts.append(f"shortened by its text: {cut['elided']}; inject a part of it (x[…]) for more")
+    return " · " + " · ".join(parts)
+
+
+def _round_up(tokens: int) -> str:
+    """A budget a little above ``tokens``, rounded up to a hundred."""
+    return f"{-(-(int(tokens) + 20) // 100) * 100}"
 
 
 _STEP_WORDS = {

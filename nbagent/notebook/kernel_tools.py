@@ -112,8 +112,9 @@ class KernelTools:
 
         async def describe_variable(name: str) -> ToolResult:
             """Describe one variable of the user's notebook kernel: a DataFrame gets a summary of its
-            columns (dtype, nulls, distinct values, statistics, samples) and head rows; anything else
-            a bounded preview of its value.
+            columns (dtype, nulls, distinct values, statistics, samples) and head rows; a lazy frame
+            (Dask, DuckDB, Ibis, polars LazyFrame) its schema and partitions, never computed; anything
+            else a bounded preview of its value.
 
             Args:
                 name: the variable's name, as listed by list_variables

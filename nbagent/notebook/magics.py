@@ -32,6 +32,7 @@ from nbagent.notebook.injection import (
     build_injection,
     describe,
     dropped_note,
+    inject_usage,
 )
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
@@ -171,10 +172,7 @@ class AgentMagics(Magics):
         try:
             args = _parse(self.inject, options)
         except UsageError as exc:
-            raise UsageError(
-                f"{exc}; text that contains `--` goes after a leading `--` (`%inject -- text`) or in a "
-                "%%inject cell"
-            ) from None
+            raise UsageError(inject_usage(str(exc), text)) from None
         if cell is not None and text:
             raise UsageError("%%inject takes options on its line and the text in the cell body")
         opts = InjectOptions(args.label, args.rows, args.schema_only, args.last_error, args.budget)

@@ -62,8 +62,15 @@ def type_name(obj: Any) -> str:
 
 
 def size_of(obj: Any) -> str:
-    """``shape 100×3``, ``len 12`` or ``""``, from what the object states cheaply."""
+    """``shape 100×3``, ``len 12`` or ``""``, from what the object states cheaply; a frame's from
+    its schema and row count, a lazy frame's (Dask, DuckDB, Ibis, polars) without running it."""
+    from nbagent.context import frame_outline, is_lazy_frame
+
     try:
+        if is_lazy_frame(obj):  # its shape or len would run it (Dask computes every partition)
+            outline = frame_outline(obj)
+            columns = len(outline[1]) if outline is not None else "?"
+            return f"lazy, ?×{columns} (rows unknown until it runs)"
         shape = getattr(obj, "shape", None)
         if isinstance(shape, tuple) and all(hasattr(d, "__index__") for d in shape):
             return "shape " + "×".join(str(int(d)) for d in shape)
@@ -76,14 +83,18 @@ def size_of(obj: Any) -> str:
 
 def one_line_preview(obj: Any, limit: int = PREVIEW_CHARS) -> str:
     """A single line saying what ``obj`` holds: a frame's columns, otherwise a bounded ``repr``."""
-    from nbagent.context import is_dataframe
+    from nbagent.context import frame_outline, frames_line, native_kind
 
     try:
-        if is_dataframe(obj):
-            columns = getattr(obj, "columns", None)
-            if columns is not None:
-                return clip("columns: " + ", ".join(str(c) for c in list(columns)[:50]), limit)
+        held = frames_line(obj)  # frames inside: their outlines, not their reprs (which may run them)
+        if held is not None:
+            return clip(held, limit)
+        kind = native_kind(obj)
+        if kind is not None and kind[1] == "Series":
             return clip(f"series {getattr(obj, 'name', '')}", limit)
+        outline = frame_outline(obj)  # read from the schema: a lazy frame's repr may run it (DuckDB)
+        if outline is not None:
+            return clip("columns: " + ", ".join(outline[1][:50]), limit)
         text = _repr.repr(obj)
     except Exception as exc:
         return f"(repr unavailable: {type(exc).__name__})"
@@ -188,13 +199,13 @@ class _Scrubber:
     def other(self, value: Any) -> Any:
         """Any other object: its whole ``repr`` scrubbed before a preview shortens it (``reprlib``
         computes the whole ``repr`` of such objects anyway), so a cut never leaves half a key."""
-        from nbagent.context import is_dataframe
+        from nbagent.context import is_dataframe, telling_text
 
         if self.budget <= 0 or isinstance(value, type | types.FunctionType) or is_dataframe(value):
             return value
         self.budget -= 1
         try:
-            text = repr(value)
+            text = telling_text(value)  # its str() where its repr says nothing (a statsmodels table)
         except Exception:
             return value  # the preview says its repr is unavailable
         if len(text) > _REPR_SCRUBBED:
@@ -326,6 +337,8 @@ def describe_text(namespace: Mapping[str, Any], hidden: Mapping[str, Any], name:
         return f"{name} · {type_name(value)}{f' · {size}' if size else ''} · {reason}"
     if context.is_dataframe(value):
         return shown_safely(context.dataframe(value, name=name).plain_text)
+    if not isinstance(value, str | Mapping | list | tuple):  # its chosen text is scrubbed whole
+        return context.variable(value, name, scrub=shown_safely).plain_text
     shown = without_secrets(value)
     text = context.variable(shown, name).plain_text
     if shown is not value:  # the header (type, len) is the value's; the body is the scrubbed copy's

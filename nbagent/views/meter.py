@@ -227,6 +227,17 @@ class UsageTally:
         return f"{requests} · ≈{tokens_text(self.estimated)} sent · {reported} · cost {cost}{last_text}"
 
 
+COUNTER_WORDS = {
+    "chars": "estimated: a token per 4 ASCII characters or per other character; the model's tokenizer may differ",
+    "tiktoken": "counted with the model's tokenizer (tiktoken)",
+}
+
+
+def counter_text(counter: str) -> str:
+    """What the figures of a breakdown were measured with, in words (``chars`` means the estimate)."""
+    return COUNTER_WORDS.get(counter, f"counted with {counter}")
+
+
 @dataclass(frozen=True)
 class ContextItem:
     """One message of the next request: where it is (history or a queue), its kind, label, tokens."""
@@ -249,7 +260,8 @@ class ContextBreakdown:
 
     def lines(self, largest: int = 5) -> list[str]:
         out = [
-            f"next request ≈{tokens_text(self.total)} ({self.counter} count){window_text(self.total, self.window)}"
+            f"next request ≈{tokens_text(self.total)} ({counter_text(self.counter)})"
+            f"{window_text(self.total, self.window)}"
         ]
         for kind, tokens in ordered(self.by_source):
             out.append(f"  {kind:<18} {tokens:>10,}  {share_text(tokens, self.total):>4}")
