@@ -58,7 +58,17 @@ def check_invariants(
     events = [e if isinstance(e, Event) else Event(**e) for e in events]
     parsed = [ev.parse_event(e) for e in events]
     _check_structure(parsed)
-    # Pending-once, claim ownership and the inbox projection come from one replay.
+    state = _check_claims(parsed)
+    if inbox is not None:
+        live = (tuple(inbox.next_turn), tuple(inbox.next_step))
+        if live != (state.next_turn, state.next_step):
+            _fail(len(events), f"the live inbox {live} differs from the replay of the splices")
+    if requests is not None:
+        _check_requests(events, requests)
+
+
+def _check_claims(parsed: Sequence[ev.TypedEvent]) -> InboxState:
+    """Pending-once and claim ownership, from one replay of the splices; returns the inbox it ends with."""
     state = InboxState()
     admitted: set[str] = set()
     for rec in parsed:
@@ -73,92 +83,123 @@ def check_invariants(
                 if message_id in admitted:
                     _fail(rec.seq, f"user/message {message_id} is admitted twice in one turn")
                 admitted.add(message_id)
-    if inbox is not None:
-        live = (tuple(inbox.next_turn), tuple(inbox.next_step))
-        if live != (state.next_turn, state.next_step):
-            _fail(len(events), f"the live inbox {live} differs from the replay of the splices")
-    if requests is not None:
-        for n, request in enumerate(requests, 1):
-            length = request.log_length
-            expected = derive_history(events[:length])
-            if tuple(request.messages) != expected:
-                _fail(
-                    length,
-                    f"request #{n} sent {len(request.messages)} messages but the log derives {len(expected)}",
-                )
+    return state
+
+
+def _check_requests(events: Sequence[Event], requests: Sequence[Any]) -> None:
+    """Model-visible means logged: each request held the history derived from the log at dispatch."""
+    for n, request in enumerate(requests, 1):
+        length = request.log_length
+        expected = derive_history(events[:length])
+        if tuple(request.messages) != expected:
+            _fail(
+                length,
+                f"request #{n} sent {len(request.messages)} messages but the log derives {len(expected)}",
+            )
 
 
 def _check_structure(parsed: Sequence[ev.TypedEvent]) -> None:
     """Seqs count up and time never goes back; turns and steps nest and count up; chunks, answers
     and tools name the open turn and step; every tool call has exactly one result in its step;
     claims happen inside turns (SPEC §10, 1–6). Fails at the first bad seq."""
+    structure = _Structure()
     last_time: int | None = None
-    open_turn: int | None = None
-    last_turn = 0
-    open_step: int | None = None
-    last_step = 0
-    calls: dict[str, int] = {}  # assistant tool calls of the open turn -> step
-    logged_calls: dict[str, int] = {}
-    results: set[str] = set()
     for i, rec in enumerate(parsed):
-        seq = rec.seq
-        if seq != i:
-            _fail(seq, f"expected seq {i}: seqs must count 0, 1, 2… with no gaps")
+        if rec.seq != i:
+            _fail(rec.seq, f"expected seq {i}: seqs must count 0, 1, 2… with no gaps")
         if last_time is not None and rec.time < last_time:
-            _fail(seq, f"time {rec.time} goes back from {last_time}")
+            _fail(rec.seq, f"time {rec.time} goes back from {last_time}")
         last_time = rec.time
+        structure.feed(rec)
+
+
+class _Structure:
+    """The open turn and step as the log goes, and the tool calls of the open turn."""
+
+    def __init__(self) -> None:
+        self.open_turn: int | None = None
+        self.last_turn = 0
+        self.open_step: int | None = None
+        self.last_step = 0
+        self.calls: dict[str, int] = {}  # assistant tool calls of the open turn -> step
+        self.logged_calls: dict[str, int] = {}
+        self.results: set[str] = set()
+
+    def feed(self, rec: ev.TypedEvent) -> None:
         match rec:
-            case ev.TurnStart(turn=turn):
-                if open_turn is not None:
-                    _fail(seq, f"turn {turn} starts inside open turn {open_turn}")
-                if turn != last_turn + 1:
-                    _fail(seq, f"turn {turn} follows turn {last_turn}")
-                open_turn = last_turn = turn
-                last_step = 0
-                calls, logged_calls, results = {}, {}, set()
-            case ev.TurnEnd(turn=turn):
-                if open_turn is None or turn != open_turn:
-                    _fail(seq, f"turn/end {turn} closes no open turn (open: {open_turn})")
-                if open_step is not None:
-                    _fail(seq, f"turn/end with step {open_step} still open")
-                missing = [c for c in calls if c not in results]
-                if missing:
-                    _fail(seq, f"tool calls without a result by the end of the turn: {missing}")
-                open_turn = None
-            case ev.StepStart(turn=turn, step=step):
-                if open_turn is None or turn != open_turn:
-                    _fail(seq, "step/start outside its turn")
-                if open_step is not None:
-                    _fail(seq, f"step {step} starts inside open step {open_step}")
-                if step != last_step + 1:
-                    _fail(seq, f"step {step} follows step {last_step}")
-                open_step = last_step = step
+            case ev.TurnStart():
+                self.turn_start(rec)
+            case ev.TurnEnd():
+                self.turn_end(rec)
+            case ev.StepStart():
+                self.step_start(rec)
             case ev.StepEnd(turn=turn, step=step):
-                if open_step is None or step != open_step or turn != open_turn:
-                    _fail(seq, f"step/end {step} closes no open step")
-                open_step = None
+                if self.open_step is None or step != self.open_step or turn != self.open_turn:
+                    _fail(rec.seq, f"step/end {step} closes no open step")
+                self.open_step = None
             case ev.AssistantChunk() | ev.AssistantMessageEvent() | ev.ToolCallEvent() | ev.ToolResultEvent():
-                repair = isinstance(rec, ev.ToolResultEvent) and rec.error_code == "TOOL_NOT_STARTED"
-                if open_turn is None or rec.turn != open_turn:
-                    _fail(seq, f"{rec.type} names turn {rec.turn} but the open turn is {open_turn}")
-                if (open_step is None or rec.step != open_step) and not (repair and rec.step == last_step):
-                    _fail(seq, f"{rec.type} names step {rec.step} but the open step is {open_step}")
-                match rec:
-                    case ev.AssistantMessageEvent(call_ids=ids):
-                        calls.update(dict.fromkeys(ids, rec.step))
-                    case ev.ToolCallEvent(call_id=call_id):
-                        if call_id in logged_calls:
-                            _fail(seq, f"tool call {call_id} logged twice")
-                        logged_calls[call_id] = rec.step
-                    case ev.ToolResultEvent(call_id=call_id):
-                        if call_id in results:
-                            _fail(seq, f"tool call {call_id} has two results")
-                        if call_id not in logged_calls and not repair:
-                            _fail(seq, f"tool/result for {call_id} has no tool/call before it")
-                        if call_id in logged_calls and logged_calls[call_id] != rec.step:
-                            _fail(seq, f"tool/result for {call_id} is not in its call's step")
-                        results.add(call_id)
-            case ev.Splice(removed_count=removed, outcome=None) if removed and open_turn is None:
-                _fail(seq, "a claim outside an open turn")
-            case ev.UserMessageEvent() if open_turn is None or open_step is None:
-                _fail(seq, "user/message outside an open step")
+                self.in_step(rec)
+            case ev.Splice(removed_count=removed, outcome=None) if removed and self.open_turn is None:
+                _fail(rec.seq, "a claim outside an open turn")
+            case ev.UserMessageEvent() if self.open_turn is None or self.open_step is None:
+                _fail(rec.seq, "user/message outside an open step")
+
+    def turn_start(self, rec: ev.TurnStart) -> None:
+        if self.open_turn is not None:
+            _fail(rec.seq, f"turn {rec.turn} starts inside open turn {self.open_turn}")
+        if rec.turn != self.last_turn + 1:
+            _fail(rec.seq, f"turn {rec.turn} follows turn {self.last_turn}")
+        self.open_turn = self.last_turn = rec.turn
+        self.last_step = 0
+        self.calls, self.logged_calls, self.results = {}, {}, set()
+
+    def turn_end(self, rec: ev.TurnEnd) -> None:
+        if self.open_turn is None or rec.turn != self.open_turn:
+            _fail(rec.seq, f"turn/end {rec.turn} closes no open turn (open: {self.open_turn})")
+        if self.open_step is not None:
+            _fail(rec.seq, f"turn/end with step {self.open_step} still open")
+        missing = [c for c in self.calls if c not in self.results]
+        if missing:
+            _fail(rec.seq, f"tool calls without a result by the end of the turn: {missing}")
+        self.open_turn = None
+
+    def step_start(self, rec: ev.StepStart) -> None:
+        if self.open_turn is None or rec.turn != self.open_turn:
+            _fail(rec.seq, "step/start outside its turn")
+        if self.open_step is not None:
+            _fail(rec.seq, f"step {rec.step} starts inside open step {self.open_step}")
+        if rec.step != self.last_step + 1:
+            _fail(rec.seq, f"step {rec.step} follows step {self.last_step}")
+        self.open_step = self.last_step = rec.step
+
+    def in_step(
+        self, rec: ev.AssistantChunk | ev.AssistantMessageEvent | ev.ToolCallEvent | ev.ToolResultEvent
+    ) -> None:
+        """A chunk, an answer or a tool record: it names the open turn and step (a crash repair's
+        ``TOOL_NOT_STARTED`` result may name the step just closed)."""
+        repair = isinstance(rec, ev.ToolResultEvent) and rec.error_code == "TOOL_NOT_STARTED"
+        if self.open_turn is None or rec.turn != self.open_turn:
+            _fail(rec.seq, f"{rec.type} names turn {rec.turn} but the open turn is {self.open_turn}")
+        if (self.open_step is None or rec.step != self.open_step) and not (
+            repair and rec.step == self.last_step
+        ):
+            _fail(rec.seq, f"{rec.type} names step {rec.step} but the open step is {self.open_step}")
+        match rec:
+            case ev.AssistantMessageEvent(call_ids=ids):
+                self.calls.update(dict.fromkeys(ids, rec.step))
+            case ev.ToolCallEvent(call_id=call_id):
+                if call_id in self.logged_calls:
+                    _fail(rec.seq, f"tool call {call_id} logged twice")
+                self.logged_calls[call_id] = rec.step
+            case ev.ToolResultEvent():
+                self.tool_result(rec, repair)
+
+    def tool_result(self, rec: ev.ToolResultEvent, repair: bool) -> None:
+        call_id = rec.call_id
+        if call_id in self.results:
+            _fail(rec.seq, f"tool call {call_id} has two results")
+        if call_id not in self.logged_calls and not repair:
+            _fail(rec.seq, f"tool/result for {call_id} has no tool/call before it")
+        if call_id in self.logged_calls and self.logged_calls[call_id] != rec.step:
+            _fail(rec.seq, f"tool/result for {call_id} is not in its call's step")
+        self.results.add(call_id)

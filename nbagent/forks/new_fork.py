@@ -12,7 +12,15 @@ import uuid
 from typing import NamedTuple
 
 from nbagent import _json
-from nbagent.core.events import REQUEST_HEADER, TURN_END, TURN_START, RequestHeader, SessionForked
+from nbagent.core.events import (
+    REQUEST_HEADER,
+    TURN_END,
+    TURN_START,
+    RequestHeader,
+    SessionForked,
+    TurnStart,
+    parse_event,
+)
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.forks.log_prefix import copy_prefix
 from nbagent.store.base import EventRow, StoreReader
@@ -107,8 +115,8 @@ def _turn_spans(store: StoreReader, session_id: str, count: int) -> list[tuple[i
     """Each turn as ``(number, seq of turn/start, seq of turn/end or None)``, in log order."""
     spans: list[tuple[int, int, int | None]] = []
     for ev in store.events(session_id, stop=count, types=[TURN_START, TURN_END]):
-        if ev.type == TURN_START:
-            spans.append((int(ev.data["turn"]), ev.seq, None))
+        if isinstance(start := parse_event(ev), TurnStart):
+            spans.append((start.turn, ev.seq, None))
         elif spans and spans[-1][2] is None:
             spans[-1] = (spans[-1][0], spans[-1][1], ev.seq)
     return spans

@@ -93,7 +93,7 @@ def _running_turn(agent: Agent) -> tuple[int, str] | None:
     """The open turn's number and its first claimed message, quoted, if a turn is open."""
     if agent.status != "running":
         return None
-    from nbagent.core.events import TURN_END, TURN_START
+    from nbagent.core.events import TURN_END, TURN_START, TurnStart, parse_event
     from nbagent.core.messages import UserMessage
     from nbagent.core.projections import derive_history
 
@@ -103,4 +103,6 @@ def _running_turn(agent: Agent) -> tuple[int, str] | None:
         return None
     claimed = [m for m in derive_history(events[start:]) if isinstance(m, UserMessage)]
     typed = [m for m in claimed if m.kind == "user"] or claimed
-    return int(events[start].data["turn"]), quoted(typed[0]) if typed else ""
+    opened = parse_event(events[start])
+    assert isinstance(opened, TurnStart)  # found by its type above
+    return opened.turn, quoted(typed[0]) if typed else ""
