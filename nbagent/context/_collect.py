@@ -266,15 +266,7 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
     if isinstance(distinct, Failure):
         unavailable.append(("distinct", distinct.reason))
         distinct = None
-    top: tuple[tuple[str, int], ...] = ()
-    in_sample = int(costly.get("count", non_null) or 0)
-    if distinct is not None and _wants_top(measured.kind, int(distinct), in_sample, leading):
-        try:
-            top = _top_values(measured.values.drop_nulls())
-        except Exception as exc:
-            unavailable.append(("top", failure(exc).reason))
-    if measured.sampled and top and in_sample:
-        top = tuple((v, round(c * non_null / in_sample)) for v, c in top)
+    top = _column_top(measured, None if distinct is None else int(distinct), non_null, leading, unavailable)
     samples: tuple[str, ...] = ()
     if leading:
         try:
@@ -295,6 +287,28 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         top_scaled=measured.sampled and bool(top),
         unavailable=tuple(unavailable),
     )
+
+
+def _column_top(
+    measured: _Measured,
+    distinct: int | None,
+    non_null: int,
+    leading: list[Any],
+    unavailable: list[tuple[str, str]],
+) -> tuple[tuple[str, int], ...]:
+    """A column's top values when they say something (scaled to all rows when counted in a sample);
+    a failure is listed as unavailable."""
+    in_sample = int(measured.costly.get("count", non_null) or 0)
+    if distinct is None or not _wants_top(measured.kind, distinct, in_sample, leading):
+        return ()
+    try:
+        top = _top_values(measured.values.drop_nulls())
+    except Exception as exc:
+        unavailable.append(("top", failure(exc).reason))
+        return ()
+    if measured.sampled and top and in_sample:
+        top = tuple((v, round(c * non_null / in_sample)) for v, c in top)
+    return top
 
 
 _WHEN = (date, time)

@@ -24,30 +24,40 @@ def split_options(line: str, valued: Collection[str], trailing: Collection[str] 
         if len(words) == 2 and words[1] in trailing:
             options, text = split_options(words[0], valued, trailing)
             return f"{options} {words[1]}".strip(), text
-    i, n = 0, len(line)
-    consumed_to = 0
+    i = consumed_to = 0
     while True:
-        while i < n and line[i].isspace():
-            i += 1
-        if i >= n or line[i] != "-":
+        i = _skip_space(line, i)
+        if i >= len(line) or line[i] != "-":
             break
-        start = i
-        while i < n and not line[i].isspace():
-            i += 1
+        start, i = i, _word_end(line, i)
         token = line[start:i]
         if token == "--":
             return line[:start].strip(), line[i:].lstrip()
         if token in valued:
-            while i < n and line[i].isspace():
-                i += 1
-            if i < n and line[i] in "\"'":
-                end = line.find(line[i], i + 1)
-                i = n if end == -1 else end + 1
-            else:
-                while i < n and not line[i].isspace():
-                    i += 1
+            i = _value_end(line, _skip_space(line, i))
         consumed_to = i
     return line[:consumed_to].strip(), line[consumed_to:].strip()
+
+
+def _skip_space(line: str, i: int) -> int:
+    while i < len(line) and line[i].isspace():
+        i += 1
+    return i
+
+
+def _word_end(line: str, i: int) -> int:
+    while i < len(line) and not line[i].isspace():
+        i += 1
+    return i
+
+
+def _value_end(line: str, i: int) -> int:
+    """Where an option's value starting at ``i`` ends: a quoted one at its closing quote (or the end
+    of the line), else at the next space."""
+    if i < len(line) and line[i] in "\"'":
+        end = line.find(line[i], i + 1)
+        return len(line) if end == -1 else end + 1
+    return _word_end(line, i)
 
 
 _LONG_OPTION = re.compile(r"--[A-Za-z][\w-]*(=.*)?")
