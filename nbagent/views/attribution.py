@@ -17,6 +17,9 @@ from nbagent.views.escape import escape_html
 from nbagent.views.text import clip
 
 BAR_WIDTH = 20
+_ROW = "display:flex;gap:8px;align-items:center;font-family:var(--jp-code-font-family,monospace)"
+_BAR = "display:inline-block;width:12em;height:.8em;background:rgba(128,128,128,.2)"
+_FILL = "display:block;height:100%;background:var(--jp-brand-color1,#1976d2);"
 
 
 @dataclass(frozen=True)
@@ -156,10 +159,12 @@ def attribution_html(a: Attribution) -> str:
         width = f"{max(0.0, min(1.0, i.score)) * 100:.1f}%"
         changed = "answer changed" if i.answer_changed else "same answer"
         rows.append(
-            f'<div class="nba-why-row" data-fork="{h(i.fork)}"><span class="nba-why-rank">{n}</span>'
-            f'<span class="nba-badge">{h(i.source)}</span><span class="nba-why-label">{h(i.label)}</span>'
-            f'<span class="nba-why-bar"><span class="nba-why-fill" style="width:{width}"></span></span>'
-            f'<span class="nba-why-score">{i.score:.3f}</span><span class="nba-why-note">{changed}</span></div>'
+            f'<div class="nba-why-row" data-fork="{h(i.fork)}" style="{_ROW}"><span>{n}.</span>'
+            f'<span class="nba-why-label" style="min-width:12em">{h(i.label or i.source)}</span>'
+            f'<span class="nba-why-bar" style="{_BAR}"><span class="nba-why-fill" '
+            f'style="{_FILL}width:{width}"></span></span>'
+            f'<span class="nba-why-score">{i.score:.3f}</span>'
+            f'<span class="nba-why-note" style="opacity:.7">{changed} · fork {h(i.fork[:8])}</span></div>'
         )
     if not ranked:
         rows.append('<div class="nba-why-none">no item moved the answer more than the noise</div>')
