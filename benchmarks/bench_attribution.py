@@ -28,10 +28,41 @@ import nbagent
 perf = time.perf_counter
 
 
-WORDS = (
-    "the invoice total was paid in euros by the customer after the audit of last quarter while "
-    "rates changed twice and the ledger kept both amounts for each region with notes on taxes"
-).split()
+WORDS = [
+    "the",
+    "invoice",
+    "total",
+    "was",
+    "paid",
+    "in",
+    "euros",
+    "by",
+    "the",
+    "customer",
+    "after",
+    "the",
+    "audit",
+    "of",
+    "last",
+    "quarter",
+    "while",
+    "rates",
+    "changed",
+    "twice",
+    "and",
+    "the",
+    "ledger",
+    "kept",
+    "both",
+    "amounts",
+    "for",
+    "each",
+    "region",
+    "with",
+    "notes",
+    "on",
+    "taxes",
+]
 
 
 def prose(seed: int, n: int = 40) -> str:
@@ -96,7 +127,7 @@ async def main() -> None:
             base,
             f"≤ 1.5x {items + 1} plain replays",
             value <= 1.5 * base,
-        ),  # fmt: skip
+        ),
         Row("rebuild from the store (no run)", rebuild, "s"),
     ]
     print(_util.table(rows))
