@@ -110,7 +110,7 @@ async def test_each_item_is_scored_by_a_fork_replayed_without_it(tmp_path: Path)
         assert nbagent.attribution(agent.session_id, turn=1, path=path) == result
         text = attribution_text(result)
         assert "1. " in text and "note" in text.splitlines()[1]
-        assert "at or below the noise, says nothing: dataframe (0.000)" in text
+        assert "at or below the noise, says nothing: dataframe 'exchange rates table' (0.000)" in text
     finally:
         await agent.close()
 

@@ -245,3 +245,18 @@ def test_an_unnamed_fork_is_listed_by_its_last_replay(tmp_path) -> None:
     assert rows[fork]["replay_text"] == "replay of turn 1: note seen by step 2"
     assert rows[fork]["purpose"] is None and rows[parent]["replay_text"] is None
     assert rows[parent]["label"] == "What is the invoice total?"
+
+
+async def test_a_fork_of_a_fork_replays_its_own_parents_turn(db) -> None:
+    parent, _, ids = await _parent(db)
+    child = parent.fork(before_turn=2, model=ScriptedModel(_script()))
+    try:
+        await child.replay(turn=2, move={ids["s2"]: 1})
+        grandchild = child.fork(before_turn=2, model=ScriptedModel(_script()))
+        try:  # the child's turn, where s2 came during step 1, not the grandparent's (step 2)
+            assert [(a.message_id, a.step) for a in grandchild.replay_plan(turn=2)][-1] == (ids["s2"], 1)
+        finally:
+            await grandchild.close()
+    finally:
+        await child.close()
+        await parent.close()

@@ -262,7 +262,7 @@ def _result(
             continue
         fork, answer = outcomes[item.message_id]
         row = AttributionItem(item.message_id, item.label, item.source, item.tokens,
-                              score(parent_answer, answer), answer != parent_answer, fork)  # fmt: skip
+                              score(parent_answer, answer), answer != parent_answer, fork, item.preview)  # fmt: skip
         scored.append((n, row))
     scored.sort(key=lambda x: (-x[1].score, x[0]))
     return Attribution(

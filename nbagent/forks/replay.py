@@ -141,7 +141,8 @@ def _arrivals(splice: Splice, removed: tuple[UserMessage, ...], step: int) -> li
 
 def _parent_turn(agent: Agent, turn: int) -> tuple[InboxState, list[Event]]:
     """The inbox the parent's turn ``turn`` started from, and that turn's events."""
-    forked = next((e for e in agent.events if e.type == SESSION_FORKED), None)
+    # the last one: a fork of a fork holds its parent's session/forked in its copied prefix
+    forked = next((e for e in reversed(agent.events) if e.type == SESSION_FORKED), None)
     if forked is None:
         raise NbagentError(f"session {agent.session_id} is not a fork: there is no parent turn to replay")
     parent = str(forked.data["parent"])

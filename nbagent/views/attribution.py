@@ -85,6 +85,8 @@ class AttributionItem:
     answer_changed: bool
     fork: str
     """The session id of the run that left it out (open it, diff it)."""
+    preview: str = ""
+    """Its first line, at most 80 characters (two notes are told apart by it)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,11 @@ def _bar(score: float) -> str:
     return "█" * filled + "·" * (BAR_WIDTH - filled)
 
 
+def _name(i: AttributionItem) -> str:
+    name = i.label or i.source
+    return f"{name} {clip(i.preview, 40)!r}" if i.preview else name
+
+
 def attribution_text(a: Attribution) -> str:
     """The ranked items as text bars; items at or below the noise are listed apart, unranked."""
     ranked = [i for i in a.items if a.meaningful(i)]
@@ -140,11 +147,9 @@ def attribution_text(a: Attribution) -> str:
         out.append("  no item moved the answer more than the noise")
     for n, i in enumerate(ranked, 1):
         changed = "answer changed" if i.answer_changed else "same answer"
-        out.append(
-            f"  {n}. {_bar(i.score)} {i.score:.3f}  {i.label or i.source} ({changed}; fork {i.fork[:8]})"
-        )
+        out.append(f"  {n}. {_bar(i.score)} {i.score:.3f}  {_name(i)} ({changed}; fork {i.fork[:8]})")
     if rest:
-        names = ", ".join(f"{i.label or i.source} ({i.score:.3f})" for i in rest)
+        names = ", ".join(f"{_name(i)} ({i.score:.3f})" for i in rest)
         out.append(f"  at or below the noise, says nothing: {names}")
     return "\n".join(out)
 
@@ -160,7 +165,7 @@ def attribution_html(a: Attribution) -> str:
         changed = "answer changed" if i.answer_changed else "same answer"
         rows.append(
             f'<div class="nba-why-row" data-fork="{h(i.fork)}" style="{_ROW}"><span>{n}.</span>'
-            f'<span class="nba-why-label" style="min-width:12em">{h(i.label or i.source)}</span>'
+            f'<span class="nba-why-label" style="min-width:12em">{h(_name(i))}</span>'
             f'<span class="nba-why-bar" style="{_BAR}"><span class="nba-why-fill" '
             f'style="{_FILL}width:{width}"></span></span>'
             f'<span class="nba-why-score">{i.score:.3f}</span>'
@@ -169,7 +174,7 @@ def attribution_html(a: Attribution) -> str:
     if not ranked:
         rows.append('<div class="nba-why-none">no item moved the answer more than the noise</div>')
     if rest:
-        names = ", ".join(f"{h(i.label or i.source)} ({i.score:.3f})" for i in rest)
+        names = ", ".join(f"{h(_name(i))} ({i.score:.3f})" for i in rest)
         rows.append(f'<div class="nba-why-noise">at or below the noise, says nothing: {names}</div>')
     head = (
         f'<div class="nba-why-head">Which context mattered in turn {a.turn} of {h(a.session_id[:8])} · '
