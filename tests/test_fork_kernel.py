@@ -90,3 +90,11 @@ def test_why_prints_the_plan_and_ranks_the_context_in_a_kernel(tmp_path: Path) -
         assert "1. " in out and "noise: 0.000" in out
         rows = nbagent.list_sessions(tmp_path / "work.nbagent.sqlite")
         assert len([r for r in rows if r.parent]) == 3
+        # A model that is not offline: the plan says what it would cost, and nothing runs unasked
+        # (this front end cannot answer the question).
+        k.run("from nbagent.notebook import current_agent; current_agent().set_model('openai:gpt-4.1')")
+        out = k.run("%agent why 1", answers=["n"])
+        assert "with openai:gpt-4.1" in out and "cost $" in out
+        assert "run 3 replays with openai:gpt-4.1 (cost $" in out and "? [y/N]" in out
+        assert "not run (%agent why N --yes runs without asking)" in out
+        assert len([r for r in nbagent.list_sessions(tmp_path / "work.nbagent.sqlite") if r.parent]) == 3
