@@ -98,3 +98,10 @@ def test_why_prints_the_plan_and_ranks_the_context_in_a_kernel(tmp_path: Path) -
         assert "run 3 replays with openai:gpt-4.1 (cost $" in out and "? [y/N]" in out
         assert "not run (%agent why N --yes runs without asking)" in out
         assert len([r for r in nbagent.list_sessions(tmp_path / "work.nbagent.sqlite") if r.parent]) == 3
+        # Context pending before the turn can be dropped from a replay; the live view follows a
+        # message the turn does claim.
+        k.run("current_agent().set_model('echo')")
+        k.run("%agent fork --before-turn 1")
+        rates = k.run("print(current_agent().inbox.next_step[0].id[:8])").strip()
+        out = k.run(f"%agent replay 1 --drop {rates} --wait")
+        assert "turn 1 · done" in out and "replayed turn 1: completed" in out

@@ -119,7 +119,7 @@ def _replay(magics: Any, argv: list[str]) -> None:
     move = {_one_id(ids, given): _seen_by(item, given, sep, step) for item in args.move
             for given, sep, step in [item.partition("=")]}  # fmt: skip
     add = [(_added(text), _seen_by(f"{n} {text}", "", "=", n)) for n, text in args.add]
-    view = _live_view(magics, agent, args.wait)
+    view = _live_view(magics, agent, args.wait, set(drop))
     future = session.agent_loop.submit(agent.replay(turn=args.turn, drop=drop, move=move, add=add))
     if not args.wait:
         if view is None:
@@ -156,12 +156,13 @@ def _added(text: str) -> Any:
     return UserMessage.text(text, {"kind": "note"})
 
 
-def _live_view(magics: Any, agent: Any, waited: bool) -> Any:
+def _live_view(magics: Any, agent: Any, waited: bool, dropped: set[str]) -> Any:
     """The replayed turn shown live in this cell, as ``%followup`` shows its turn: it follows the
-    first message the turn will claim (``None`` when nothing is pending yet)."""
+    first message the turn will claim, never one the replay drops (``None`` when there is none)."""
     from nbagent.notebook.live import DisplaySurface, LiveTurn
 
-    pending = agent.inbox.next_step[:1] or agent.inbox.next_turn[:1]
+    kept = [m for q in (agent.inbox.next_step, agent.inbox.next_turn[:1]) for m in q if m.id not in dropped]
+    pending = kept[:1]
     if not pending:
         return None
     view = LiveTurn(
