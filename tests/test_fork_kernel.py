@@ -105,3 +105,15 @@ def test_why_prints_the_plan_and_ranks_the_context_in_a_kernel(tmp_path: Path) -
         rates = k.run("print(current_agent().inbox.next_step[0].id[:8])").strip()
         out = k.run(f"%agent replay 1 --drop {rates} --wait")
         assert "turn 1 · done" in out and "replayed turn 1: completed" in out
+
+
+def test_a_replay_not_waited_for_names_its_late_arrivals_in_its_cell(tmp_path: Path) -> None:
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run("%inject the customer is ACME")
+        k.run("%followup --wait What is the total?")
+        k.run("%agent fork --before-turn 1")
+        out = k.run('%%agent\nreplay 1 --add 4 "a late note"\nwait')
+        assert "added note 'a late note' (seen by step 4) came after the replayed turn's last step" in out
+        pending = k.run("from nbagent.notebook import current_agent\nprint(current_agent().inbox.next_step)")
+        assert "a late note" in pending
