@@ -180,3 +180,17 @@ async def test_a_priced_model_is_estimated_with_its_cost(tmp_path: Path) -> None
         assert "cost $" in plan_text(plan)
     finally:
         await agent.close()
+
+
+def test_the_paintings_keep_hostile_labels_inert() -> None:
+    from hostile import ITEMS
+    from test_views_escape import HOSTILE_TAGS, Tags
+
+    from nbagent.views.attribution import Attribution, AttributionItem
+
+    items = tuple(
+        AttributionItem(f"m{n}", text, "note", 1, 0.5 if n % 2 else 0.0, True, "f" * 32, text)
+        for n, text in enumerate(ITEMS.values())
+    )
+    html = attribution_html(Attribution("s" * 32, 1, items, 0.1, "c" * 32))
+    assert not [tag for tag, _ in Tags(html).tags if tag in HOSTILE_TAGS]
