@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple
 
 from nbagent._json import FrozenDict, FrozenList
+from nbagent.core.fork_records import SessionForked as SessionForked
+from nbagent.core.fork_records import SessionReplayed as SessionReplayed
 from nbagent.core.messages import AssistantMessage, UserMessage, message_view
 from nbagent.core.record import EventParseError as EventParseError
 from nbagent.core.record import Record, UnknownEvent, field_shape, record_type
@@ -480,21 +482,6 @@ def _approval(record: ApprovalAsked | ApprovalDecided) -> dict[str, Any]:
     return data
 
 
-@dataclass(frozen=True, slots=True)
-class SessionForked(Record):
-    """``session/forked``: a fork's first own event; ``at`` = last copied seq (§11.1)."""
-
-    type: ClassVar[str] = "session/forked"
-    required: ClassVar[frozenset[str]] = frozenset({"parent", "at"})
-    parent: str
-    at: int
-    turn: int | None = None
-
-    def to_json(self) -> FrozenDict:
-        extra = {} if self.turn is None else {"turn": self.turn}
-        return FrozenDict({"parent": self.parent, "at": self.at, **extra})
-
-
 TypedEvent = (
     Splice
     | TurnStart
@@ -512,6 +499,7 @@ TypedEvent = (
     | ApprovalAsked
     | ApprovalDecided
     | SessionForked
+    | SessionReplayed
     | UnknownEvent
 )
 """What :func:`parse_event` returns (every record registered by defining it)."""
@@ -532,6 +520,7 @@ LLM_RETRY: Final = LlmRetry.type
 APPROVAL_ASKED: Final = ApprovalAsked.type
 APPROVAL_DECIDED: Final = ApprovalDecided.type
 SESSION_FORKED: Final = SessionForked.type
+SESSION_REPLAYED: Final = SessionReplayed.type
 
 MESSAGE_EVENTS: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 """The event types whose ``message`` is model-visible (SPEC §4, "model-visible means logged")."""

@@ -16,9 +16,13 @@ from typing import Any
 
 from nbagent.core.events import (
     INBOX_SPLICED,
+    SESSION_FORKED,
+    SESSION_REPLAYED,
     USER_MESSAGE,
     Event,
     EventParseError,
+    SessionForked,
+    SessionReplayed,
     Splice,
     UserMessageEvent,
     parse_event,
@@ -29,6 +33,7 @@ from nbagent.labserver.paths import is_session_file_name
 from nbagent.store.base import SessionRow
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.budget import current as current_budget
+from nbagent.store.opening import open_reader
 from nbagent.store.reading import list_sessions, read_events
 
 PROMPT_SCAN = 64
@@ -74,14 +79,20 @@ def first_prompt(events: Iterable[Event]) -> str:
     return ""
 
 
-def session_entry(row: SessionRow, api_file: str, prompt: str) -> dict[str, Any]:
-    """One session as the REST list shows it."""
+def session_entry(
+    row: SessionRow, api_file: str, prompt: str, lineage: tuple[str | None, str | None] = (None, None)
+) -> dict[str, Any]:
+    """One session as the REST list shows it; ``lineage`` is a fork's ``(purpose, replay_text)``:
+    an unnamed fork is labelled by its last replay (SPEC §11.2)."""
+    purpose, replayed = lineage
     return {
         "file": api_file,
         "id": row.id,
         "title": row.title,
         "first_prompt": prompt,
-        "label": row.title or prompt or "(no prompt yet)",
+        "label": row.title or replayed or prompt or "(no prompt yet)",
+        "purpose": purpose,
+        "replay_text": replayed,
         "turns": row.turns,
         "events": row.events,
         "last_time": row.last_time,
@@ -96,9 +107,37 @@ def file_sessions(path: Path, api_file: str) -> list[dict[str, Any]]:
     """The sessions of one file, most recent activity first. Raises ``NbagentError`` for a file
     nbagent cannot read (not a session file, newer schema, damaged)."""
     out = []
-    for row in list_sessions(path):
+    rows = list_sessions(path)
+    lineage = fork_lineage(path, [r.id for r in rows if r.parent])
+    for row in rows:
         prompt = "" if row.title else first_prompt(read_events(path, row.id, limit=PROMPT_SCAN))
-        out.append(session_entry(row, api_file, prompt))
+        out.append(session_entry(row, api_file, prompt, lineage.get(row.id, (None, None))))
+    return out
+
+
+def fork_lineage(path: Path, forks: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """Each fork's ``(purpose, replay_text)``: its ``session/forked.purpose`` (``attribution`` for
+    §11.5's runs) and its last replay in words; two indexed reads per fork."""
+    if not forks:
+        return {}
+    from nbagent.views.replays import replay_text
+
+    out: dict[str, tuple[str | None, str | None]] = {}
+    reader = open_reader(path)
+    try:
+        for sid in forks:
+            forked = reader.last_of_type(sid, SESSION_FORKED)
+            replayed = reader.last_of_type(sid, SESSION_REPLAYED)
+            fork = parse_event(forked) if forked is not None else None
+            last = parse_event(replayed) if replayed is not None else None
+            # a fork of a fork copies its parent's records: only its own (after its session/forked) count
+            own = last is not None and fork is not None and last.seq > fork.seq
+            out[sid] = (
+                fork.purpose if isinstance(fork, SessionForked) else None,
+                replay_text(last) if own and isinstance(last, SessionReplayed) else None,
+            )
+    finally:
+        reader.close(checkpoint=False)
     return out
 
 

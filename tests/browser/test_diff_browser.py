@@ -42,7 +42,7 @@ def code_cells() -> list[str]:
 
 def test_agent_diff_paints_the_moved_note_and_the_changed_answers_side_by_side(lab: Lab, page: Any) -> None:
     cells = code_cells()
-    assert cells[-1] == "%agent diff 1 1"
+    cells = cells[: cells.index("%agent diff 1 1") + 1]  # the story up to the diff (then: %agent why)
     errors = PageErrors().watch(page)
     open_notebook(page, lab.lab_url(lab.write_notebook("what-if", cells), "what-if"))
     for i in range(len(cells)):
@@ -68,16 +68,17 @@ def test_agent_diff_paints_the_moved_note_and_the_changed_answers_side_by_side(l
         "The total is 120 EUR.",
     )
     assert "the answer changed" in two["head"] and "1 moved" in two["head"]
-    # Step 3: only the parent has one (turns of different lengths): its request is all removed.
+    # Step 3: only the parent has one (turns of different lengths): the history it carries that the
+    # fork's last request held too stays the same; its new answer is removed, the note moved.
     (a3, b3) = three["sides"]
     assert b3["missing"] is True and a3["missing"] is False
-    assert [m[0] for m in a3["marked"]] == ["removed"] * 5 and a3["answer"] == "Noted."
-    assert "5 removed" in three["head"]
+    assert [m[0] for m in a3["marked"]] == ["removed", "moved"] and a3["answer"] == "Noted."
+    assert "1 removed · 1 moved" in three["head"]
     # Every unmarked row is the same on both sides: a run of them folds into one line that opens.
-    assert a2["folded"] == b2["folded"] == [3]
+    assert a2["folded"] == b2["folded"] == [4]
     fold = diff.locator('.nba-diff-step[data-step="2"] .nba-diff-side[data-side="b"] .nba-diff-same')
     fold.locator("summary").click()
-    expect(fold.locator(".nba-diff-msg")).to_have_count(3)  # built when the fold opens: wait for it
+    expect(fold.locator(".nba-diff-msg")).to_have_count(4)  # built when the fold opens: wait for it
     assert errors.uncaught == [] and errors.console == [], errors
 
 
@@ -118,7 +119,8 @@ def test_a_saved_diff_shows_when_its_widget_model_is_gone(lab: Lab, page: Any) -
     """A notebook reopened after its kernel (or by someone else, with no saved widget state): the
     diff output's widget view has no model, so the lab extension paints the saved view model."""
     from nbagent import read_events
-    from nbagent.views.diff import DIFF_MIME, diff_json, diff_text, turn_diff
+    from nbagent.views.diff import DIFF_MIME, diff_json, turn_diff
+    from nbagent.views.diff_paint import diff_text
 
     path = lab.root / "saved-diff.nbagent.sqlite"
     parent, fork = write_fork(path)
