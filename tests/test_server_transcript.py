@@ -41,7 +41,7 @@ def test_markdown_marks_typed_prompts_and_injected_context_apart(tmp_path: Path)
         "2\\. user · user · Which city is warmest?\n\n"
         "*Turn 1: completed*\n\n"
         "## Totals\n\n"
-        "1 request · ≈11 tokens sent · 25 in · 26 out as reported · cost none (offline model) · last "
+        "1 request · ≈11 tokens sent · no usage (offline model) · cost none · last "
         "request ≈11 tokens\n"
     )
     assert files(tmp_path) == before  # read-only: same bytes, no -wal or -shm
