@@ -122,9 +122,11 @@ def quickstart(headless: bool | None) -> int:
     if not headless:
         print(f"nbagent: opening {TUTORIAL} in JupyterLab (Ctrl+C here stops the server)", flush=True)
         return subprocess.call([sys.executable, "-m", "jupyterlab", str(target)])
-    from nbagent.notebook.headless import output_text, run_notebook
+    from nbagent.notebook.headless import RESTART_TAG, output_text, run_notebook
 
     def show(cell: Any) -> None:
+        if RESTART_TAG in cell.get("metadata", {}).get("tags", []):
+            print("── the kernel was restarted here (Kernel → Restart) ──\n", flush=True)
         if cell.cell_type == "markdown":
             print(terminal_text(cell.source), end="\n\n", flush=True)
             return
