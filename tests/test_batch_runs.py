@@ -32,7 +32,15 @@ nbformat.write(nb, "out/executed.ipynb")  # beside it, the kernel's folder holds
 RUNNERS: dict[str, tuple[list[str], str]] = {
     # runner: (command, the executed notebook it writes)
     "nbconvert --output": (
-        [str(BIN / "jupyter-nbconvert"), "--execute", "--to", "notebook", "--output", "run1.ipynb", "analysis.ipynb"],
+        [
+            str(BIN / "jupyter-nbconvert"),
+            "--execute",
+            "--to",
+            "notebook",
+            "--output",
+            "run1.ipynb",
+            "analysis.ipynb",
+        ],
         "run1.ipynb",
     ),
     "nbconvert": (
@@ -76,9 +84,7 @@ def run(command: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProc
         for k, v in os.environ.items()
         if k not in ("NBAGENT_DB", "JPY_SESSION_NAME", "NBAGENT_SESSION", "ANTHROPIC_API_KEY")
     }
-    done = subprocess.run(
-        command, cwd=cwd, env={**env, **extra}, capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run(command, cwd=cwd, env={**env, **extra}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -99,7 +105,9 @@ def prompts(db: Path, session_id: str) -> list[str]:
 
 
 @pytest.mark.parametrize("runner", list(RUNNERS))
-def test_each_runner_run_twice_starts_a_fresh_session_beside_the_notebook(tmp_path: Path, runner: str) -> None:
+def test_each_runner_run_twice_starts_a_fresh_session_beside_the_notebook(
+    tmp_path: Path, runner: str
+) -> None:
     write_notebook(tmp_path / "analysis.ipynb", ["%load_ext nbagent", "%followup --wait hello"])
     (tmp_path / "out").mkdir()
     command, executed = RUNNERS[runner]
@@ -157,7 +165,15 @@ def test_runner_command_lines_name_the_notebook_never_an_option_value(tmp_path: 
     (tmp_path / "analysis.ipynb").write_text("{}")
     nb = tmp_path / "analysis.ipynb"
     cases = {
-        ("jupyter-nbconvert", "--execute", "--to", "notebook", "--output", "run1.ipynb", "analysis.ipynb"): nb,
+        (
+            "jupyter-nbconvert",
+            "--execute",
+            "--to",
+            "notebook",
+            "--output",
+            "run1.ipynb",
+            "analysis.ipynb",
+        ): nb,
         ("jupyter-nbconvert", "--execute", "--output=run1", "analysis.ipynb"): nb,
         ("jupyter-execute", "--output", "run1", "analysis"): nb,
         ("python", "-m", "nbconvert", "--execute", "--output-dir", "out", "analysis.ipynb"): nb,

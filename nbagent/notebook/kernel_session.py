@@ -85,6 +85,7 @@ class KernelSession:
         self.views: list[LiveTurn] = []
         self.on_open: list[Callable[[Agent], None]] = []
         """Called with every agent opened or resumed, before it is used (the built-in tools equip it)."""
+        self.on_open.append(lambda agent: self.place_cassette(agent.model))
         self.delivery_patience = DELIVERY_PATIENCE
         self.in_use_elsewhere: str | None = None
         self.carried: list[UserMessage] = []
@@ -126,6 +127,19 @@ class KernelSession:
     def shown_path(self) -> str:
         """Where the sessions live, as printed: a URL never shows its password."""
         return self.path.shown
+
+    def place_cassette(self, model: object) -> None:
+        """A ``record:``/``replay:`` model's cassette: ``<notebook>.nbagent-cassette.json`` beside the
+        notebook (in the working directory when the notebook is not known), unless already chosen."""
+        from nbagent.models.cassette import RecordingModel, cassette_beside
+
+        if (
+            isinstance(model, RecordingModel)
+            and model.cassette is None
+            and not os.environ.get("NBAGENT_CASSETTE")
+        ):
+            notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner_path())
+            model.cassette = cassette_beside(notebook, Path.cwd())
 
     def wait(
         self,
@@ -206,7 +220,10 @@ class KernelSession:
     def knows_notebook(self) -> bool:
         """Whether the file was chosen for this notebook (or by the user), not the shared fallback."""
         explicit = self.db_override or os.environ.get("NBAGENT_DB")
-        return bool(explicit) or notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner_path()) is not None
+        return (
+            bool(explicit)
+            or notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner_path()) is not None
+        )
 
     def ensure(self, *, create: bool = True) -> Agent | None:
         """The open agent; else the file's most recent session, resumed; else (``create``) a new one.
@@ -328,7 +345,9 @@ class KernelSession:
         rows = self.rows() if rows is None else rows
         if session_id is None:
             if not rows:
-                raise UsageError(f"no session in {_shown(self.path)} to resume; %inject or %followup starts one")
+                raise UsageError(
+                    f"no session in {_shown(self.path)} to resume; %inject or %followup starts one"
+                )
             session_id = rows[0].id
         if len(session_id) < MIN_PREFIX and not any(r.id == session_id for r in rows):
             raise UsageError(

@@ -436,6 +436,7 @@ class AgentMagics(Magics):
             )
         agent = self.session.ensure()
         assert agent is not None
+        self.session.place_cassette(resolved)
         agent.set_model(resolved)
         print(f"nbagent: later turns use {agent.model.name}")
 

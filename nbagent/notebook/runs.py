@@ -47,9 +47,9 @@ _PAPERMILL_VALUES = frozenset(
 _PAPERMILL_PAIRS = frozenset({"-p", "--parameters", "-r", "--parameters_raw"})
 
 
-def _split(argv: Sequence[str], values: frozenset[str], pairs: frozenset[str] = frozenset()) -> tuple[
-    list[str], dict[str, str]
-]:
+def _split(
+    argv: Sequence[str], values: frozenset[str], pairs: frozenset[str] = frozenset()
+) -> tuple[list[str], dict[str, str]]:
     """The positional arguments of ``argv`` and the values of its one-value options."""
     positional: list[str] = []
     options: dict[str, str] = {}
