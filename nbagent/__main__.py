@@ -169,8 +169,8 @@ def sessions_command(args: argparse.Namespace) -> int:
                 title = f"  {row.title}" if row.title else ""
                 counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
                 print(f"{row.id}  {counts}  model {row.model}{title}")
-                notebook = Path(row.notebook).name if row.notebook else "no notebook"
-                print(f"    notebook {notebook} · run: {how_run(row.metadata)}")
+                notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
+                print(f"    {notebook} · run: {how_run(row.metadata)}")
             if not rows:
                 print(f"nbagent: no sessions in {args.store}")
             return 0

@@ -114,6 +114,7 @@ def story(out: str) -> list[str]:
     """The lines of a quickstart run that tell its turns and what the model received, without the
     session ids and times that differ from run to run."""
     lines = [line for line in out.splitlines() if "turn" in line or "received" in line]
+    lines = [line for line in lines if not re.match(r"  [0-9a-f]{8}  ", line)]  # earlier runs' sessions
     return [re.sub(r"\b[0-9a-f]{8}\b|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "…", line) for line in lines]
 
 

@@ -164,16 +164,27 @@ def lone_notebook(cwd: Path) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def run_identity(proc: Path = Path("/proc"), parent: int | None = None) -> str:
+def run_identity(proc: Path = Path("/proc"), parent: int | None = None, kernel: str | None = None) -> str:
     """This run: the process that started the kernel (its id and start time, so a reused id is
-    another run). A kernel it restarts has the same parent, so the same run."""
+    another run) and the kernel's connection file (one runner may run several notebooks, each in a
+    kernel of its own). A kernel it restarts has the same parent and connection file: the same run."""
     pid = os.getppid() if parent is None else parent
     try:
         stat = (proc / str(pid) / "stat").read_text()
         started = stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
     except (OSError, IndexError):
         started = "?"
-    return f"{pid}@{started}"
+    return f"{pid}@{started}:{Path(kernel).name if kernel else connection_file()}"
+
+
+def connection_file() -> str:
+    """The name of this kernel's connection file (kept when its manager restarts it), or ``""``."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        return Path(get_connection_file()).name
+    except Exception:  # not in a kernel
+        return ""
 
 
 def without_front_end(shell: Any) -> bool:
