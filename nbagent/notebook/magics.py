@@ -71,6 +71,22 @@ def _parse(method: Callable[..., Any], options: str) -> Any:
         raise UsageError(str(exc)) from None
 
 
+def cassette_note(model: object) -> str:
+    """For a ``record:``/``replay:`` model: which cassette it uses and what its mode does."""
+    from nbagent.models.cassette import RecordingModel
+
+    if not isinstance(model, RecordingModel) or model.cassette is None:
+        return ""
+    does = {
+        "none": "answers from it; a request not in it fails",
+        "once": "records while it is missing, then answers from it",
+        "new_episodes": "answers what it holds and records the rest",
+        "all": "asks the model every time and records",
+        "rewrite": "starts it afresh and records every answer",
+    }[model.mode]
+    return f", with the cassette {model.cassette.name} (mode {model.mode}: {does})"
+
+
 @magics_class
 class AgentMagics(Magics):
     """The kernel's agent session, driven from cells."""
@@ -438,7 +454,7 @@ class AgentMagics(Magics):
         assert agent is not None
         self.session.place_cassette(resolved)
         agent.set_model(resolved)
-        print(f"nbagent: later turns use {agent.model.name}")
+        print(f"nbagent: later turns use {agent.model.name}{cassette_note(resolved)}")
 
     def _agent_show(self, *, keep_inbox: bool) -> None:
         try:
