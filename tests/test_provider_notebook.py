@@ -47,3 +47,31 @@ def test_providers_notebook_runs_offline_without_errors(monkeypatch, tmp_path):
         "providers.nbagent-cassette.json",
         "providers.nbagent.sqlite",
     ]
+
+
+@pytest.mark.kernel
+def test_nbval_replays_the_tutorial_and_fails_the_cell_of_an_unseen_request(tmp_path):
+    """The README's CI recipe: ``pytest --nbval-lax`` passes offline on the committed cassette, and a
+    prompt changed since the recording fails its cell, naming what differs."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("nbval")
+    for name in (NOTEBOOK.name, CASSETTE.name):
+        shutil.copy(NOTEBOOK.parent / name, tmp_path / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC", "NBAGENT"))}
+    env["OLLAMA_HOST"] = "127.0.0.1:9"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", NOTEBOOK.name]
+    passed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert passed.returncode == 0, passed.stdout[-3000:]
+    edited = (
+        (tmp_path / NOTEBOOK.name).read_text().replace("Answer in one sentence.", "Answer in two sentences.")
+    )
+    (tmp_path / NOTEBOOK.name).write_text(edited)
+    failed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert failed.returncode != 0
+    assert (
+        "message 1 (user) differs: recorded «What is a Jupyter kernel? Answer in one sentence.»"
+        in failed.stdout
+    )
