@@ -356,3 +356,7 @@ def test_the_demo_says_which_turn_answered(capsys: pytest.CaptureFixture[str]) -
     out = capsys.readouterr().out
     assert "the followup ran as turn 1 (completed); the answer:\necho: I received 2 messages." in out
     assert "(1,)" not in out
+    # the terminal gets plain text: no path of a file deleted at the end, no Markdown escapes
+    assert "in a temporary file, deleted when the demo ends" in out and "nbagent-demo-" not in out
+    assert "\n1. user · cell · Prices are in EUR.\n" in out and "1\\." not in out
+    assert "no usage (offline model) · cost none" in out  # echo makes up no usage

@@ -127,6 +127,10 @@ def test_the_quickstart_run_twice_starts_a_fresh_session_and_shows_no_transport_
     assert second.returncode == 0, second.stderr
     assert len(session_ids(tmp_path / "quickstart.nbagent.sqlite")) == 2  # each run's session, kept
     assert "for this run of nbagent quickstart --headless (model echo)" in second.stdout
+    assert "── the kernel was restarted here (Kernel → Restart) ──\n\n" in first.stdout  # the restart shows
+    assert "\n# nbagent quickstart\n" in first.stdout  # and what the Markdown cells say
+    hint = "nbagent: for git, the .gitignore line `*.nbagent.sqlite-*`"
+    assert first.stdout.count(hint) == 1 and hint not in second.stdout  # once, where the file is created
     assert story(second.stdout) == story(first.stdout)  # the same turns, the same messages received
     for run in (first, second):
         assert "without encryption" not in run.stderr + run.stdout

@@ -54,6 +54,9 @@ def test_a_session_is_chosen_by_id_or_prefix_else_the_most_recent(tmp_path: Path
     assert run(path.name, cwd=tmp_path).stdout.startswith("# Second session\n")
     assert run(path.name, "--session", first, cwd=tmp_path).stdout.startswith("# First session\n")
     assert run(path.name, "--session", second[:8], cwd=tmp_path).stdout.startswith("# Second session\n")
+    short = run(path.name, "--session", first[:3], cwd=tmp_path)
+    assert short.returncode == 1
+    assert f"session id {first[:3]!r} is too short: a prefix needs at least 4 characters" in short.stderr
 
 
 def test_html_is_a_standalone_page_where_content_stays_text(tmp_path: Path) -> None:
