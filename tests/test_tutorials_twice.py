@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kernel_helpers import Kernel, session_ids
+from kernel_helpers import Kernel, read_events, session_ids
 
 from nbagent.notebook.headless import output_text, run_notebook
 
@@ -55,18 +55,31 @@ def test_a_second_headless_run_all_gives_the_same_outputs(tmp_path: Path, name: 
 
 
 def test_a_second_run_all_from_a_front_end_gives_the_same_outputs(tmp_path: Path) -> None:
-    """JupyterLab's Run All in a fresh kernel each time (the kernel knows its notebook and would
-    otherwise continue the latest session): the turn-order tutorial counts the same messages."""
+    """JupyterLab's Run All, each time in a fresh kernel that knows its notebook (and would otherwise
+    continue the latest session): the turn-order tutorial's second session holds what its first holds,
+    so the model receives the same messages and the echo answers count the same (5, not 11)."""
     import nbformat
 
     name = "debugging-turn-order"
     shutil.copy(NOTEBOOKS / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     codes = [c.source for c in nb.cells if c.cell_type == "code"]
-    said = []
     for _ in range(2):
         with Kernel(tmp_path, notebook=f"{name}.ipynb") as k:
             result = k.run_all(codes)
-            said.append([same_each_run(result.text(i)) for i in range(len(codes))])
-    assert said[1] == said[0]
-    assert len(session_ids(tmp_path / f"{name}.nbagent.sqlite")) >= 2
+            assert all(result.reply(i)["status"] == "ok" for i in range(len(codes)))
+    db = tmp_path / f"{name}.nbagent.sqlite"
+    first, second = sorted(session_ids(db), key=lambda sid: read_events(db, sid)[0].time)
+    assert story(db, second) == story(db, first)
+    assert any(text.startswith("echo: I received 5 messages.") for _, text in story(db, second))
+
+
+def story(db: Path, session_id: str) -> list[tuple[str, str]]:
+    """What the model received and answered, message by message."""
+    said = []
+    for e in read_events(db, session_id):
+        if e.type in ("user/message", "assistant/message"):
+            message = e.data if e.type == "user/message" else e.data["message"]
+            text = " ".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
+            said.append((e.type, same_each_run(text)))
+    return said
