@@ -104,7 +104,10 @@ class KernelSession:
         learnt from the first execute request seen (SPEC §9.5)."""
         if self._headless is None:
             kernel = getattr(self.shell, "kernel", None)
-            parent = kernel.get_parent("shell") if hasattr(kernel, "get_parent") else None
+            try:
+                parent = kernel.get_parent("shell") if hasattr(kernel, "get_parent") else None
+            except Exception:  # off the main thread, an ipykernel may have no parent to give
+                parent = None
             if kernel is None or (isinstance(parent, dict) and parent.get("msg_type") == "execute_request"):
                 self._headless = without_front_end(self.shell)
             else:
