@@ -59,7 +59,10 @@ async def _demo(folder: Path) -> None:
 
     path = folder / "demo.nbagent.sqlite"
     agent = nbagent.open_session(path, model="echo")
-    print(f"session {agent.session_id[:8]} in {path}\n")
+    print(
+        f"session {agent.session_id[:8]} in a temporary file, deleted when the demo ends "
+        f"(`{_prog()} quickstart` keeps its session beside the notebook)\n"
+    )
     agent.inject(cell_text("Prices are in EUR.", label="units"))
     print(
         f"injected context; status {agent.status!r}, {len(agent.inbox.next_step)} message pending, no model call\n"
@@ -73,8 +76,18 @@ async def _demo(folder: Path) -> None:
     print("the log, event by event:")
     for event in agent.events:
         print(f"  {event.seq:3} {event.type:20} {_event_line(ev.parse_event(event))}")
-    print("\n" + transcript(agent.events, title="Transcript"))
+    # Plain text for the terminal: the transcript's Markdown without escapes (`1\.`) or hard breaks.
+    print("\n" + terminal_text(transcript(agent.events, title="Transcript", escape=False), unescape=False))
     await agent.close()
+
+
+def terminal_text(markdown: str, *, unescape: bool = True) -> str:
+    """Markdown as a terminal shows it: no trailing hard-break backslashes and (``unescape``) no
+    backslash escapes such as ``1\\.``."""
+    import re
+
+    text = re.sub(r"\\\n", "\n", markdown)
+    return re.sub(r"\\([\\`*_{}\[\]()#+\-.!|<>~])", r"\1", text) if unescape else text
 
 
 def demo() -> int:
@@ -106,13 +119,17 @@ def quickstart(headless: bool | None) -> int:
     if not target.exists():
         shutil.copy(_tutorial_source(), target)
         print(f"nbagent: copied {TUTORIAL} into {target.parent}")
-    _set_aside_last_session(target)
     if not headless:
         print(f"nbagent: opening {TUTORIAL} in JupyterLab (Ctrl+C here stops the server)", flush=True)
         return subprocess.call([sys.executable, "-m", "jupyterlab", str(target)])
-    from nbagent.notebook.headless import output_text, run_notebook
+    from nbagent.notebook.headless import RESTART_TAG, output_text, run_notebook
 
     def show(cell: Any) -> None:
+        if RESTART_TAG in cell.get("metadata", {}).get("tags", []):
+            print("── the kernel was restarted here (Kernel → Restart) ──\n", flush=True)
+        if cell.cell_type == "markdown":
+            print(terminal_text(cell.source), end="\n\n", flush=True)
+            return
         print(f"In [{cell.get('execution_count') or ' '}]: {cell.source}")
         shown = output_text(cell).rstrip()
         if shown:
@@ -121,32 +138,12 @@ def quickstart(headless: bool | None) -> int:
 
     print(f"nbagent: running {TUTORIAL} in a kernel, cell by cell, with the offline echo model\n", flush=True)
     run_notebook(target, on_cell=show)  # each cell is printed as soon as it has run
+    log = f"{target.with_suffix('').name}.nbagent.sqlite"
     print(
-        f"nbagent: executed {target} (outputs saved in it); the session log is {target.with_suffix('').name}.nbagent.sqlite"
+        f"nbagent: executed {target} (outputs saved in it); the session log is {log}, which keeps each "
+        f"run's session (`{_prog()} sessions list {log}`)"
     )
     return 0
-
-
-def _set_aside_last_session(notebook: Path) -> None:
-    """Give the quickstart a fresh session each run: an earlier run's log, beside the notebook, is
-    renamed ``<stem>.previous-N.nbagent.sqlite`` (kept, not continued), and that is said. A log that
-    is still open somewhere (its ``-wal`` is there) is left in place and continued, and that is said."""
-    from nbagent.notebook.location import SUFFIX
-
-    log = notebook.with_name(notebook.stem + SUFFIX)
-    if not log.exists():
-        return
-    if any(Path(f"{log}{side}").exists() for side in ("-wal", "-shm", "-journal")):
-        print(
-            f"nbagent: {log.name} is still open (a kernel is using it, or one stopped without closing it); "
-            "this run continues its latest session"
-        )
-        return
-    n = 1
-    while (kept := notebook.with_name(f"{notebook.stem}.previous-{n}{SUFFIX}")).exists():
-        n += 1
-    log.rename(kept)
-    print(f"nbagent: a fresh session this run; the previous run's log is kept as {kept.name}")
 
 
 def sessions_command(args: argparse.Namespace) -> int:
@@ -157,12 +154,23 @@ def sessions_command(args: argparse.Namespace) -> int:
     try:
         if args.action == "list":
             from nbagent import list_sessions
+            from nbagent.notebook.runs import how_run
+            from nbagent.store.location import SqliteLocation
 
+            if isinstance(args.store, SqliteLocation) and not os.path.lexists(args.store.path):
+                print(
+                    f"nbagent sessions list: there is no file {args.store.path}; a notebook's session file "
+                    "is <notebook>.nbagent.sqlite beside it",
+                    file=sys.stderr,
+                )
+                return 1
             rows = list_sessions(args.store)
             for row in rows:
                 title = f"  {row.title}" if row.title else ""
                 counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
                 print(f"{row.id}  {counts}  model {row.model}{title}")
+                notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
+                print(f"    {notebook} · run: {how_run(row.metadata)}")
             if not rows:
                 print(f"nbagent: no sessions in {args.store}")
             return 0

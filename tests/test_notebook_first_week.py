@@ -114,6 +114,7 @@ def story(out: str) -> list[str]:
     """The lines of a quickstart run that tell its turns and what the model received, without the
     session ids and times that differ from run to run."""
     lines = [line for line in out.splitlines() if "turn" in line or "received" in line]
+    lines = [line for line in lines if not re.match(r"  [0-9a-f]{8}  ", line)]  # earlier runs' sessions
     return [re.sub(r"\b[0-9a-f]{8}\b|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "…", line) for line in lines]
 
 
@@ -124,12 +125,12 @@ def test_the_quickstart_run_twice_starts_a_fresh_session_and_shows_no_transport_
     assert first.returncode == 0, first.stderr
     second = quickstart(tmp_path)
     assert second.returncode == 0, second.stderr
-    assert second.stdout.splitlines()[0] == (
-        "nbagent: a fresh session this run; the previous run's log is kept as "
-        "quickstart.previous-1.nbagent.sqlite"
-    )
-    assert len(session_ids(tmp_path / "quickstart.previous-1.nbagent.sqlite")) == 1
-    assert len(session_ids(tmp_path / "quickstart.nbagent.sqlite")) == 1  # a new file, a new session
+    assert len(session_ids(tmp_path / "quickstart.nbagent.sqlite")) == 2  # each run's session, kept
+    assert "for this run of nbagent quickstart --headless (model echo)" in second.stdout
+    assert "── the kernel was restarted here (Kernel → Restart) ──\n\n" in first.stdout  # the restart shows
+    assert "\n# nbagent quickstart\n" in first.stdout  # and what the Markdown cells say
+    hint = "nbagent: for git, the .gitignore line `*.nbagent.sqlite-*`"
+    assert first.stdout.count(hint) == 1 and hint not in second.stdout  # once, where the file is created
     assert story(second.stdout) == story(first.stdout)  # the same turns, the same messages received
     for run in (first, second):
         assert "without encryption" not in run.stderr + run.stdout
@@ -159,7 +160,10 @@ def test_command_line_errors_name_commands_and_counts_read_as_words(tmp_path: Pa
     junk = nbagent_cli("sessions", "list", "junk.sqlite", cwd=tmp_path)
     assert junk.returncode == 1 and "NBAGENT_DB" not in junk.stderr and "()" not in junk.stderr
     nothing = nbagent_cli("sessions", "list", "absent.sqlite", cwd=tmp_path)
-    assert nothing.stdout == "nbagent: no sessions in absent.sqlite\n"
+    assert nothing.returncode == 1 and nothing.stdout == ""
+    assert nothing.stderr.startswith("nbagent sessions list: there is no file ")
+    assert "absent.sqlite; a notebook's session file is <notebook>.nbagent.sqlite beside it" in nothing.stderr
+    assert "    notebook work.ipynb · run: interactive (Jupyter)\n" in listing.stdout
 
 
 def test_a_steer_cell_shows_the_turn_it_joined_from_its_start(tmp_path: Path) -> None:
@@ -225,4 +229,7 @@ def test_jupyter_execute_of_notebooks_sharing_a_folder_says_which_file_and_why(t
     out = json.loads((tmp_path / "beta.ipynb").read_text())
     said = "".join(out["cells"][1]["outputs"][0]["text"])
     assert said.startswith("nbagent: new session ")
-    assert ", the shared file of this folder (model echo); this kernel does not know its notebook" in said
+    assert (
+        ", the shared file of this folder, for this run of jupyter execute (model echo); this kernel cannot "
+        "tell which notebook it runs" in said
+    )

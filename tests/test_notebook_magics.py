@@ -55,10 +55,10 @@ def test_inject_queues_without_running_the_model_and_prints_one_line(tmp_path, c
         sh.run_cell("%inject sales")
         out = capsys.readouterr().out.strip().splitlines()
         assert out[0].startswith("nbagent: new session ")
-        assert len(out) == 2
-        assert out[1].startswith("queued dataframe sales · 2×2 · pandas: ")
-        assert "chars, ~" in out[1] and "tokens" in out[1]
-        assert "inbox 1 pending" in out[1] and "the model has not run" in out[1]
+        assert len(out) == 3 and out[1].startswith("nbagent: for git, the .gitignore line")
+        assert out[2].startswith("queued dataframe sales · 2×2 · pandas: ")
+        assert "chars, ~" in out[2] and "tokens" in out[2]
+        assert "inbox 1 pending" in out[2] and "the model has not run" in out[2]
         agent = magics(sh).session.agent
         assert agent.status == "idle"
         assert [e.type for e in agent.events] == ["agent/inbox/spliced"]
@@ -340,3 +340,22 @@ def test_wait_is_a_flag_before_or_after_the_message_and_plain_text_after_double_
     assert split_options("--wait What stands out?", (), flags) == ("--wait", "What stands out?")
     assert split_options("What stands out?", (), flags) == ("", "What stands out?")
     assert split_options("-- explain the --wait", (), flags) == ("", "explain the --wait")
+
+
+def test_resume_takes_the_latest_or_a_prefix_of_four_and_the_gitignore_line_is_said_once(
+    tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    with ipython_shell(tmp_path / "nb.ipynb") as sh:
+        sh.run_line_magic("inject", "some context")
+        first = magics(sh).session.agent.session_id
+        sh.run_line_magic("agent", "new")
+        second = magics(sh).session.agent.session_id
+        said = capsys.readouterr().out
+        assert said.count("nbagent: for git, the .gitignore line `*.nbagent.sqlite-*`") == 1
+        with pytest.raises(UsageError, match=f"session id '{first[:3]}' is too short: give at least 4"):
+            sh.run_line_magic("agent", f"resume {first[:3]}")
+        sh.run_line_magic("agent", f"resume {first[:4]}")
+        assert magics(sh).session.agent.session_id == first
+        sh.run_line_magic("agent", "resume")  # no id: the latest
+        assert magics(sh).session.agent.session_id == second
+        magics(sh).session.close()

@@ -68,7 +68,7 @@ def test_a_proposal_is_numbered_in_its_turn_and_its_result_names_it(tmp_path):
     events = session(tmp_path, model, prompt("plot it"))
     check_invariants(events)
     texts = [result_text(r) for r in results(events)]
-    assert texts[0].startswith("Proposed cell 1.1 to the user (1 lines)")
+    assert texts[0].startswith("Proposed cell 1.1 to the user (1 line)")
     assert "notebook note naming proposal 1.1" in texts[0]
     assert texts[1].startswith("Proposed cell 1.2 ")
     assert next_proposal_id(events) == "1.2"

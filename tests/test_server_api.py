@@ -234,3 +234,22 @@ def test_reads_while_another_process_writes_see_a_growing_gapless_log(jp_root_di
     assert polls_while_writing > 0
     assert len(seen) == len(nbagent.read_events(path, sid))
     assert get(*API, sid, "timeline", file="live.nbagent.sqlite", known=known)[0] == 204
+
+
+def test_the_file_browser_hides_session_side_files_and_keeps_the_servers_own_globs(
+    jp_root_dir: Path, get: Any, jp_serverapp: Any
+) -> None:
+    for name in ("analysis.ipynb", "analysis.nbagent.sqlite", "nbagent.sqlite", "notes.sqlite-wal"):
+        (jp_root_dir / name).write_text("{}" if name.endswith(".ipynb") else "")
+    for side in ("-wal", "-shm", "-journal"):
+        (jp_root_dir / f"analysis.nbagent.sqlite{side}").write_text("")
+        (jp_root_dir / f"nbagent.sqlite{side}").write_text("")
+    status, listing = get("api", "contents")
+    assert status == 200
+    assert sorted(item["name"] for item in listing["content"]) == [
+        "analysis.ipynb",
+        "analysis.nbagent.sqlite",
+        "nbagent.sqlite",
+        "notes.sqlite-wal",  # not a session's: shown
+    ]
+    assert "__pycache__" in jp_serverapp.contents_manager.hide_globs  # the server's defaults stay

@@ -41,7 +41,7 @@ def test_markdown_marks_typed_prompts_and_injected_context_apart(tmp_path: Path)
         "2\\. user · user · Which city is warmest?\n\n"
         "*Turn 1: completed*\n\n"
         "## Totals\n\n"
-        "1 request · ≈11 tokens sent · 25 in · 26 out as reported · cost none (offline model) · last "
+        "1 request · ≈11 tokens sent · no usage (offline model) · cost none · last "
         "request ≈11 tokens\n"
     )
     assert files(tmp_path) == before  # read-only: same bytes, no -wal or -shm
@@ -54,6 +54,9 @@ def test_a_session_is_chosen_by_id_or_prefix_else_the_most_recent(tmp_path: Path
     assert run(path.name, cwd=tmp_path).stdout.startswith("# Second session\n")
     assert run(path.name, "--session", first, cwd=tmp_path).stdout.startswith("# First session\n")
     assert run(path.name, "--session", second[:8], cwd=tmp_path).stdout.startswith("# Second session\n")
+    short = run(path.name, "--session", first[:3], cwd=tmp_path)
+    assert short.returncode == 1
+    assert f"session id {first[:3]!r} is too short: a prefix needs at least 4 characters" in short.stderr
 
 
 def test_html_is_a_standalone_page_where_content_stays_text(tmp_path: Path) -> None:

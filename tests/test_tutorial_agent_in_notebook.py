@@ -31,7 +31,7 @@ def check_the_turn(db: Path) -> None:
     calls = [e.data["name"] for e in events if e.type == "tool/call"]
     assert calls == ["list_variables", "read_notebook", "pallets__boxes_to_pallets", "propose_cell"]
     texts = [e.data["message"]["content"][0]["content"][0]["text"] for e in events if e.type == "tool/result"]
-    assert texts[3].startswith("Proposed cell 2.1 to the user (1 lines)")
+    assert texts[3].startswith("Proposed cell 2.1 to the user (1 line)")
     answers = [e.data["message"]["content"] for e in events if e.type == "assistant/message"]
     assert [b["text"] for b in answers[-1] if b["type"] == "text"] == [
         "No notebook note yet: the proposed cell was not inserted."

@@ -24,9 +24,26 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     web_app.settings["nbagent_windows"] = WindowCache()
     web_app.settings["nbagent_executor"] = make_executor()
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
+    hide_session_side_files(serverapp)
     serverapp.log.info(
         "nbagent: read-only session API at %snbagent/api/sessions", web_app.settings["base_url"]
     )
+
+
+SIDE_FILES = ("*.nbagent.sqlite-wal", "*.nbagent.sqlite-shm", "*.nbagent.sqlite-journal")
+SIDE_FILES += tuple(g.replace("*.", "", 1) for g in SIDE_FILES)  # the shared nbagent.sqlite's
+"""SQLite's companions of a session file: the file browser need not show them (the log is whole in
+the ``.sqlite`` after a clean close, and a copy of one without the other is no backup)."""
+
+
+def hide_session_side_files(serverapp: Any) -> None:
+    """Add :data:`SIDE_FILES` to the contents manager's ``hide_globs`` for this server (the user's
+    configuration files are not touched; a user who lists them in ``hide_globs`` keeps the rest)."""
+    manager = getattr(serverapp, "contents_manager", None)
+    globs = getattr(manager, "hide_globs", None)
+    if manager is None or not isinstance(globs, list):
+        return
+    manager.hide_globs = [*globs, *(g for g in SIDE_FILES if g not in globs)]
 
 
 # The names Jupyter Server looks up (older servers used the unprefixed one).

@@ -31,6 +31,11 @@ def pick_session(path: StoreLocation, session_id: str | None) -> SessionRow:
         if row.id == session_id or (len(session_id) >= 4 and row.id.startswith(session_id)):
             return row
     known = ", ".join(r.id[:8] for r in rows[:5])
+    if len(session_id) < 4 and any(r.id.startswith(session_id) for r in rows):
+        raise SessionNotFoundError(
+            f"session id {session_id!r} is too short: a prefix needs at least 4 characters "
+            f"({source_name(path)} holds {known})"
+        )
     raise SessionNotFoundError(f"no session {session_id} in {source_name(path)}; it holds {known}")
 
 

@@ -18,6 +18,9 @@ _PROVIDERS: dict[str, str | ProviderFactory] = {
     "deepseek": "nbagent.models.openai_compat:deepseek_model",
     "openai-compatible": "nbagent.models.openai_compat:openai_compatible_model",
     "anthropic": "nbagent.models.anthropic:anthropic_model",
+    # a tutorial's recorded answers (nbagent/models/cassette.py): record:openai:gpt-4o-mini, replay:…
+    "record": "nbagent.models.cassette:recording_model",
+    "replay": "nbagent.models.cassette:replaying_model",
 }
 
 

@@ -28,7 +28,8 @@ def run_notebook(
     """Execute every code cell of the notebook at ``path`` in a fresh kernel; return the notebook.
 
     Cells tagged ``raises-exception`` may fail; any other failure raises ``CellExecutionError``.
-    ``on_cell`` is called with each code cell once it has run (its outputs in place). With ``save``
+    ``on_cell`` is called with each code cell once it has run (its outputs in place), and with each
+    Markdown cell when the run reaches it (what a reader sees between outputs). With ``save``
     the executed notebook (outputs included) is written back to ``path``.
     """
     import nbformat
@@ -52,8 +53,8 @@ def run_notebook(
                 run_sync(client.kc.wait_for_ready)(timeout=timeout)
             if cell.cell_type == "code":
                 client.execute_cell(cell, index)
-                if on_cell is not None:
-                    on_cell(cell)
+            if on_cell is not None and cell.cell_type in ("code", "markdown"):
+                on_cell(cell)
     if save:
         nbformat.write(nb, path)
     return nb

@@ -48,6 +48,8 @@ PROVIDER_SDKS = {
 
 def missing_sdk(model: Any) -> str | None:
     """The SDK package ``model``'s requests need when it is not installed, else ``None``."""
+    if getattr(model, "replays_only", False):
+        return None  # a replay answers from its cassette: no SDK, no key
     sdk = PROVIDER_SDKS.get(getattr(model, "provider", ""))
     return sdk if sdk is not None and not importable(sdk) else None
 

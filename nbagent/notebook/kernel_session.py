@@ -22,9 +22,19 @@ from IPython.core.error import UsageError
 
 from nbagent.notebook.agent_loop import AgentLoop, agent_loop
 from nbagent.notebook.carried import carried_line, pending_lines, still_pending
-from nbagent.notebook.location import notebook_path, runner_notebook, session_file
+from nbagent.notebook.location import notebook_path, session_file
 from nbagent.notebook.main_thread import MainThread
 from nbagent.notebook.meter_commands import usage_line
+from nbagent.notebook.runs import (
+    CONTINUE_ENV,
+    describe_run,
+    find_runner,
+    lone_notebook,
+    run_identity,
+    run_title,
+    runner_notebook,
+    without_front_end,
+)
 from nbagent.notebook.shell_pump import ShellPump
 from nbagent.store.location import PostgresLocation, SqliteLocation, StoreLocation
 
@@ -39,6 +49,15 @@ T = TypeVar("T")
 EXIT_PATIENCE = 3.0
 """Seconds a shutting-down kernel gives its running turn to stop before the process exits (a
 kernel manager kills a kernel that has not exited 5 s after the shutdown request)."""
+
+MIN_PREFIX = 4
+"""The fewest characters of a session id ``%agent resume``/``--session`` accepts as a prefix."""
+
+GITIGNORE_HINT = (
+    "nbagent: for git, the .gitignore line `*.nbagent.sqlite-*` keeps a session's -wal/-shm files out "
+    "(add `*.nbagent.sqlite*` to keep the logs out too)"
+)
+"""Said once, where a session file is first created."""
 
 DELIVERY_PATIENCE = 5.0
 """Seconds a ``%followup``/``%steer`` waits for the agent loop to take its message (see ``deliver``)."""
@@ -66,26 +85,64 @@ class KernelSession:
         self.views: list[LiveTurn] = []
         self.on_open: list[Callable[[Agent], None]] = []
         """Called with every agent opened or resumed, before it is used (the built-in tools equip it)."""
+        self.on_open.append(lambda agent: self.place_cassette(agent.model))
         self.delivery_patience = DELIVERY_PATIENCE
         self.in_use_elsewhere: str | None = None
         self.carried: list[UserMessage] = []
         """Followups pending when the session was resumed: the next waking magic shows them first."""
         """The latest session's id when ``ensure`` last found it open in another process."""
-        self.runner = runner_notebook()
-        """The notebook named by the program that started this kernel (nbconvert), if any."""
+        self.runner = find_runner()
+        """The batch runner that started this kernel (nbconvert, ``jupyter execute``, papermill), if any."""
+        self._headless: bool | None = None
         self.agent_loop: AgentLoop = agent_loop()
         kernel = getattr(shell, "kernel", None)
         self.main_thread = MainThread(_kernel_loop(kernel), ShellPump.for_kernel(kernel))
         atexit.register(self._close_at_exit)
 
+    def headless(self) -> bool:
+        """Whether this kernel runs without a front end (a batch runner's or a script's nbclient);
+        learnt from the first execute request seen (SPEC §9.5)."""
+        if self._headless is None:
+            kernel = getattr(self.shell, "kernel", None)
+            try:
+                parent = kernel.get_parent("shell") if hasattr(kernel, "get_parent") else None
+            except Exception:  # off the main thread, an ipykernel may have no parent to give
+                parent = None
+            if kernel is None or (isinstance(parent, dict) and parent.get("msg_type") == "execute_request"):
+                self._headless = without_front_end(self.shell)
+            else:
+                return False  # asked off the main thread, before any cell: not known yet
+        return self._headless
+
+    def runner_path(self) -> Path | None:
+        """The notebook the program that started this kernel executes: the one its command line
+        names, or, for a script driving nbclient, the one notebook in the kernel's folder."""
+        named = runner_notebook(self.runner)
+        if named is None and self.runner is None and self.headless():
+            return lone_notebook(Path.cwd())
+        return named
+
     @property
     def path(self) -> StoreLocation:
-        return session_file(self.user_ns, override=self.db_override, runner=self.runner)
+        return session_file(self.user_ns, override=self.db_override, runner=self.runner_path())
 
     @property
     def shown_path(self) -> str:
         """Where the sessions live, as printed: a URL never shows its password."""
         return self.path.shown
+
+    def place_cassette(self, model: object) -> None:
+        """A ``record:``/``replay:`` model's cassette: ``<notebook>.nbagent-cassette.json`` beside the
+        notebook (in the working directory when the notebook is not known), unless already chosen."""
+        from nbagent.models.cassette import RecordingModel, cassette_beside
+
+        if (
+            isinstance(model, RecordingModel)
+            and model.cassette is None
+            and not os.environ.get("NBAGENT_CASSETTE")
+        ):
+            notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner_path())
+            model.cassette = cassette_beside(notebook, Path.cwd())
 
     def wait(
         self,
@@ -166,7 +223,10 @@ class KernelSession:
     def knows_notebook(self) -> bool:
         """Whether the file was chosen for this notebook (or by the user), not the shared fallback."""
         explicit = self.db_override or os.environ.get("NBAGENT_DB")
-        return bool(explicit) or notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner) is not None
+        return (
+            bool(explicit)
+            or notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner_path()) is not None
+        )
 
     def ensure(self, *, create: bool = True) -> Agent | None:
         """The open agent; else the file's most recent session, resumed; else (``create``) a new one.
@@ -175,23 +235,25 @@ class KernelSession:
         session gives ``None``, and so does a latest session in use by another kernel (said in one line
         with the ways out). A writing caller gets that line as a ``UsageError`` instead of a silent fork.
         A kernel that does not know its notebook (the shared ``nbagent.sqlite`` fallback) never resumes
-        on its own: that file may hold another notebook's session.
+        on its own: that file may hold another notebook's session. A run without a front end starts a
+        fresh session, continuing only its own after a kernel restart, unless ``NBAGENT_SESSION=continue``.
         """
         agent = self.current()
         if agent is not None:
             return agent
         known = self.knows_notebook()
-        rows = self.rows() if known else []
-        if rows:
+        target = self._session_to_continue(known)
+        if target is not None:
             from nbagent.errors import SessionLockedError
 
+            rows = self.rows()
             try:
                 self.in_use_elsewhere = None
-                return self.resume(rows[0].id, rows=rows)
+                return self.resume(target.id, rows=rows)
             except SessionLockedError:
-                self.in_use_elsewhere = rows[0].id
+                self.in_use_elsewhere = target.id
                 line = (
-                    f"nbagent: the latest session {rows[0].id[:8]} in {_shown(self.path)} is in use by another "
+                    f"nbagent: the latest session {target.id[:8]} in {_shown(self.path)} is in use by another "
                     "kernel; `%agent new` starts another session here, `%agent resume ID` continues an "
                     "earlier one (see `%agent sessions`), `%agent --db PATH` uses another file"
                 )
@@ -201,8 +263,9 @@ class KernelSession:
                 return None
         if not create:
             return None
-        agent = self.new(announce=known)
-        if not known:
+        headless = self.headless()
+        agent = self.new(announce=known or headless)
+        if not known and not headless:
             print(
                 f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)}, the shared file of this "
                 f"folder (model {agent.model.name}); this kernel does not know its notebook, so it does not continue the file's earlier sessions "
@@ -210,37 +273,90 @@ class KernelSession:
             )
         return agent
 
+    def _session_to_continue(self, known: bool) -> SessionRow | None:
+        """The session ``ensure`` resumes: in a run without a front end, this run's own (after a kernel
+        restart) or, with ``NBAGENT_SESSION=continue``, the latest; behind a front end the latest of a
+        notebook's own file; ``None`` for a fresh session."""
+        mode = os.environ.get(CONTINUE_ENV, "").strip()
+        if mode not in ("", "continue"):
+            raise UsageError(
+                f"{CONTINUE_ENV}={mode!r} is not understood: set it to `continue` to continue the latest "
+                "session of a batch run, or unset it for a fresh session each run"
+            )
+        if self.headless() and mode != "continue":
+            run = run_identity()
+            return next((r for r in self.rows() if (r.metadata.get("run") or {}).get("id") == run), None)
+        rows = self.rows() if known else []
+        return rows[0] if rows else None
+
     def new(self, *, announce: bool = True) -> Agent:
-        """Close the current agent (if any) and open a fresh session in the file."""
+        """Close the current agent (if any) and open a fresh session in the file, recording how the
+        notebook is run (a run without a front end names its session after the run)."""
         from nbagent.session import open_session
 
         self.close()
         path = self.path
         if isinstance(path, SqliteLocation) and not path.path.parent.is_dir():
             raise UsageError(file_failure(path, FileNotFoundError(path.path.parent)))
-        notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner)
+        notebook = notebook_path(self.user_ns, os.environ, Path.cwd(), self.runner_path())
+        headless = self.headless()
+        how = describe_run(self.runner, headless=headless, user_ns=self.user_ns, environ=os.environ)
+        run = {"how": how, "id": run_identity()} if headless else {"how": how}
+        title = run_title(how) if headless else None
+        first = isinstance(path, SqliteLocation) and not path.path.exists()
         self.agent = self._file_call(
             path,
             lambda: self.on_agent_loop(
-                lambda: open_session(path, notebook=str(notebook) if notebook else None)
+                lambda: open_session(
+                    path,
+                    notebook=str(notebook) if notebook else None,
+                    title=title,
+                    metadata={"run": run},
+                )
             ),
         )
         for equip in list(self.on_open):
             equip(self.agent)
         if announce:
-            print(
-                f"nbagent: new session {self.agent.session_id[:8]} in {_shown(path)} (model {self.agent.model.name})"
-            )
+            line = f"nbagent: new session {self.agent.session_id[:8]} in {_shown(path)}"
+            if headless and not self.knows_notebook():
+                line += (
+                    f", the shared file of this folder, for this run of {how} (model {self.agent.model.name}); "
+                    "this kernel cannot tell which notebook it runs, so the session is not beside it "
+                    "(`%agent --db PATH` chooses the file)"
+                )
+            elif headless:
+                line += (
+                    f" for this run of {how} (model {self.agent.model.name}); earlier runs' sessions stay "
+                    f"in the file; {CONTINUE_ENV}=continue continues the latest instead"
+                )
+            else:
+                line += f" (model {self.agent.model.name})"
+            print(line)
+        if first:
+            print(GITIGNORE_HINT)
         return self.agent
 
-    def resume(self, session_id: str, *, rows: list[SessionRow] | None = None) -> Agent:
-        """Close the current agent and resume ``session_id`` (a unique prefix is enough).
+    def resume(self, session_id: str | None, *, rows: list[SessionRow] | None = None) -> Agent:
+        """Close the current agent and resume ``session_id`` (a unique prefix of 4 or more characters
+        is enough; ``None``: the latest).
 
         A session held by another process raises ``SessionLockedError`` (``ensure`` words it).
         """
         from nbagent.session import resume_session
 
         rows = self.rows() if rows is None else rows
+        if session_id is None:
+            if not rows:
+                raise UsageError(
+                    f"no session in {_shown(self.path)} to resume; %inject or %followup starts one"
+                )
+            session_id = rows[0].id
+        if len(session_id) < MIN_PREFIX and not any(r.id == session_id for r in rows):
+            raise UsageError(
+                f"session id {session_id!r} is too short: give at least {MIN_PREFIX} characters of it "
+                "(see %agent sessions)"
+            )
         matches = [r for r in rows if r.id.startswith(session_id)]
         if not matches:
             raise UsageError(f"no session {session_id!r} in {_shown(self.path)}; see %agent sessions")

@@ -1,10 +1,10 @@
 """Where a kernel's session file lives: ``<notebook stem>.nbagent.sqlite`` beside the notebook (SPEC §9.5).
 
 The notebook's path comes from the kernel's session variables (JupyterLab, Notebook 7, VS Code and
-``nbagent quickstart`` set one). ``jupyter nbconvert --execute`` and ``jupyter execute`` (nbclient)
-set none, but name the notebooks on their own command line and start the kernel in the notebook's
-folder: a kernel takes its notebook from there when that is unambiguous (:func:`runner_notebook`,
-Linux). Otherwise the kernel does not know its notebook and uses the shared
+``nbagent quickstart`` set one). ``jupyter nbconvert --execute``, ``jupyter execute`` and papermill
+set none, but name the notebook on their own command line and start the kernel in the notebook's
+folder: a kernel takes its notebook from there when that is unambiguous
+(:mod:`nbagent.notebook.runs`, Linux). Otherwise the kernel does not know its notebook and uses the shared
 ``nbagent.sqlite`` of its working directory, where it never resumes a session on its own (see
 ``KernelSession.ensure``), so two notebooks never share one session.
 """
@@ -27,7 +27,7 @@ def notebook_path(
 ) -> Path | None:
     """The notebook this kernel serves, if the kernel was told: ``__vsc_ipynb_file__`` (VS Code),
     ``__session__`` (IPython, from Jupyter's session) or ``JPY_SESSION_NAME``; else ``runner``, the
-    notebook named by the process that started the kernel (:func:`runner_notebook`).
+    notebook named by the process that started the kernel (:mod:`nbagent.notebook.runs`).
 
     Jupyter gives the path relative to the server's root, while the kernel usually runs in the
     notebook's own folder; a relative path is therefore tried against the working directory first and
@@ -51,52 +51,6 @@ def notebook_path(
         joined = cwd / path
         return joined if joined.parent.is_dir() and joined.exists() else cwd / path.name
     return runner
-
-
-RUNNERS = ("jupyter-nbconvert", "nbconvert", "jupyter-execute")
-"""Programs that start a kernel for the notebooks named on their command line (``jupyter nbconvert
---execute``, ``jupyter execute``: nbclient)."""
-
-
-def runner_notebook(
-    proc: Path = Path("/proc"), parent: int | None = None, cwd: Path | None = None
-) -> Path | None:
-    """The notebook this kernel runs for, read from the command line of the process that started it
-    when that is ``jupyter nbconvert`` or ``jupyter execute``: its one notebook, or, of several, the
-    one in this kernel's working directory (nbclient starts the kernel in the notebook's folder) when
-    that is the only one there; ``None`` otherwise (several in one folder, another program, no ``/proc``).
-    """
-    pid = os.getppid() if parent is None else parent
-    try:
-        argv = (proc / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        where = Path(os.readlink(proc / str(pid) / "cwd"))
-    except OSError:
-        return None
-    if not any(Path(a).name in RUNNERS for a in argv if a):  # `jupyter-nbconvert …`, `-m nbconvert …`
-        return None
-    candidates = [_absolute(where, a) for a in _notebook_arguments(argv, where)]
-    if len(candidates) == 1:
-        return candidates[0]
-    here = (Path.cwd() if cwd is None else cwd).resolve()
-    in_this_folder = [c for c in candidates if c.parent.resolve() == here]
-    return in_this_folder[0] if len(in_this_folder) == 1 else None
-
-
-def _notebook_arguments(argv: list[str], where: Path) -> list[str]:
-    """The arguments naming notebooks: ``x.ipynb``, or ``x`` when ``x.ipynb`` exists (``jupyter
-    execute`` adds the suffix itself)."""
-    named = [a for a in argv if a.endswith(".ipynb")]
-    bare = [
-        a
-        for a in argv[1:]
-        if a and not a.startswith("-") and "." not in Path(a).name and _absolute(where, a + ".ipynb").exists()
-    ]
-    return named + [a + ".ipynb" for a in bare]
-
-
-def _absolute(where: Path, argument: str) -> Path:
-    path = Path(argument).expanduser()
-    return path if path.is_absolute() else where / path
 
 
 def session_file(

@@ -37,6 +37,7 @@ from nbagent.notebook.injection import (
 from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
 from nbagent.notebook.proposals import ProposalActions, offer_next_input
+from nbagent.notebook.runs import how_run
 from nbagent.views.text import plural
 
 KEEP_PROPOSING = 64
@@ -69,6 +70,22 @@ def _parse(method: Callable[..., Any], options: str) -> Any:
         raise
     except SystemExit as exc:  # argparse on bad input
         raise UsageError(str(exc)) from None
+
+
+def cassette_note(model: object) -> str:
+    """For a ``record:``/``replay:`` model: which cassette it uses and what its mode does."""
+    from nbagent.models.cassette import RecordingModel
+
+    if not isinstance(model, RecordingModel) or model.cassette is None:
+        return ""
+    does = {
+        "none": "answers from it; a request not in it fails",
+        "once": "records while it is missing, then answers from it",
+        "new_episodes": "answers what it holds and records the rest",
+        "all": "asks the model every time and records",
+        "rewrite": "starts it afresh and records every answer",
+    }[model.mode]
+    return f", with the cassette {model.cassette.name} (mode {model.mode}: {does})"
 
 
 @magics_class
@@ -333,7 +350,7 @@ class AgentMagics(Magics):
     def agent(self, line: str, cell: str | None = None) -> None:
         """Inspect and control the kernel's agent session.
 
-        status · new · resume ID · sessions · model M · show · cancel [--keep-inbox] · wait ·
+        status · new · resume [ID] · sessions · model M · show · cancel [--keep-inbox] · wait ·
         transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
         mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME · run ·
         context (the next request's tokens by source) · context-limit warn|block ·
@@ -380,7 +397,9 @@ class AgentMagics(Magics):
         if command not in _COMMANDS:
             raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(_COMMANDS)}")
         wants_value = command in ("resume", "model", "context-limit")
-        if wants_value and len(args.value) != 1:
+        if command == "resume" and len(args.value) > 1:
+            raise UsageError("%agent resume takes at most one argument: a session id (none: the latest)")
+        if wants_value and command != "resume" and len(args.value) != 1:
             raise UsageError(f"%agent {command} takes exactly one argument")
         if not wants_value and args.value and command not in ("approve", "deny", "tools", "approvals"):
             raise UsageError(f"%agent {command} takes no argument (got {' '.join(args.value)!r})")
@@ -395,7 +414,7 @@ class AgentMagics(Magics):
     def _agent_new(self, *, keep_inbox: bool) -> None:
         self.session.new()
 
-    def _agent_resume(self, session_id: str, *, keep_inbox: bool) -> None:
+    def _agent_resume(self, session_id: str | None = None, *, keep_inbox: bool) -> None:
         self.session.resume(session_id)
 
     def _agent_sessions(self, *, keep_inbox: bool) -> None:
@@ -409,6 +428,8 @@ class AgentMagics(Magics):
             mark = "*" if current is not None and current.session_id == row.id else " "
             title = f" · {row.title}" if row.title else ""
             title += f" · fork of {row.parent[:8]}" if row.parent else ""
+            if not row.title and row.metadata.get("run"):
+                title += f" · {how_run(row.metadata)}"
             print(
                 f"{mark} {row.id[:8]}  {plural(row.turns, 'turn'):>9}  {plural(row.events, 'event'):>11}  "
                 f"last {when(row.last_activity)}  {row.model or '?'}{title}"
@@ -430,8 +451,9 @@ class AgentMagics(Magics):
             )
         agent = self.session.ensure()
         assert agent is not None
+        self.session.place_cassette(resolved)
         agent.set_model(resolved)
-        print(f"nbagent: later turns use {agent.model.name}")
+        print(f"nbagent: later turns use {agent.model.name}{cassette_note(resolved)}")
 
     def _agent_show(self, *, keep_inbox: bool) -> None:
         try:

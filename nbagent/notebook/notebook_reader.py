@@ -125,9 +125,10 @@ def _missing(why: str) -> ToolResult:
 
 def notebook_of(shell: Any) -> Path | None:
     """The notebook ``shell``'s kernel serves, found as the session file's place is (SPEC §9.5)."""
-    from nbagent.notebook.location import notebook_path, runner_notebook
+    from nbagent.notebook.location import notebook_path
+    from nbagent.notebook.runs import find_runner, runner_notebook
 
-    return notebook_path(shell.user_ns, os.environ, Path.cwd(), runner_notebook())
+    return notebook_path(shell.user_ns, os.environ, Path.cwd(), runner_notebook(find_runner()))
 
 
 def read_notebook_tool(

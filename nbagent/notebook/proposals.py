@@ -21,6 +21,7 @@ from nbagent.core.messages import UserMessage
 from nbagent.core.tools import Tool, ToolResult
 from nbagent.core.tools import tool as make_tool
 from nbagent.views.proposals import PROPOSE_CELL, next_proposal_id
+from nbagent.views.text import plural
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
@@ -76,7 +77,7 @@ def propose_cell_tool(front_end: FrontEndInserts | None = None) -> Tool:
             await asyncio.to_thread(front_end.learn)
         named = f"cell {pid}" if pid else "a cell"
         return ToolResult(
-            f"Proposed {named} to the user ({len(code.splitlines()) or 1} lines); it is shown under this "
+            f"Proposed {named} to the user ({plural(len(code.splitlines()) or 1, 'line')}); it is shown under this "
             "turn with Insert below, Insert and run and Copy. Nothing has run: the user decides. If they "
             f"insert it, a notebook note naming proposal {pid or 'this proposal'} reaches you at your next step."
         )

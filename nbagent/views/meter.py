@@ -148,6 +148,8 @@ class UsageTally:
     cached_input_tokens: int = 0
     last: RequestEstimate | None = None
     per_model: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    offline: bool = False
+    """Some answer came from an offline model (echo), which reports no usage and costs nothing."""
 
     def add_estimate(self, ev: RequestEstimate) -> None:
         self.requests += 1
@@ -156,9 +158,12 @@ class UsageTally:
 
     def add_answer(self, ev: AssistantMessageEvent) -> None:
         usage = ev.usage
-        if not usage:
-            return
         source = ev.message.source
+        if not usage:
+            from nbagent.usage import NOT_PRICED
+
+            self.offline = self.offline or str(source.get("provider") or "") in NOT_PRICED - {""}
+            return
         key = (str(source.get("provider") or ""), str(source.get("model") or ""))
         counts = self.per_model.setdefault(
             key, {"input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0}
@@ -204,10 +209,13 @@ class UsageTally:
             "cached_input_tokens": self.cached_input_tokens,
             "cost": None if amount is None else str(amount),
             "estimated_tokens": self.estimated,
-            "cost_text": text if self.per_model else "unknown",
+            "cost_text": text if self.per_model else self._no_usage_cost(),
             "last_request": None if last is None else {**estimate_fields(last)["tokens"]},
-            "text": self.line(text if self.per_model else "unknown"),
+            "text": self.line(text if self.per_model else self._no_usage_cost()),
         }
+
+    def _no_usage_cost(self) -> str:
+        return "none" if self.offline else "unknown"
 
     def line(self, cost: str) -> str:
         """``2 requests · ≈446 tokens sent · 400 in (128 cached) · 12 out as reported · cost $0.0012 · …``"""
@@ -215,6 +223,8 @@ class UsageTally:
         reported = (
             f"{self.input_tokens:,} in{cached} · {self.output_tokens:,} out as reported"
             if self.per_model
+            else "no usage (offline model)"
+            if self.offline
             else "no usage reported"
         )
         last = self.last

@@ -293,7 +293,7 @@ class Timeline:
             fields.update(interrupted=True, outcome="interrupted")
         if ev.usage is not None:
             fields["usage"] = thaw(ev.usage)
-            self.usage.add_answer(ev)
+        self.usage.add_answer(ev)  # an answer without usage still tells of an offline model
         self._set(node_id, **fields)
 
     def _estimate(self, ev: RequestEstimate) -> None:
