@@ -126,6 +126,30 @@ class Injection:
     as_text: str | None = None
 
 
+def _last_error(text: str, last_error: LastError | None) -> Injection:
+    """``%inject --last-error``: the error a cell raised or showed last (no expression with it)."""
+    from nbagent import context
+
+    if text.strip():
+        raise UsageError("--last-error takes no expression or text")
+    if last_error is None:
+        raise UsageError(
+            "no error to inject: no cell has raised or shown one since `%load_ext nbagent`; inside "
+            "`except:` --last-error takes the error being handled"
+        )
+    return Injection(context.error(last_error.ename, last_error.evalue, last_error.traceback))
+
+
+def _unknown_name(name: str, line: str, user_names: Callable[[], Iterable[str]]) -> UsageError:
+    """A lone name the kernel does not know, with close ones among the user's own variables."""
+    close = difflib.get_close_matches(name, sorted(set(user_names())), n=3)
+    hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
+    return UsageError(
+        f"`{name}` is not defined in this kernel; {hint}"
+        f"to send it as text use `%inject --label LABEL {line}` or a %%inject cell"
+    )
+
+
 def build_injection(
     text: str,
     options: InjectOptions,
@@ -147,14 +171,7 @@ def build_injection(
     from nbagent import context
 
     if options.last_error:
-        if text.strip():
-            raise UsageError("--last-error takes no expression or text")
-        if last_error is None:
-            raise UsageError(
-                "no error to inject: no cell has raised or shown one since `%load_ext nbagent`; inside "
-                "`except:` --last-error takes the error being handled"
-            )
-        return Injection(context.error(last_error.ename, last_error.evalue, last_error.traceback))
+        return _last_error(text, last_error)
     if not text.strip():
         raise UsageError("nothing to inject: give an expression, some text, or --last-error")
     line = text.strip()
@@ -168,13 +185,7 @@ def build_injection(
             "finish it, or send it as text with --label LABEL or in a %%inject cell"
         )
     if reading.kind == "unknown-name":
-        (name,) = reading.unknown
-        close = difflib.get_close_matches(name, sorted(set(user_names())), n=3)
-        hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
-        raise UsageError(
-            f"`{name}` is not defined in this kernel; {hint}"
-            f"to send it as text use `%inject --label LABEL {line}` or a %%inject cell"
-        )
+        raise _unknown_name(reading.unknown[0], line, user_names)
     if reading.kind == "text":
         if options.rows is not None or options.schema_only:
             raise UsageError("--rows and --schema-only apply to DataFrames, not to text")
