@@ -61,12 +61,35 @@ _SECRET_PART = re.compile(
 )
 
 
+_ABBREVIATED = frozenset({"pwd", "pw", "pass"})
+"""Secret words that, alone, usually mean something else: ``PWD`` is the shell's working directory
+(POSIX), ``pass`` a verb. They count only beside another word (``MYSQL_PWD``, ``db_pass``)."""
+
+_NOT_THE_SECRET = frozenset(
+    {
+        *("file", "files", "path", "paths", "dir", "directory", "home", "location", "store", "socket"),
+        *("sock", "url", "uri", "endpoint", "host", "port", "name", "names", "id", "ids", "type"),
+        *("kind", "length", "len", "size", "count", "limit", "timeout", "ttl", "expiry", "expires"),
+        *("env", "var", "options", "opts", "scope", "scopes", "header", "prefix", "format", "mode"),
+    }
+)
+"""Last words that make a secret word describe something about the secret, not hold it:
+``SSL_KEY_FILE``, ``PASSWORD_STORE_DIR``, ``TOKEN_URL``, ``AWS_ACCESS_KEY_ID``, ``api_key_env``."""
+
+
 @lru_cache(maxsize=4096)
 def looks_secret_name(name: str) -> bool:
     """Whether a name says it holds a secret: one of its words (``snake_case``, ``camelCase`` or
     ``UPPER_CASE``) is key, token, secret, password, passwd, credential… (``api_key``,
-    ``dbPassword``, ``OPENAI_API_KEY``; not ``keyboard``, ``monkey`` or ``tokens``)."""
-    return any(_SECRET_PART.fullmatch(part.lower()) for part in _NAME_PARTS.findall(name))
+    ``dbPassword``, ``OPENAI_API_KEY``; not ``keyboard``, ``monkey`` or ``tokens``). Not a secret:
+    ``PWD`` alone (the working directory), nor a name ending in a word such as ``file``, ``path``,
+    ``dir``, ``url`` or ``id`` (``SSL_KEY_FILE``, ``AWS_ACCESS_KEY_ID``): they say where or which."""
+    words = [part.lower() for part in _NAME_PARTS.findall(name)]
+    if not words or (len(words) > 1 and words[-1] in _NOT_THE_SECRET):
+        return False
+    return any(
+        _SECRET_PART.fullmatch(word) and (len(words) > 1 or word not in _ABBREVIATED) for word in words
+    )
 
 
 def configured_secrets() -> list[str]:
