@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+from nbagent.redaction_known import from_base64, known_removed
+
 REDACTED = "[redacted]"
 """What a secret in a failure text becomes."""
 
@@ -25,6 +27,7 @@ _SHAPES = re.compile(
         (
             r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",  # OpenAI, Anthropic, DeepSeek…
             r"(?P<bearer>(?i:\bbearer\s+))[A-Za-z0-9\-._~+/]{12,}=*",  # an Authorization header's
+            r"(?P<basic>(?i:\bbasic\s+))(?P<userinfo>[A-Za-z0-9+/]{8,}={0,2})",  # base64(user:password)
             r"\bgh[oprsu]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}",  # GitHub
             r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
             r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",  # Slack
@@ -37,25 +40,27 @@ _SHAPES = re.compile(
     )
 )
 
-_URL_PASSWORD = re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)(?=@)")
-"""``scheme://user:password@host``: the password goes, the user stays."""
+_URL_PASSWORD = re.compile(r"(?<=://)([^/\s:@]+):([^\s]+?)(?=@[^/\s@]*(?:[/?#\s\"'<>]|$))")
+"""``scheme://user:password@host``: the password goes, the user stays. The password runs to the last
+``@`` before the host (a password with an unescaped ``@`` goes whole)."""
 
 _ASSIGNED = re.compile(
     r"(?P<name>\b[A-Za-z_][A-Za-z0-9_\-]*)(?P<sep>\s*=\s*|[\"']\s*:\s*)"
-    r"(?:\"(?P<dq>[^\"\n]+)\"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s\"',;&)}\]]{4,}))"
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)+)\"?|'(?P<sq>(?:[^'\\\n]|\\.)+)'?|(?P<bare>[^\s\"',;&()={}\[\]]{4,}))"
 )
-"""``name=value`` and ``"name": "value"`` pairs (a quoted value up to its closing quote); the value
-goes when the name looks like a secret's."""
+"""``name=value`` and ``"name": "value"`` pairs (a quoted value up to its closing quote, or to the end
+of the line when a preview cut it off); the value goes when the name looks like a secret's."""
 
 _TRIGGERS = re.compile(
-    r"sk-|bearer|gh[oprsu]_|github_pat_|glpat-|xox|AKIA|ASIA|AIza|_[A-Za-z0-9]{20}|eyJ|PRIVATE KEY|://|[=:]",
+    r"sk-|bearer|basic|gh[oprsu]_|github_pat_|glpat-|xox|AKIA|ASIA|AIza|_[A-Za-z0-9]{20}|eyJ|PRIVATE KEY|://|[=:]",
     re.IGNORECASE,
 )
 """What any of the patterns above needs: text without it holds no secret they would find."""
 
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SECRET_PART = re.compile(
-    r"[a-z]*(?:password|passwords|passwd|secret|secrets|credential|credentials|apikey|passphrase)"
+    r"[a-z]*(?:password|passwords|passwd|secret|secrets|credential|credentials|apikey|passphrase"
+    r"|authorization)"
     r"|(?:api|access|private|auth|session|refresh|bearer|client|app|master|signing|encryption|db)?"
     r"(?:key|token|pwd|pw|pass|cookie|cookies)"
 )
@@ -111,16 +116,34 @@ def scrub(
     """``text`` with every secret replaced by ``marker``: the ``known`` values (a model's API key),
     the configured ones (:func:`configured_secrets`, unless ``environment`` is false because the
     caller passes them in ``known``), token shapes, URL passwords and the values of ``name=value``
-    pairs whose name looks like a secret's."""
+    pairs whose name looks like a secret's.
+
+    A known value goes also in part (any run of ``redaction_known.FRAGMENT`` or more of its characters: an error
+    body that echoes a key's first 20), written as ``\\uXXXX`` escapes, or inside base64 text
+    (``base64(user:key)``)."""
     configured = configured_secrets() if environment else ()
-    values = {v for v in (*known, *configured) if v and len(v) >= MIN_KNOWN and v in text}
-    if not values and _TRIGGERS.search(text) is None:
+    values = sorted({v for v in (*known, *configured) if v and len(v) >= MIN_KNOWN}, key=len, reverse=True)
+    if values:
+        text = known_removed(text, values, marker)
+    if _TRIGGERS.search(text) is None:
         return text
-    for value in sorted(values, key=len, reverse=True):
-        text = text.replace(value, marker)
-    text = _SHAPES.sub(lambda m: (m["bearer"] or "") + marker, text)
+    text = _SHAPES.sub(_hide_shape(marker), text)
     text = _URL_PASSWORD.sub(lambda m: f"{m[1]}:{marker}", text)
     return _ASSIGNED.sub(_hide_assigned(marker), text)
+
+
+def _hide_shape(marker: str) -> Callable[[re.Match[str]], str]:
+    def hide(match: re.Match[str]) -> str:
+        if match["basic"] is not None and not _is_userinfo(match["userinfo"]):
+            return match[0]  # "Basic authentication": a word, not base64(user:password)
+        return (match["bearer"] or match["basic"] or "") + marker
+
+    return hide
+
+
+def _is_userinfo(text: str) -> bool:
+    decoded = from_base64(text)
+    return decoded is not None and ":" in decoded
 
 
 def _hide_assigned(marker: str) -> Callable[[re.Match[str]], str]:

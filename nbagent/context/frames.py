@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 from nbagent.context._collect import collect
+from nbagent.context._masking import masked
 from nbagent.context._native import native_kind
 from nbagent.context._render import MIN_BUDGET_TOKENS, Fitted, Meta, render, render_fitted
 from nbagent.context._text import estimate_tokens, printable
@@ -36,6 +37,8 @@ def dataframe(
     whole_rows: int = WHOLE_ROWS,
     cell: Mapping[str, Any] | None = None,
     captured_at: datetime | None = None,
+    hidden_columns: Callable[[str], bool] | None = None,
+    hidden_mark: str = "<hidden>",
 ) -> UserMessage:
     """Summarize a pandas or polars DataFrame (or Series, or a polars LazyFrame's schema) as a
     ``dataframe`` snapshot message (SPEC §9.3).
@@ -51,17 +54,22 @@ def dataframe(
     every row and column without statistics (``source["form"]`` is ``"table"``), when that fits the
     budget; otherwise it is summarized like any frame. When the head was cut to fit,
     ``source["head_rows"]`` is ``[asked, shown]``.
+
+    The values of the columns whose names ``hidden_columns`` picks (a ``password`` column) are shown
+    as ``hidden_mark`` (head cells, samples, top values, figures); their names, types and counts stay.
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
         raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
     if rows < 0:
         raise ValueError(f"rows={rows} must be zero (no head rows) or more")
     meta = Meta(name=name, captured_at=captured_at or datetime.now(timezone.utc), cell=cell)
-    facts = collect(df, rows=rows, schema_only=schema_only, whole_rows=whole_rows)
+    facts = masked(
+        collect(df, rows=rows, schema_only=schema_only, whole_rows=whole_rows), hidden_columns, hidden_mark
+    )
     if facts.whole:
         text = render(facts, meta, [])
         if estimate_tokens(text) > budget_tokens:
-            facts = collect(df, rows=rows, schema_only=schema_only)
+            facts = masked(collect(df, rows=rows, schema_only=schema_only), hidden_columns, hidden_mark)
     fitted = render_fitted(facts, meta, budget_tokens) if not facts.whole else Fitted(text, [])
     text, truncated = fitted.text, fitted.dropped
     source: dict[str, Any] = {
