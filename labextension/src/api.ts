@@ -93,9 +93,24 @@ export async function fetchTranscript(
   format: 'md' | 'html' = 'md'
 ): Promise<{ name: string; text: string }> {
   const response = await get(`${encodeURIComponent(id)}/transcript`, { file, format });
-  const disposition = response.headers.get('Content-Disposition') ?? '';
-  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `transcript.${format}`;
+  const name = attachmentName(response.headers.get('Content-Disposition') ?? '') ?? `transcript.${format}`;
   return { name, text: await response.text() };
+}
+
+/**
+ * The file name a `Content-Disposition` header gives (RFC 6266): its UTF-8 `filename*`, else its
+ * ASCII `filename`, else null.
+ */
+export function attachmentName(disposition: string): string | null {
+  const extended = /;\s*filename\*=UTF-8''([^;\s]+)/i.exec(disposition)?.[1];
+  if (extended !== undefined) {
+    try {
+      return decodeURIComponent(extended);
+    } catch {
+      // a malformed escape: fall back to the plain name
+    }
+  }
+  return /;\s*filename="([^"]+)"/.exec(disposition)?.[1] ?? null;
 }
 
 /** Save `text` as a download named `name` in the browser. */

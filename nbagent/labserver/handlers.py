@@ -30,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import orjson
 from jupyter_server.auth.decorator import authorized
@@ -37,6 +38,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import ensure_async
 from tornado import web
 
+from nbagent.core.record import EventParseError
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.diffs import diff_answer
 from nbagent.labserver.export import FORMATS, transcript
@@ -138,7 +140,7 @@ class _Base(APIHandler):
             return await loop.run_in_executor(self.settings["nbagent_executor"], lambda: fn(*args, **kwargs))
         except SessionNotFoundError as exc:
             raise web.HTTPError(404, self._relative(str(exc))) from None
-        except ReadLimitError as exc:
+        except (ReadLimitError, EventParseError) as exc:
             raise web.HTTPError(422, self._relative(str(exc))) from None
         except NbagentError as exc:
             message = f"{exc} (not readable as an nbagent session file)"
@@ -285,9 +287,17 @@ class TranscriptHandler(_Base):
         stem = target.real.name.removesuffix(".sqlite").removesuffix(".nbagent") or "session"
         name = f"{stem}-{session_id[:8]}.{fmt}"
         mime = "text/markdown" if fmt == "md" else "text/html"
-        self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+        self.set_header("Content-Disposition", content_disposition(name))
         self.set_header("X-Content-Type-Options", "nosniff")
         self.finish(text, set_content_type=f"{mime}; charset=utf-8")
+
+
+def content_disposition(name: str) -> str:
+    """``attachment`` with ``name`` as RFC 6266 gives it: ``filename*`` carries the name in UTF-8,
+    percent-encoded (``分析``, a ``"`` or a ``;`` inject nothing), and ``filename`` an ASCII fallback
+    for old clients with every other character as ``_``."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\%;' else "_" for c in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 TRANSCRIPT_EVENTS = 100_000

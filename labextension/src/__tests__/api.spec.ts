@@ -5,7 +5,7 @@
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import { ago, apiUrl, fetchTimeline, get } from '../api';
+import { ago, apiUrl, attachmentName, fetchTimeline, get } from '../api';
 
 const BASE = 'http://127.0.0.1:8888/lab-base/';
 
@@ -112,5 +112,19 @@ describe('ago', () => {
   it('gives a date past a day', () => {
     const time = now - 3 * 86_400_000;
     expect(ago(time, now)).toBe(new Date(time).toLocaleDateString());
+  });
+});
+
+describe('attachmentName', () => {
+  it("reads the UTF-8 filename* before the ASCII fallback, which can hold no injected parameter", () => {
+    expect(attachmentName(`attachment; filename="__-ab12.md"; filename*=UTF-8''%E5%88%86%E6%9E%90-ab12.md`)).toBe(
+      '分析-ab12.md'
+    );
+    expect(
+      attachmentName(`attachment; filename="a__ x_-1.md"; filename*=UTF-8''a%22%3B%20x%3D%22-1.md`)
+    ).toBe('a"; x="-1.md');
+    expect(attachmentName('attachment; filename="plain.md"')).toBe('plain.md');
+    expect(attachmentName(`attachment; filename="fallback.md"; filename*=UTF-8''%E5%88`)).toBe('fallback.md');
+    expect(attachmentName('')).toBeNull();
   });
 });
