@@ -5,7 +5,7 @@
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import { ago, apiUrl, attachmentName, fetchTimeline, get } from '../api';
+import { ago, apiUrl, attachmentName, fetchTimeline, get, listingPages, nextOffset } from '../api';
 
 const BASE = 'http://127.0.0.1:8888/lab-base/';
 
@@ -126,5 +126,41 @@ describe('attachmentName', () => {
     expect(attachmentName('attachment; filename="plain.md"')).toBe('plain.md');
     expect(attachmentName(`attachment; filename="fallback.md"; filename*=UTF-8''%E5%88`)).toBe('fallback.md');
     expect(attachmentName('')).toBeNull();
+  });
+});
+
+describe('listingPages', () => {
+  it('follows the Link rel="next" pages and keeps a session listed twice once', async () => {
+    const urls: string[] = [];
+    const pages: Record<string, [unknown[], string | null]> = {
+      '0': [[{ file: 'a.nbagent.sqlite', id: 's1' }, { file: 'a.nbagent.sqlite', id: 's2' }], '2'],
+      '2': [[{ file: 'a.nbagent.sqlite', id: 's2' }, { file: 'b.nbagent.sqlite', error: 'empty' }], null]
+    };
+    const fetch = async (request: RequestInfo): Promise<Response> => {
+      const url = asked(request);
+      urls.push(url);
+      const offset = new URL(url).searchParams.get('offset') ?? '0';
+      const [rows, next] = pages[offset];
+      const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+      if (next !== null) {
+        headers.Link = `</lab-base/nbagent/api/sessions?path=d&offset=${next}&limit=2>; rel="next"`;
+      }
+      return new Response(JSON.stringify(rows), { status: 200, headers });
+    };
+    const settings = ServerConnection.makeSettings({ baseUrl: BASE, fetch, Request, Headers });
+    const rows = await listingPages({ path: 'd' }, settings);
+    expect(rows).toEqual([
+      { file: 'a.nbagent.sqlite', id: 's1' },
+      { file: 'a.nbagent.sqlite', id: 's2' },
+      { file: 'b.nbagent.sqlite', error: 'empty' }
+    ]);
+    expect(urls).toEqual([`${BASE}nbagent/api/sessions?path=d`, `${BASE}nbagent/api/sessions?path=d&offset=2`]);
+  });
+
+  it('reads the next offset from a Link header, and null without one', () => {
+    expect(nextOffset('</x/nbagent/api/sessions?path=&offset=200&limit=200>; rel="next"')).toBe(200);
+    expect(nextOffset(null)).toBeNull();
+    expect(nextOffset('</x?offset=abc>; rel="next"')).toBeNull();
+    expect(nextOffset('</x?offset=5>; rel="prev"')).toBeNull();
   });
 });
