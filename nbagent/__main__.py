@@ -229,9 +229,13 @@ def _prog() -> str:
 
 def _location(text: str) -> StoreLocation:
     """A store named on the command line, parsed once (a path, or a ``postgresql://`` URL)."""
+    from nbagent.errors import NbagentError
     from nbagent.store.location import parse_location
 
-    return parse_location(text)
+    try:
+        return parse_location(text)
+    except NbagentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def transcript_command(file: StoreLocation, session: str | None, fmt: str) -> int:

@@ -21,6 +21,7 @@ FLOORS: dict[str, int] = {
     "nbagent.errors": 1,
     "nbagent.units": 1,
     "nbagent.redaction": 1,
+    "nbagent.redaction_known": 1,
     "nbagent.models": 2,
     "nbagent.core": 3,
     "nbagent.mcp": 3,

@@ -204,7 +204,7 @@ class Kernel:
         self.version = self.run(version, store_history=False).strip()  # leaves In [1] to the test
 
     def run(
-        self, code: str, timeout: float = 30, *, store_history: bool = True, answers: list[str] | None = None
+        self, code: str, timeout: float = 120, *, store_history: bool = True, answers: list[str] | None = None
     ) -> str:
         """Execute ``code``; return its stream, display and error text (display updates included).
         ``answers`` are typed, in order, to the kernel's ``input()`` prompts (which are collected
@@ -269,7 +269,7 @@ class Kernel:
                     break
                 result.replies.append(Received(time.monotonic(), reply))
 
-    def wait_for_stream(self, msg_id: str, text: str, timeout: float = 30) -> None:
+    def wait_for_stream(self, msg_id: str, text: str, timeout: float = 120) -> None:
         """Read IOPub until request ``msg_id`` has printed ``text``."""
         deadline = time.monotonic() + timeout
         seen = ""
@@ -278,7 +278,7 @@ class Kernel:
             if msg["msg_type"] == "stream" and msg["parent_header"].get("msg_id") == msg_id:
                 seen += msg["content"]["text"]
 
-    def wait_idle(self, msg_id: str, timeout: float = 30) -> None:
+    def wait_idle(self, msg_id: str, timeout: float = 120) -> None:
         """Read IOPub until the kernel reports idle for request ``msg_id``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -309,7 +309,7 @@ class Kernel:
         self.close()
 
 
-def wait_for_events(db: Path, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
+def wait_for_events(db: Path, event_type: str, count: int = 1, timeout: float = 120) -> list[Event]:
     """Poll the session file ``db``, as another reader would, until it holds ``count`` events of
     ``event_type``; return them all (a deadline, not a sleep, bounds the wait)."""
     deadline = time.monotonic() + timeout
@@ -338,6 +338,6 @@ def work_db(k: Kernel) -> Path:
     return k.cwd / "work.nbagent.sqlite"
 
 
-def wait_for(k: Kernel, event_type: str, count: int = 1, timeout: float = 30) -> list[Event]:
+def wait_for(k: Kernel, event_type: str, count: int = 1, timeout: float = 120) -> list[Event]:
     """:func:`wait_for_events` on ``k``'s session file."""
     return wait_for_events(work_db(k), event_type, count, timeout)

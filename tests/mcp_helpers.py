@@ -40,7 +40,7 @@ def pids_with(tag: str) -> list[int]:
     return found
 
 
-def wait_until(predicate: Any, timeout: float = 30.0, what: str = "the condition") -> None:
+def wait_until(predicate: Any, timeout: float = 120.0, what: str = "the condition") -> None:
     """Poll ``predicate`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not predicate():

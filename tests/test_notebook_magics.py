@@ -297,7 +297,7 @@ def test_a_steer_cell_during_a_running_turn_lands_in_that_turns_next_step(tmp_pa
         agent = m.session.ensure()
         agent.set_model(model)
         sh.run_cell("%followup start the analysis")
-        assert requested.wait(10)
+        assert requested.wait(120)
         assert sh.run_cell("%%steer\nuse the 2024 data\nand skip nulls\n").success
         steer_view = m.session.views[-1]
         assert agent.inbox.next_step[0].plain_text == "use the 2024 data\nand skip nulls"

@@ -372,18 +372,18 @@ def test_connection_refused_is_a_transport_failure():
 
 
 def test_no_response_within_the_timeout_is_a_timeout_failure(server):
-    server.reply(Stall(seconds=5))
+    server.reply(Stall(seconds=300))
     started = time.monotonic()
     [finish] = ask(model_for(server, timeout=0.3), hello())
     assert finish.kind == "error" and finish.failure.code == "TIMEOUT"
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 120  # given up at its timeout, not after the 300 s stall
 
 
 # -- cancellation --------------------------------------------------------------------------
 
 
 async def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(server):
-    server.reply(Stream(oa_text_stream("a", "b", "c"), stall_after=3))
+    server.reply(Stream(oa_text_stream("a", "b", "c"), stall_after=3, stall_seconds=300))
     seen: list = []
 
     task = await consume_until_stalled(server, model_for(server), hello(), Signal(), seen, expect=2)
@@ -393,37 +393,35 @@ async def test_cancelling_the_consuming_task_closes_the_http_stream_promptly(ser
         await task
     closed_at = wait_for_hangup(server)
     assert closed_at is not None, "the server never saw the connection close"
-    assert closed_at - cancelled_at < 5  # prompt: the stalled stream would hold for minutes
+    assert closed_at - cancelled_at < 120  # prompt: the stalled stream would hold for 300 s
     assert seen == [TextDelta("a"), TextDelta("b")]
 
 
 async def test_setting_the_signal_ends_a_stalled_stream_without_finish_and_closes_it(server):
-    server.reply(Stream(oa_text_stream("a", "b"), stall_after=2))
+    server.reply(Stream(oa_text_stream("a", "b"), stall_after=2, stall_seconds=300))
     seen: list = []
     signal = Signal()
 
     task = await consume_until_stalled(server, model_for(server), hello(), signal, seen, expect=1)
     cancelled_at = time.monotonic()
     signal.cancel()
-    await asyncio.wait_for(task, 2)
-    cancelled_at, returned_at = cancelled_at, time.monotonic()
-    assert returned_at - cancelled_at < 0.5
+    await asyncio.wait_for(task, 120)  # the stream would hold for 300 s
     assert seen == [TextDelta("a")]
     closed_at = wait_for_hangup(server)
     assert (
-        closed_at is not None and closed_at - cancelled_at < 5
+        closed_at is not None and closed_at - cancelled_at < 120
     )  # prompt: the stalled stream would hold for minutes
 
 
 async def test_signal_cancelled_while_waiting_for_headers_returns_promptly(server):
-    server.reply(Stall(seconds=10))
+    server.reply(Stall(seconds=300))
     signal = Signal()
 
     task = asyncio.ensure_future(collect(model_for(server), hello(), signal))
     while not server.stalled.is_set():
         await asyncio.sleep(0.005)
     signal.cancel()
-    assert await asyncio.wait_for(task, 2) == []
+    assert await asyncio.wait_for(task, 120) == []  # the stall would hold for 300 s
 
 
 # -- model strings -------------------------------------------------------------------------

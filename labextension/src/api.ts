@@ -66,14 +66,47 @@ export async function get(
   return response;
 }
 
+/** Pages of a listing one call follows at most (200 sessions each: 10,000 sessions). */
+export const MAX_LISTING_PAGES = 50;
+
+/**
+ * Every page of a session listing: the server answers one page at a time and names the next in
+ * its `Link: <…>; rel="next"` header. A session listed twice (the folder changed between pages)
+ * is kept once.
+ */
+export async function listingPages(params: Params, settings?: ServerConnection.ISettings): Promise<Listing> {
+  const rows: Listing = [];
+  const seen = new Set<string>();
+  let offset: number | null = 0;
+  for (let page = 0; offset !== null && page < MAX_LISTING_PAGES; page++) {
+    const response: Response = await get('', offset ? { ...params, offset } : params, settings);
+    for (const row of (await response.json()) as Listing) {
+      const key = `${row.file}\u0000${'id' in row ? row.id : ''}`;
+      if (!seen.has(key)) {
+        seen.add(key);
+        rows.push(row);
+      }
+    }
+    offset = nextOffset(response.headers.get('Link'));
+  }
+  return rows;
+}
+
+/** The `offset` of the page a `Link` header names as `rel="next"`, or null when there is none. */
+export function nextOffset(link: string | null): number | null {
+  const next = /<([^>]*)>\s*;\s*rel="?next"?/.exec(link ?? '')?.[1];
+  const offset = next === undefined ? null : new URL(next, 'http://x/').searchParams.get('offset');
+  return offset === null || !/^\d+$/.test(offset) ? null : Number(offset);
+}
+
 /** The sessions of the session files in `folder` (relative to the server root). */
 export async function listSessions(folder: string): Promise<Listing> {
-  return (await get('', { path: folder })).json();
+  return listingPages({ path: folder });
 }
 
 /** The sessions of one session file (its rows as the folder listing shows them). */
 export async function fileSessions(file: string): Promise<Listing> {
-  return (await get('', { file })).json();
+  return listingPages({ file });
 }
 
 /** The timeline bundle of a session, or `null` when `known` (a bundle's seq) is still current. */
@@ -93,9 +126,24 @@ export async function fetchTranscript(
   format: 'md' | 'html' = 'md'
 ): Promise<{ name: string; text: string }> {
   const response = await get(`${encodeURIComponent(id)}/transcript`, { file, format });
-  const disposition = response.headers.get('Content-Disposition') ?? '';
-  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `transcript.${format}`;
+  const name = attachmentName(response.headers.get('Content-Disposition') ?? '') ?? `transcript.${format}`;
   return { name, text: await response.text() };
+}
+
+/**
+ * The file name a `Content-Disposition` header gives (RFC 6266): its UTF-8 `filename*`, else its
+ * ASCII `filename`, else null.
+ */
+export function attachmentName(disposition: string): string | null {
+  const extended = /;\s*filename\*=UTF-8''([^;\s]+)/i.exec(disposition)?.[1];
+  if (extended !== undefined) {
+    try {
+      return decodeURIComponent(extended);
+    } catch {
+      // a malformed escape: fall back to the plain name
+    }
+  }
+  return /;\s*filename="([^"]+)"/.exec(disposition)?.[1] ?? null;
 }
 
 /** Save `text` as a download named `name` in the browser. */

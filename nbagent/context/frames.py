@@ -3,12 +3,13 @@ snapshot message; a lazy one described without running it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 from nbagent.context import _lazy
 from nbagent.context._collect import collect
+from nbagent.context._masking import masked
 from nbagent.context._native import is_lazy, native_kind
 from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, fit_whole, render, render_fitted
 from nbagent.context._text import estimate_tokens, printable
@@ -61,6 +62,8 @@ def dataframe(
     whole_rows: int = WHOLE_ROWS,
     cell: Mapping[str, Any] | None = None,
     captured_at: datetime | None = None,
+    hidden_columns: Callable[[str], bool] | None = None,
+    hidden_mark: str = "<hidden>",
 ) -> UserMessage:
     """Summarize a DataFrame or Series (see ``is_dataframe``; a lazy frame by its schema and what it
     knows, without running it) as a ``dataframe`` snapshot message (SPEC §9.3).
@@ -78,13 +81,20 @@ def dataframe(
     ``source["truncated"]`` then lists ``table-columns``, ``column-names``, ``table-rows`` or ``cut``
     as needed, and ``source["table"]`` says ``{"columns": [shown, total], "rows": [shown, total], "whole_tokens":
     n}``. When the head of a summary was cut to fit, ``source["head_rows"]`` is ``[asked, shown]``.
+
+    The values of the columns whose names ``hidden_columns`` picks (a ``password`` column) are shown
+    as ``hidden_mark`` (head cells, samples, top values, figures); their names, types and counts stay.
     """
     if budget_tokens < MIN_BUDGET_TOKENS:
         raise ValueError(f"budget_tokens={budget_tokens} is too small; pass at least {MIN_BUDGET_TOKENS}")
     if rows < 0:
         raise ValueError(f"rows={rows} must be zero (no head rows) or more")
     meta = Meta(name=name, captured_at=captured_at or datetime.now(timezone.utc), cell=cell)
-    facts = collect(df, rows=rows, schema_only=schema_only, whole_rows=whole_rows, name=name)
+    facts = masked(
+        collect(df, rows=rows, schema_only=schema_only, whole_rows=whole_rows, name=name),
+        hidden_columns,
+        hidden_mark,
+    )
     table: dict[str, Any] | None = None
     if facts.whole:
         text, truncated, shown_cols, shown_rows = fit_whole(facts, meta, budget_tokens)

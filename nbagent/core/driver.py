@@ -104,6 +104,7 @@ class Driver:
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._wakes_in_flight = 0
         self._wake_lock = threading.Lock()
+        self._cancels = self._woken_at = 0  # cancel() calls so far, and when the driver last started
         self._state_lock = threading.Lock()
         self._chunk_timer: asyncio.TimerHandle | None = None
         self._last_chunk_flush = 0.0
@@ -267,6 +268,8 @@ class Driver:
         """Abort the running turn and (unless ``keep_inbox``) clear the inbox, on the calling thread."""
         if self.closed:
             return
+        with self._wake_lock:  # counted before the clear commits: a wake that finds it cleared sees it
+            self._cancels += 1
         on_loop = self.on_loop_thread()
         if not keep_inbox:
             self._drop_latch()
@@ -354,6 +357,7 @@ class Driver:
         """Reserve the driver and open its first turn (synchronously, SPEC §3.2)."""
         self._move(DriverState.RUNNING)
         self.signal = CancelSignal(self.loop)
+        self._woken_at = self._cancels
         self.set_status("running")
         ctx = contextvars.copy_context()
         ctx.run(in_driver.set, self.config.face)
@@ -362,7 +366,7 @@ class Driver:
             self.task = ctx.run(self.loop.create_task, self._drive_after_start())
             return
         self._started = True
-        turn = self.open_turn()
+        turn = self.open_turn(woken=True)
         if turn is None:
             self.converged()
             return
@@ -372,19 +376,19 @@ class Driver:
         if self._start_done is not None:
             await self._start_done.wait()
         self._started = True
-        await self.config.drive(self, self.open_turn())
+        await self.config.drive(self, self.open_turn(woken=True))
 
     def next_turn(self) -> OpenTurn | None:
         """Open the next queued turn with a fresh signal (``None`` if none opened)."""
         self.signal = CancelSignal(self.loop)
         return self.open_turn()
 
-    def open_turn(self) -> OpenTurn | None:
+    def open_turn(self, *, woken: bool = False) -> OpenTurn | None:
         """Write ``turn/start`` and the first claim (one commit); ``None`` if no turn opened.
 
-        A turn opens only with something to claim: a wake that finds no pending work (a racing
-        ``cancel()`` cleared it) opens no turn (SPEC §1, §3.2).
-        """
+        The next queued turn opens only with something to claim; a wake's turn (``woken``) also with
+        nothing (a ``"status"`` callback removed its message: SPEC §3.2, §5.2), unless a ``cancel()``
+        came since the driver started (a worker's, racing the wake, cleared it)."""
         signal = self.signal
         assert signal is not None
         if signal.cancelled or self.stopping:
@@ -397,14 +401,14 @@ class Driver:
             pre = prelude(state, number) if prelude is not None else Plan()
             plan = Plan(drafts=[*pre.drafts, TurnStart(number)])
             plan.result = self._plan_claim(pre.inbox or state, plan, number, first=True)
-            return plan if plan.result else Plan()
+            return plan if plan.result or (woken and self._cancels == self._woken_at) else Plan()
 
         try:
             claimed = self.submit(build)
         except SessionWriteError as exc:
             self.report_error(exc, None)
             return None
-        if not claimed:
+        if claimed is None:
             return None
         self.last_turn = number
         return OpenTurn(number, tuple(claimed), signal)

@@ -86,7 +86,7 @@ class Tool:
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Validate the model's raw JSON text against the schema; raise ``ToolArgumentsError``."""
         try:
-            raw = json.loads(arguments) if arguments.strip() else {}
+            raw = storable(json.loads(arguments)) if arguments.strip() else {}
         except ValueError as exc:
             raise ToolArgumentsError(f"arguments are not valid JSON: {exc}") from None
         if not isinstance(raw, dict):

@@ -23,6 +23,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     web_app.settings["nbagent_timelines"] = TimelineCache()
     web_app.settings["nbagent_windows"] = WindowCache()
     web_app.settings["nbagent_executor"] = make_executor()
+    web_app.settings["nbagent_list_executor"] = make_executor("nbagent-list")
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
     hide_session_side_files(serverapp)
     serverapp.log.info(

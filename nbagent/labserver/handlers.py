@@ -1,7 +1,9 @@
 """The read-only REST API of the lab extension, behind Jupyter's authentication (SPEC §9.6).
 
-- ``GET nbagent/api/sessions?path=DIR`` — the sessions of the session files in ``DIR``
-  (or ``?file=FILE`` for one file): a JSON list, most recent activity first.
+- ``GET nbagent/api/sessions?path=DIR&offset=N&limit=M`` — the sessions of the session files in
+  ``DIR`` (or ``?file=FILE`` for one file): a JSON list, most recent activity first, one page of
+  at most ``limit`` (default 200, at most 1000); a ``Link: <…>; rel="next"`` header names the next
+  page (:mod:`nbagent.labserver.listing`).
 - ``GET nbagent/api/sessions/<id>/events?file=FILE&after=SEQ&limit=N`` — events with
   ``seq > after`` in seq order, at most ``limit`` (default 1000, at most 10000) and at most
   ``PAGE_BYTES`` of records (a shorter page is not the end: page on until an empty one).
@@ -30,18 +32,22 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
 
 import orjson
+from jupyter_core.paths import is_hidden
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import ensure_async
 from tornado import web
 
+from nbagent.core.record import EventParseError
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.diffs import diff_answer
 from nbagent.labserver.export import FORMATS, transcript
+from nbagent.labserver.listing import MAX_PAGE_SESSIONS, PAGE_SESSIONS, listing_page
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
-from nbagent.labserver.sessions import TimelineCache, event_json, listing, session_files
+from nbagent.labserver.sessions import TimelineCache, event_json, session_files
 from nbagent.labserver.window import earlier
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
@@ -71,9 +77,14 @@ MAX_FILES = 500
 AUTH_RESOURCE = "contents"
 
 
-def make_executor() -> ThreadPoolExecutor:
+READS = "nbagent_executor"
+LISTINGS = "nbagent_list_executor"
+"""The settings holding the two thread pools: other reads, and session listings."""
+
+
+def make_executor(name: str = "nbagent-api") -> ThreadPoolExecutor:
     """The extension's own reader threads: a slow read never takes the threads Jupyter uses."""
-    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="nbagent-api")
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix=name)
 
 
 class _Base(APIHandler):
@@ -131,14 +142,16 @@ class _Base(APIHandler):
             text = text.replace(root + os.sep, "").replace(root, ".")
         return text.removesuffix(KERNEL_ADVICE)
 
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking read in the extension's threads; nbagent errors become clear 4xx answers."""
+    async def _run(self, fn: Callable[..., T], *args: Any, pool: str = READS, **kwargs: Any) -> T:
+        """Run a blocking read in the extension's threads (``pool``: the listings' or the other
+        reads'); nbagent errors become clear 4xx answers."""
         loop = asyncio.get_running_loop()
+        executor = self.settings.get(pool) or self.settings[READS]
         try:
-            return await loop.run_in_executor(self.settings["nbagent_executor"], lambda: fn(*args, **kwargs))
+            return await loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
         except SessionNotFoundError as exc:
             raise web.HTTPError(404, self._relative(str(exc))) from None
-        except ReadLimitError as exc:
+        except (ReadLimitError, EventParseError) as exc:
             raise web.HTTPError(422, self._relative(str(exc))) from None
         except NbagentError as exc:
             message = f"{exc} (not readable as an nbagent session file)"
@@ -157,38 +170,61 @@ def _json_bytes(value: Any) -> bytes:
 
 
 class SessionsHandler(_Base):
+    """``?path=DIR`` or ``?file=FILE``, with ``offset``/``limit`` paging (``PAGE_SESSIONS`` by
+    default): a JSON list, most recent first; a ``Link: <…>; rel="next"`` header names the next page
+    while there is one. Listings run in threads of their own, so a slow one never holds up the
+    timeline, events or transcript requests."""
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
+        offset = self._int("offset", 0, 0, MAX_SEQ)
+        limit = self._int("limit", PAGE_SESSIONS, 1, MAX_PAGE_SESSIONS)
+        assert offset is not None and limit is not None
         file = self.get_argument("file", None)
         if file is not None:
-            targets = [await self._resolve(file, "file")]
-            rows = await self._run(listing, [(t.real, t.api) for t in targets], Budget)
-            if rows and set(rows[0]) == {"file", "error"}:
-                raise web.HTTPError(
-                    422, self._relative(f"{rows[0]['error']} (not readable as an nbagent session file)")
-                )
+            target = await self._resolve(file, "file")
+            targets = [(target.real, target.api)]
         else:
             folder = await self._resolve(self.get_argument("path", ""), "dir")
-            targets = []
-            found = await self._run(session_files, folder.real)
+            found = await self._run(session_files, folder.real, pool=LISTINGS)
             if len(found) > MAX_FILES:
                 raise web.HTTPError(
                     422,
                     f"{folder.api or '.'} holds {len(found)} session files, more than the {MAX_FILES} one "
                     "listing reads; list them one by one (file=FILE) or move some into sub-folders",
                 )
-            for path in found:
-                api_file = f"{folder.api}/{path.name}" if folder.api else path.name
-                try:
-                    targets.append(await self._resolve(api_file, "file"))
-                except web.HTTPError:
-                    continue  # hidden, or a link leading out of the root: not listed
-            rows = await self._run(listing, [(t.real, t.api) for t in targets], Budget)
-        for row in rows:
+            targets = await self._run(self._visible, folder.api, found, pool=LISTINGS)
+        page = await self._run(listing_page, targets, Budget, offset=offset, limit=limit, pool=LISTINGS)
+        if file is not None and page.entries and set(page.entries[0]) == {"file", "error"}:
+            raise web.HTTPError(
+                422, self._relative(f"{page.entries[0]['error']} (not readable as an nbagent session file)")
+            )
+        for row in page.entries:
             if "error" in row:
                 row["error"] = self._relative(row["error"])
-        self.finish(await self._run(_json_bytes, rows))
+        if page.more:
+            self.set_header("Link", f'<{self._page_url(offset + limit, limit)}>; rel="next"')
+        self.set_header("X-Nbagent-Total", str(page.total))
+        self.finish(await self._run(_json_bytes, page.entries, pool=LISTINGS))
+
+    def _visible(self, folder_api: str, found: list[Path]) -> list[tuple[Path, str]]:
+        """The folder's session files the contents manager shows: inside the root (a link leading
+        out is not listed) and, unless the server shows hidden files, not hidden."""
+        root, targets = self.root, []
+        for path in found:
+            api_file = f"{folder_api}/{path.name}" if folder_api else path.name
+            try:
+                target = resolve(root, api_file, kind="file", allow_hidden=self.allow_hidden)
+            except PathRefused:
+                continue
+            if self.allow_hidden or not is_hidden(str(target.real), os.path.realpath(root)):
+                targets.append((target.real, target.api))
+        return targets
+
+    def _page_url(self, offset: int, limit: int) -> str:
+        query = {k: self.get_argument(k) for k in ("path", "file") if self.get_argument(k, None) is not None}
+        return f"{self.request.path}?{urlencode({**query, 'offset': offset, 'limit': limit})}"
 
 
 class EventsHandler(_Base):
@@ -285,9 +321,17 @@ class TranscriptHandler(_Base):
         stem = target.real.name.removesuffix(".sqlite").removesuffix(".nbagent") or "session"
         name = f"{stem}-{session_id[:8]}.{fmt}"
         mime = "text/markdown" if fmt == "md" else "text/html"
-        self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+        self.set_header("Content-Disposition", content_disposition(name))
         self.set_header("X-Content-Type-Options", "nosniff")
         self.finish(text, set_content_type=f"{mime}; charset=utf-8")
+
+
+def content_disposition(name: str) -> str:
+    """``attachment`` with ``name`` as RFC 6266 gives it: ``filename*`` carries the name in UTF-8,
+    percent-encoded (``分析``, a ``"`` or a ``;`` inject nothing), and ``filename`` an ASCII fallback
+    for old clients with every other character as ``_``."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\%;' else "_" for c in name)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 TRANSCRIPT_EVENTS = 100_000

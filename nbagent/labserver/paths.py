@@ -13,6 +13,8 @@ from pathlib import Path
 
 SESSION_SUFFIX = ".nbagent.sqlite"
 DEFAULT_NAME = "nbagent.sqlite"
+MAX_PATH_CHARS = 1024
+"""Characters of one request path at most (a longer one is refused with 422, not looked up)."""
 
 
 class PathRefused(Exception):
@@ -45,10 +47,21 @@ def resolve(root: str | os.PathLike[str], rel: str, *, kind: str, allow_hidden: 
     """Resolve ``rel`` (an API path, ``/``-separated, relative to ``root``) to a folder or file.
 
     ``kind`` is ``"dir"`` or ``"file"``. Raises :class:`PathRefused` (403 outside the root, 404
-    missing, hidden or of the wrong kind, 400 malformed).
+    missing, hidden or of the wrong kind, 400 malformed, 422 too long or not looked up).
     """
     if "\x00" in rel:
         raise PathRefused(400, "the path holds a NUL character")
+    if len(rel) > MAX_PATH_CHARS:
+        raise PathRefused(
+            422, f"the path is {len(rel):,} characters long, more than the {MAX_PATH_CHARS:,} this API takes"
+        )
+    try:
+        return _resolved(root, rel, kind, allow_hidden)
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise PathRefused(422, f"{rel[:200]!r} cannot be looked up: {exc.strerror or exc}") from None
+
+
+def _resolved(root: str | os.PathLike[str], rel: str, kind: str, allow_hidden: bool) -> Resolved:
     root_real = Path(os.path.realpath(root))
     parts = [p for p in rel.replace("\\", "/").split("/") if p not in ("", ".")]
     real = Path(os.path.realpath(root_real.joinpath(*parts)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,12 @@ from nbagent.core.events import (
     parse_event,
 )
 from nbagent.core.messages import Message
-from nbagent.errors import NbagentError
 from nbagent.labserver.paths import is_session_file_name
 from nbagent.store.base import SessionRow
-from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
+from nbagent.store.budget import ReadLimitError, size_text
 from nbagent.store.budget import current as current_budget
 from nbagent.store.opening import open_reader
-from nbagent.store.reading import list_sessions, read_events
+from nbagent.store.reading import read_events
 
 PROMPT_SCAN = 64
 """How many leading events are searched for a session's first typed prompt."""
@@ -103,18 +102,6 @@ def session_entry(
     }
 
 
-def file_sessions(path: Path, api_file: str) -> list[dict[str, Any]]:
-    """The sessions of one file, most recent activity first. Raises ``NbagentError`` for a file
-    nbagent cannot read (not a session file, newer schema, damaged)."""
-    out = []
-    rows = list_sessions(path)
-    lineage = fork_lineage(path, [r.id for r in rows if r.parent])
-    for row in rows:
-        prompt = "" if row.title else first_prompt(read_events(path, row.id, limit=PROMPT_SCAN))
-        out.append(session_entry(row, api_file, prompt, lineage.get(row.id, (None, None))))
-    return out
-
-
 def fork_lineage(path: Path, forks: list[str]) -> dict[str, tuple[str | None, str | None]]:
     """Each fork's ``(purpose, replay_text)``: its ``session/forked.purpose`` (``attribution`` for
     §11.5's runs) and its last replay in words; two indexed reads per fork."""
@@ -146,23 +133,6 @@ def no_session_reason(path: Path, api_file: str) -> str:
     if path.stat().st_size == 0:
         return f"{api_file} is empty (0 bytes): no session has been written to it yet"
     return f"{api_file} holds no session yet"
-
-
-def listing(files: Iterable[tuple[Path, str]], budget: Callable[[], Budget]) -> list[dict[str, Any]]:
-    """Every session of ``files`` (``(path, API path)`` pairs), most recent first, each file read
-    under a fresh ``budget()``. A file nbagent cannot read, or one holding no session (an empty
-    file), appears once as ``{"file", "error"}`` saying why, so no session file is silently left out."""
-    out: list[dict[str, Any]] = []
-    for path, api_file in files:
-        try:
-            with bounded(budget()):
-                sessions = file_sessions(path, api_file)
-        except NbagentError as exc:
-            out.append({"file": api_file, "error": str(exc)})
-            continue
-        out.extend(sessions or [{"file": api_file, "error": no_session_reason(path, api_file)}])
-    out.sort(key=lambda s: s.get("last_time") or s.get("created_at") or 0, reverse=True)
-    return out
 
 
 def event_json(ev: Event) -> dict[str, Any]:

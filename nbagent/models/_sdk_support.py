@@ -19,7 +19,9 @@ from typing import Any, Protocol, TypeVar
 
 from nbagent._json import thaw
 from nbagent.models._http_failures import failure_from_exception
-from nbagent.models.base import CancelSignalLike, Chunk, Finish
+from nbagent.models.base import CancelSignalLike, Chunk, Finish, ReasoningDelta, TextDelta
+from nbagent.redaction import MIN_KNOWN, REDACTED
+from nbagent.redaction_known import known_removed
 
 T = TypeVar("T")
 
@@ -199,6 +201,17 @@ class StreamState(Protocol):
     def end(self) -> list[Chunk]: ...
 
 
+def _without_key(chunk: Chunk, known: Sequence[str]) -> Chunk:
+    """A text or reasoning piece with the request's own key (any run of a dozen of its characters)
+    replaced: a server that echoes the key in a 200 answer does not put it in the log. Other text of
+    the answer (a ``password = …`` line of code the model wrote) is left as the model wrote it."""
+    if type(chunk) is TextDelta or type(chunk) is ReasoningDelta:
+        text = known_removed(chunk.text, known, REDACTED)
+        if text != chunk.text:
+            return type(chunk)(text)
+    return chunk
+
+
 async def sdk_chunks(
     signal: CancelSignalLike,
     open_stream: Callable[[], Awaitable[Any]],
@@ -212,7 +225,7 @@ async def sdk_chunks(
     Every network wait races the turn's signal, and the response is always closed (``async
     with``), also when the signal cancels mid-stream. After a complete stream, ``on_done`` runs and
     the state's end-of-stream chunks (usage, finish) follow. ``secrets`` (the request's API key)
-    never appear in a failure's text.
+    never appear in a failure's text nor in the answer's text.
     """
     watch = SignalWatch(signal)
     try:
@@ -223,11 +236,12 @@ async def sdk_chunks(
         except Exception as exc:
             yield Finish("error", failure_from_exception(exc, provider=provider, secrets=secrets))
             return
+        known = sorted({k for k in secrets if k and len(k) >= MIN_KNOWN}, key=len, reverse=True)
         async with sdk_stream, aclosing(watch.iterate(sdk_stream)) as events:
             try:
                 async for event in events:
                     for chunk in state.feed(event):
-                        yield chunk
+                        yield _without_key(chunk, known) if known else chunk
             except Exception as exc:
                 yield Finish("error", failure_from_exception(exc, provider=provider, secrets=secrets))
                 return

@@ -8,17 +8,18 @@ its base URL and key come from:
   http://localhost:11434/v1; no key needed (``OLLAMA_API_KEY`` if a proxy wants one).
 - ``deepseek:MODEL``: ``DEEPSEEK_BASE_URL`` or https://api.deepseek.com; ``DEEPSEEK_API_KEY``.
 - ``openai-compatible:MODEL`` (vLLM, LM Studio, llama.cpp, gateways): ``NBAGENT_BASE_URL``, or
-  ``openai-compatible:MODEL@http://host:port/v1`` (the URL after the last ``@``); ``NBAGENT_API_KEY``
-  if the server wants one.
+  ``openai-compatible:MODEL@http://host:port/v1`` (the URL from the first ``@http://`` or
+  ``@https://`` on); ``NBAGENT_API_KEY`` if the server wants one.
 
 Constructor arguments override the environment. Base URLs are read when the model is created, keys
 when a request is made (so a key exported later still works). Keys are never logged: the session
 stores only ``model.name``, the model string (``"openai:gpt-4.1"``; with the ``@URL`` form, the URL
-too). The SDK's own retries are off (``max_retries=0``): the agent loop owns retries (SPEC §5.5).
+too, without a password or a secret-looking query value). The SDK's own retries are off (``max_retries=0``): the agent loop owns retries (SPEC §5.5).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from nbagent.models._sdk_support import (
     tool_schemas,
 )
 from nbagent.models.base import CancelSignalLike, Chunk, Finish, ModelRequest
+from nbagent.redaction import scrub
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,8 @@ class OpenAICompatModel:
         )
         if self.base_url is None:
             raise NbagentError(
-                f"model {self.name!r} needs a base URL: set {self.preset.base_url_env} "
-                f"(for example http://localhost:8000/v1), write '{provider}:{model}@http://host:port/v1', "
+                f"model {scrub(self.name)!r} needs a base URL: set {self.preset.base_url_env} "
+                f"(for example http://localhost:8000/v1), write '{provider}:{scrub(model)}@http://host:port/v1', "
                 "or pass base_url=..."
             )
         self._api_key = api_key
@@ -113,7 +115,7 @@ class OpenAICompatModel:
         self._clients = ClientCache(timeout)
 
     def __repr__(self) -> str:
-        return f"OpenAICompatModel({self.name!r}, base_url={self.base_url!r})"
+        return f"OpenAICompatModel({self.name!r}, base_url={scrub(self.base_url)!r})"
 
     async def stream(self, request: ModelRequest, signal: CancelSignalLike) -> AsyncIterator[Chunk]:
         key = self._api_key or env(self.preset.key_env)
@@ -173,9 +175,10 @@ def _normalize(provider: str, url: str | None) -> str | None:
 
 
 def _split_url(spec: str) -> tuple[str, str | None]:
-    model, sep, url = spec.rpartition("@")
-    if sep and url.startswith(("http://", "https://")) and model:
-        return model, url
+    """``MODEL@URL`` split where the URL starts (a password in the URL may hold an ``@`` too)."""
+    at = re.search(r"@(?=https?://)", spec)
+    if at is not None and at.start() > 0:
+        return spec[: at.start()], spec[at.end() :]
     return spec, None
 
 
@@ -197,6 +200,5 @@ def deepseek_model(spec: str) -> OpenAICompatModel:
 def openai_compatible_model(spec: str) -> OpenAICompatModel:
     """``openai-compatible:MODEL`` (with ``NBAGENT_BASE_URL``) or ``openai-compatible:MODEL@URL``."""
     model, url = _split_url(spec)
-    return OpenAICompatModel(
-        model, provider="openai-compatible", base_url=url, name=f"openai-compatible:{spec}"
-    )
+    name = f"openai-compatible:{model}" + (f"@{scrub(url)}" if url else "")
+    return OpenAICompatModel(model, provider="openai-compatible", base_url=url, name=name)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from nbagent._json import storable
 from nbagent.core.tool_batch import arguments_digest, new_approval_id
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class Question:
     def code(self) -> str | None:
         """The ``code`` argument (``run_code``), for display; ``None`` for other tools."""
         try:
-            value = json.loads(self.arguments).get("code")
+            value = storable(json.loads(self.arguments)).get("code")
         except (ValueError, AttributeError):
             return None
         return value if isinstance(value, str) else None

@@ -438,15 +438,16 @@ class AgentMagics(Magics):
     def _agent_model(self, model: str, *, keep_inbox: bool) -> None:
         from nbagent.errors import NbagentError
         from nbagent.models import resolve_model
+        from nbagent.redaction import scrub
 
         try:
             resolved = resolve_model(model)
         except (NbagentError, TypeError, ValueError, ImportError) as exc:
-            raise UsageError(f"cannot use model {model!r}: {exc}") from None
+            raise UsageError(f"cannot use model {scrub(model)!r}: {scrub(str(exc))}") from None
         sdk = missing_sdk(resolved)
         if sdk is not None:
             raise UsageError(
-                f"model {model!r} needs the {sdk} package, which is not installed: "
+                f"model {scrub(model)!r} needs the {sdk} package, which is not installed: "
                 'pip install "nbagent[providers]"; the model was not changed'
             )
         agent = self.session.ensure()

@@ -186,6 +186,8 @@ class _Scrubber:
                 copied = {k: self.entry(k, v, depth) for k, v in value.items() if k in keys}
                 same = len(keys) == len(value) and all(copied[k] is value[k] for k in keys)
                 return value if same else copied
+            if type(value) is tuple and len(value) == 2 and self.is_pair(value):
+                return (value[0], _HIDDEN)  # ("password", "…"): a name and its value
             if type(value) in (list, tuple):
                 head = value[:_SHOWN_ITEMS]
                 items = [self.copy(v, depth + 1) for v in head]
@@ -211,6 +213,11 @@ class _Scrubber:
         if len(text) > _REPR_SCRUBBED:
             text = f"{text[: _REPR_SCRUBBED // 2]}...{text[-_REPR_SCRUBBED // 2 :]}"
         return _Shown(scrub(text, self.known, marker=SECRET_MARK, environment=False))
+
+    @staticmethod
+    def is_pair(value: tuple[Any, Any]) -> bool:
+        name, held = value
+        return isinstance(name, str) and looks_secret_name(name) and _holds_text(held)
 
     def entry(self, key: Any, value: Any, depth: int) -> Any:
         if isinstance(key, str) and looks_secret_name(key) and _holds_text(value):
@@ -336,7 +343,10 @@ def describe_text(namespace: Mapping[str, Any], hidden: Mapping[str, Any], name:
         size = size_of(value)
         return f"{name} · {type_name(value)}{f' · {size}' if size else ''} · {reason}"
     if context.is_dataframe(value):
-        return shown_safely(context.dataframe(value, name=name).plain_text)
+        summary = context.dataframe(
+            value, name=name, hidden_columns=looks_secret_name, hidden_mark=SECRET_MARK
+        )
+        return shown_safely(summary.plain_text)
     if not isinstance(value, str | Mapping | list | tuple):  # its chosen text is scrubbed whole
         return context.variable(value, name, scrub=shown_safely).plain_text
     shown = without_secrets(value)

@@ -45,6 +45,8 @@ class Budget:
     """Bytes of records read over the whole request."""
     max_events: int | None = None
     """Events read over the whole request (``None``: unbounded)."""
+    max_copy: int = 256 << 20
+    """Bytes of a session file and its ``-wal`` a read may copy to read a log a stopped writer left."""
     max_depth: int = 240
     """How deeply a record may nest (nbagent writes at most ~205 levels: SPEC §2.1 plus envelopes)."""
     page_bytes: int | None = None

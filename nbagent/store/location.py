@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbagent.store.pg_location import is_postgres_url, redact
+from nbagent.errors import SessionFileError
+from nbagent.store.pg_location import is_postgres_url, redact, unescaped_at
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,16 @@ Where = StoreLocation | str | os.PathLike[str]
 
 def parse_location(where: Where, *, cwd: Path | None = None) -> StoreLocation:
     """``where`` as a location: a ``postgresql://``/``postgres://`` string is a URL, anything else a
-    path (``~`` expanded; a relative path is taken against ``cwd`` when given)."""
+    path (``~`` expanded; a relative path is taken against ``cwd`` when given). A URL whose password
+    holds an unescaped ``@`` is refused (``SessionFileError``), never shown."""
     if isinstance(where, SqliteLocation | PostgresLocation):
         return where
     if isinstance(where, str) and is_postgres_url(where):
+        if unescaped_at(where):
+            raise SessionFileError(
+                f"the password in {redact(where)} holds an '@': write it URL-escaped, as %40 "
+                "(postgresql://user:p%40ss@host/db); nothing was opened"
+            )
         return PostgresLocation(where.strip())
     if not isinstance(where, str | os.PathLike):
         raise TypeError(f"a store location is a path or a postgresql:// URL, not {type(where).__name__}")

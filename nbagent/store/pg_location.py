@@ -6,6 +6,7 @@ Kept free of ``psycopg`` so that recognising a URL never needs the optional depe
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import parse_qs, unquote, urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
@@ -18,6 +19,14 @@ SCHEMA_SETTING = "nbagent.schema"
 def is_postgres_url(location: object) -> bool:
     """Whether ``location`` is a ``postgresql://`` (or ``postgres://``) URL rather than a file path."""
     return isinstance(location, str) and location.strip().lower().startswith(SCHEMES)
+
+
+def unescaped_at(url: str) -> bool:
+    """Whether the user-and-password part of ``url`` holds an ``@`` of its own (a password written
+    without ``%40``): libpq would take the password's tail for the host, and say so in its errors."""
+    rest = url.strip().split("://", 1)[-1]
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return authority.count("@") > 1
 
 
 def redact(url: str) -> str:

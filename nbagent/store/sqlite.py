@@ -39,7 +39,13 @@ from nbagent.store.checked_reads import CheckedReads, EventQuery, Fetched, LogFi
 from nbagent.store.file_errors import file_error as _file_error
 from nbagent.store.file_errors import guard as _guard
 from nbagent.store.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, check_ids, identify
-from nbagent.store.file_state import Snapshot, fingerprint, locked_from, regular_or_missing
+from nbagent.store.file_state import (
+    Snapshot,
+    check_sidecars,
+    fingerprint,
+    locked_from,
+    regular_or_missing,
+)
 from nbagent.store.lease import FIRST_LEASE_BYTE, Lease
 from nbagent.store.location import SqliteLocation
 from nbagent.store.sqlite_schema import (
@@ -124,6 +130,7 @@ class SessionFile(CheckedReads):
 
     def _open(self) -> None:
         path = self.path
+        check_sidecars(path)
         if not _guard(path, "opening", lambda: regular_or_missing(path)):
             if self.mode != "create":
                 raise SessionFileError(
@@ -226,7 +233,9 @@ class SessionFile(CheckedReads):
         else:
             # A log left by a writer that stopped: SQLite would rebuild -shm to read it, so read a
             # private copy of the file and its -wal instead.
-            self._snapshot = snapshot = _guard(path, "reading", lambda: Snapshot(self.ref))
+            budget = read_budget.current()
+            limit = None if budget is None else budget.max_copy
+            self._snapshot = snapshot = _guard(path, "reading", lambda: Snapshot(self.ref, limit))
             self.conn = _guard(path, "opening", lambda: _connect(snapshot.path, "mode=ro"))
         conn = self.conn
         budget = read_budget.current()

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nbagent._json import storable
 from nbagent.core.events import TOOL_CALL, TURN_START, Event, ToolCallEvent, TurnStart, parse_event
 from nbagent.views.escape import escape_html
 from nbagent.views.text import clip
@@ -74,7 +75,7 @@ def proposed_code(arguments: str) -> tuple[str, str] | None:
     """``(code, note)`` from a ``propose_cell`` call's JSON arguments, or ``None`` when they are not
     the tool's (a failed call shows no proposal)."""
     try:
-        parsed = json.loads(arguments)
+        parsed = storable(json.loads(arguments))  # a lone surrogate (a \ud800 escape) shows as U+FFFD
     except ValueError:
         return None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("code"), str):

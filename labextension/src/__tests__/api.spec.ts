@@ -5,7 +5,7 @@
 
 import { ServerConnection } from '@jupyterlab/services';
 
-import { ago, apiUrl, fetchTimeline, get } from '../api';
+import { ago, apiUrl, attachmentName, fetchTimeline, get, listingPages, nextOffset } from '../api';
 
 const BASE = 'http://127.0.0.1:8888/lab-base/';
 
@@ -112,5 +112,55 @@ describe('ago', () => {
   it('gives a date past a day', () => {
     const time = now - 3 * 86_400_000;
     expect(ago(time, now)).toBe(new Date(time).toLocaleDateString());
+  });
+});
+
+describe('attachmentName', () => {
+  it("reads the UTF-8 filename* before the ASCII fallback, which can hold no injected parameter", () => {
+    expect(attachmentName(`attachment; filename="__-ab12.md"; filename*=UTF-8''%E5%88%86%E6%9E%90-ab12.md`)).toBe(
+      '分析-ab12.md'
+    );
+    expect(
+      attachmentName(`attachment; filename="a__ x_-1.md"; filename*=UTF-8''a%22%3B%20x%3D%22-1.md`)
+    ).toBe('a"; x="-1.md');
+    expect(attachmentName('attachment; filename="plain.md"')).toBe('plain.md');
+    expect(attachmentName(`attachment; filename="fallback.md"; filename*=UTF-8''%E5%88`)).toBe('fallback.md');
+    expect(attachmentName('')).toBeNull();
+  });
+});
+
+describe('listingPages', () => {
+  it('follows the Link rel="next" pages and keeps a session listed twice once', async () => {
+    const urls: string[] = [];
+    const pages: Record<string, [unknown[], string | null]> = {
+      '0': [[{ file: 'a.nbagent.sqlite', id: 's1' }, { file: 'a.nbagent.sqlite', id: 's2' }], '2'],
+      '2': [[{ file: 'a.nbagent.sqlite', id: 's2' }, { file: 'b.nbagent.sqlite', error: 'empty' }], null]
+    };
+    const fetch = async (request: RequestInfo): Promise<Response> => {
+      const url = asked(request);
+      urls.push(url);
+      const offset = new URL(url).searchParams.get('offset') ?? '0';
+      const [rows, next] = pages[offset];
+      const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+      if (next !== null) {
+        headers.Link = `</lab-base/nbagent/api/sessions?path=d&offset=${next}&limit=2>; rel="next"`;
+      }
+      return new Response(JSON.stringify(rows), { status: 200, headers });
+    };
+    const settings = ServerConnection.makeSettings({ baseUrl: BASE, fetch, Request, Headers });
+    const rows = await listingPages({ path: 'd' }, settings);
+    expect(rows).toEqual([
+      { file: 'a.nbagent.sqlite', id: 's1' },
+      { file: 'a.nbagent.sqlite', id: 's2' },
+      { file: 'b.nbagent.sqlite', error: 'empty' }
+    ]);
+    expect(urls).toEqual([`${BASE}nbagent/api/sessions?path=d`, `${BASE}nbagent/api/sessions?path=d&offset=2`]);
+  });
+
+  it('reads the next offset from a Link header, and null without one', () => {
+    expect(nextOffset('</x/nbagent/api/sessions?path=&offset=200&limit=200>; rel="next"')).toBe(200);
+    expect(nextOffset(null)).toBeNull();
+    expect(nextOffset('</x?offset=abc>; rel="next"')).toBeNull();
+    expect(nextOffset('</x?offset=5>; rel="prev"')).toBeNull();
   });
 });
