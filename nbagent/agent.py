@@ -111,7 +111,8 @@ class Agent(AgentCore):
         """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url``) and offer its tools
         as ``NAME__TOOL``. Returns at once: the server starts in the background and the first request
         after this waits at most 10 s for its tools. A server that cannot start does not raise here;
-        calls to its tools get error results saying why. ``env`` is added to the kernel's environment.
+        calls to its tools get error results saying why. A stdio server gets the SDK's default environment
+        plus ``env`` (no secret of the kernel's unless ``env`` names it).
         Each call asks for approval unless the tool is annotated read-only and ``allow_read_only``.
         """
         from nbagent.mcp.config import CALL_TIMEOUT, START_TIMEOUT, server_spec

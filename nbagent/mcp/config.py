@@ -31,7 +31,7 @@ class ServerSpec:
     command: str | None = None
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
-    """Added to the kernel's own environment for a stdio server."""
+    """Added to the SDK's default environment (``PATH``, ``HOME``…) for a stdio server."""
     url: str | None = None
     allow_read_only: bool = False
     """Tools the server annotates read-only run without asking."""

@@ -21,7 +21,8 @@ from typing import IO, Any, Literal
 
 from nbagent.core.tools import ToolResult
 from nbagent.mcp.config import ServerSpec
-from nbagent.mcp.results import clip, tool_result
+from nbagent.mcp.results import clip, hide_secrets, hide_values, tool_result
+from nbagent.redaction import MIN_KNOWN, configured_secrets, looks_secret_name
 
 State = Literal["starting", "ready", "failed", "stopped"]
 
@@ -49,6 +50,16 @@ def _import_sdk() -> None:
     """Import the SDK's client modules (about a second, once per process)."""
     for module in ("mcp", "mcp.types", "mcp.client.stdio", "mcp.client.streamable_http"):
         importlib.import_module(module)
+
+
+def server_environment(spec: ServerSpec) -> dict[str, str]:
+    """A stdio server's environment (SPEC §9.7): the SDK's default one (``PATH``, ``HOME``, ``USER``,
+    locale…) plus ``spec.env``; a variable whose name looks like a secret's reaches the server only
+    when ``spec.env`` names it, never from the kernel's own environment."""
+    from mcp.client.stdio import get_default_environment
+
+    base = {k: v for k, v in get_default_environment().items() if not looks_secret_name(k)}
+    return {**base, **spec.env}
 
 
 def describe(exc: BaseException) -> str:
@@ -188,7 +199,8 @@ class McpConnection:
             return
         tail = self.stderr_tail()
         self.state = "failed"
-        self.reason = f"{why}; its stderr ends: {tail}" if tail else why
+        reason = f"{why}; its stderr ends: {tail}" if tail else why
+        self.reason = hide_values(reason, self.secrets())
         if self._started is not None:
             self._started.set()
 
@@ -202,7 +214,7 @@ class McpConnection:
         # kept open for the server's life (closed by stop)
         self._errlog = _append_only(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))  # noqa: SIM115
         params = StdioServerParameters(
-            command=spec.command or "", args=list(spec.args), env={**os.environ, **spec.env}
+            command=spec.command or "", args=list(spec.args), env=server_environment(spec)
         )
         return stdio_client(params, errlog=self._errlog)
 
@@ -246,8 +258,18 @@ class McpConnection:
             return f"MCP server {self.name!r} is {self.reason or 'stopped'}"
         return f"MCP server {self.name!r} failed: {self.reason or 'unknown reason'}"
 
+    def secrets(self) -> list[str]:
+        """The values no result of this server may carry: the kernel's secret-looking variables and
+        the secret-looking ones ``env`` gives the server."""
+        named = [v for k, v in self.spec.env.items() if looks_secret_name(k) and len(v) >= MIN_KNOWN]
+        return [*configured_secrets(), *named]
+
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call ``tool``; every failure is an error result naming the server and the cause."""
+        """Call ``tool``; every failure is an error result naming the server and the cause, and no
+        result carries a secret's value (:meth:`secrets`)."""
+        return hide_secrets(await self._call(tool, arguments), self.secrets())
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         if self.state == "starting":
             await self.wait_started(self.spec.start_timeout)
         client = self._client

@@ -3,10 +3,13 @@ notebook's built-in tools (SPEC §9.4) so one answer cannot flood the model's co
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from nbagent.core.tools import ToolResult
+from nbagent.redaction import REDACTED
 
 TEXT_CHARS = 12_000
 """Characters of text at most in one result (the built-in tools' bound)."""
@@ -38,6 +41,33 @@ def tool_result(server: str, tool: str, result: Any) -> ToolResult:
         text = f"Error from MCP server {server!r} ({tool}): {text or 'no details given'}"
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text or not images else []
     return ToolResult(blocks + images, is_error=failed, code="MCP_TOOL_ERROR" if failed else None)
+
+
+def hide_secrets(result: ToolResult, secrets: Iterable[str]) -> ToolResult:
+    """``result`` with every value of ``secrets`` in its text replaced by ``[redacted]`` (SPEC §9.7:
+    the kernel's secret-looking variables never reach the log or a model through a server's answer)."""
+    values = sorted({v for v in secrets if v}, key=len, reverse=True)
+    if not values:
+        return result
+
+    def hide(text: str) -> str:
+        return hide_values(text, values)
+
+    if isinstance(result.content, str):
+        return dataclasses.replace(result, content=hide(result.content))
+    blocks = [
+        {**b, "text": hide(b["text"])} if isinstance(b, dict) and isinstance(b.get("text"), str) else b
+        for b in result.content
+    ]
+    return dataclasses.replace(result, content=blocks)
+
+
+def hide_values(text: str, values: Iterable[str]) -> str:
+    """``text`` with each of ``values`` (longest first) replaced by ``[redacted]``."""
+    for value in sorted({v for v in values if v}, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
 
 
 def _block_text(block: Any) -> str:

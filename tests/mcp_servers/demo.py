@@ -86,6 +86,12 @@ def environment(name: str) -> str:
     return os.environ.get(name, "<unset>")
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def printenv() -> str:
+    """The server process's whole environment, one ``NAME=value`` a line."""
+    return "\n".join(f"{k}={v}" for k, v in sorted(os.environ.items()))
+
+
 if __name__ == "__main__":
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
