@@ -19,6 +19,15 @@ from nbagent.testing import check_invariants
 pytest.importorskip("mcp")
 
 
+@pytest.fixture(autouse=True)
+def _first_request_waits_for_the_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first request waits for the tool lists however long a busy machine takes (the servers'
+    start, not a short deadline, is what these tests wait on)."""
+    from nbagent.mcp import servers
+
+    monkeypatch.setattr(servers, "FIRST_REQUEST_WAIT", 300.0)
+
+
 def calls(*items: tuple[str, dict[str, Any]], first: int = 1) -> Response:
     """One answer calling ``items``, with call ids ``c<first>``, ``c<first + 1>``…"""
     return Response(

@@ -17,16 +17,23 @@ SIGNAL_KEY = "_nbagent_signal"
 """Where the turn's cancellation signal is passed (a key no server's schema uses)."""
 
 
-def is_read_only(mcp_tool: Any) -> bool:
+def is_read_only(mcp_tool: dict[str, Any]) -> bool:
     """Whether the server annotates ``mcp_tool`` read-only (``readOnlyHint``)."""
-    annotations = getattr(mcp_tool, "annotations", None)
-    return bool(annotations is not None and annotations.read_only_hint)
+    annotations = mcp_tool.get("annotations")
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
 
-def offered_tool(conn: McpConnection, mcp_tool: Any, name: str, *, allow_read_only: bool) -> Tool:
-    """``mcp_tool`` of ``conn``'s server offered as ``name``; it asks for approval unless it is annotated
-    read-only and read-only tools are allowed."""
-    remote = str(mcp_tool.name)
+def needs_tasks(mcp_tool: dict[str, Any]) -> bool:
+    """Whether ``mcp_tool`` can only be called as an MCP task (``execution.taskSupport: "required"``),
+    which nbagent does not do: such a tool is not offered."""
+    execution = mcp_tool.get("execution")
+    return isinstance(execution, dict) and execution.get("taskSupport") == "required"
+
+
+def offered_tool(conn: McpConnection, mcp_tool: dict[str, Any], name: str, *, allow_read_only: bool) -> Tool:
+    """``mcp_tool`` (its wire JSON) of ``conn``'s server offered as ``name``; it asks for approval
+    unless it is annotated read-only and read-only tools are allowed."""
+    remote = str(mcp_tool["name"])
 
     async def call(**arguments: Any) -> ToolResult:
         signal = arguments.pop(SIGNAL_KEY, None)
@@ -38,12 +45,13 @@ def offered_tool(conn: McpConnection, mcp_tool: Any, name: str, *, allow_read_on
             if remove is not None:
                 remove()
 
-    schema = dict(mcp_tool.input_schema or {})
+    raw = mcp_tool.get("inputSchema")
+    schema = dict(raw) if isinstance(raw, dict) else {}
     schema.setdefault("type", "object")
     if schema.get("type") == "object":
         schema.setdefault("properties", {})
-    title = getattr(mcp_tool, "title", None)
-    description = str(mcp_tool.description or title or f"{remote} (from MCP server {conn.name})")
+    title = mcp_tool.get("title")
+    description = str(mcp_tool.get("description") or title or f"{remote} (from MCP server {conn.name})")
     free = allow_read_only and is_read_only(mcp_tool)
     return Tool(
         fn=call,
@@ -62,7 +70,7 @@ def stand_in(conn: McpConnection, name: str) -> Tool:
 
     async def explain(**_arguments: Any) -> ToolResult:
         if conn.state == "ready":
-            known = ", ".join(sorted(str(t.name) for t in conn.tools)) or "none"
+            known = ", ".join(sorted(str(t["name"]) for t in conn.tools)) or "none"
             text = f"Error: MCP server {conn.name!r} has no tool for {name!r} (its tools: {known})"
             return ToolResult(text, is_error=True, code="TOOL_NOT_FOUND")
         return ToolResult(f"Error: {conn.unavailable()}", is_error=True, code="MCP_SERVER_UNAVAILABLE")

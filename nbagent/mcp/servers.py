@@ -20,7 +20,7 @@ from nbagent.core.tools import Tool
 from nbagent.mcp.config import FIRST_REQUEST_WAIT, ServerSpec
 from nbagent.mcp.connection import McpConnection, require_sdk
 from nbagent.mcp.names import SEPARATOR, server_prefix, tool_name
-from nbagent.mcp.offered import offered_tool, stand_in
+from nbagent.mcp.offered import needs_tasks, offered_tool, stand_in
 
 if TYPE_CHECKING:
     from nbagent.core.hooks import Hooks
@@ -200,9 +200,13 @@ class McpServers:
         skipped: list[str] = []
         others = {n for n, t in self._agent.tools.items() if n not in self._offered}
         for mcp_tool in conn.tools:
-            name = tool_name(conn.prefix, str(mcp_tool.name))
+            remote = str(mcp_tool["name"])
+            name = tool_name(conn.prefix, remote)
+            if needs_tasks(mcp_tool):
+                skipped.append(f"{remote} (it runs only as an MCP task, which nbagent does not support)")
+                continue
             if name in tools or name in others:
-                skipped.append(f"{mcp_tool.name} (its name {name} is taken)")
+                skipped.append(f"{remote} (its name {name} is taken)")
                 continue
             tools[name] = offered_tool(conn, mcp_tool, name, allow_read_only=allow)
         self._built[conn.name] = (allow, tools, tuple(skipped))
@@ -232,7 +236,9 @@ class McpServers:
         built = self._built.get(conn.name)
         if conn.state == "ready":
             names = (
-                tuple(built[1]) if built else tuple(tool_name(conn.prefix, str(t.name)) for t in conn.tools)
+                tuple(built[1])
+                if built
+                else tuple(tool_name(conn.prefix, str(t["name"])) for t in conn.tools if not needs_tasks(t))
             )
         else:
             names = ()
