@@ -64,5 +64,6 @@ if ! "$MCP1/bin/python" -c 'import sys; from importlib.metadata import version; 
 fi
 export NBAGENT_MCP1_PYTHON="$PWD/$MCP1/bin/python"
 # tests/test_jupyter_ai.py makes build/jupyter-ai itself the first time (jupyter-ai==3.2.0 and this
-# checkout's wheel, a few minutes) and keeps it; without network it skips, saying why.
+# checkout's wheel, a few minutes) and keeps it; tests/test_mcp_conformance.py installs the MCP
+# conformance suite under build/conformance with the test extra's Node.js. Without network they skip.
 python3 -m pytest -q "$@"
