@@ -17,7 +17,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MCP1_PYTHON = os.environ.get("NBAGENT_MCP1_PYTHON") or str(ROOT / "build" / "mcp1" / "bin" / "python")
-RERUN = ["tests/test_mcp.py", "tests/test_mcp_config.py", "tests/test_mcp_http.py", "tests/test_mcp_images.py"]
+RERUN = [
+    "tests/test_mcp.py",
+    "tests/test_mcp_config.py",
+    "tests/test_mcp_http.py",
+    "tests/test_mcp_images.py",
+]
 
 
 def _sdk_major(python: str) -> int | None:
