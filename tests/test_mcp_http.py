@@ -4,6 +4,7 @@ pass credentials, HTTP+SSE servers, and tools that require MCP tasks left out. R
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -13,6 +14,7 @@ from mcp_helpers import TASKS, http_demo, outcomes
 import nbagent
 from nbagent.mcp import server_spec
 from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.views import TurnView
 
 pytest.importorskip("mcp")
 
@@ -107,3 +109,61 @@ async def test_an_elicitation_request_is_declined_and_the_call_s_result_says_so(
         "('Delete everything?') and nbagent declined; elicitation is not supported yet]"
     )
     await agent.close()
+
+
+async def test_a_request_without_a_server_s_tools_says_so_naming_the_server(tmp_path):
+    from mcp_helpers import BROKEN
+
+    model = ScriptedModel(["no tools yet", "still none"])
+    agent = nbagent.open_session(None, model=model)
+    agent.add_mcp_server("broken", command=sys.executable, args=[BROKEN])
+    await agent.run("go")
+    await agent.run("again")
+    notices = [
+        e.data for e in agent.events if e.type == "user/message" and e.data["source"]["kind"] == "plugin"
+    ]
+    (notice,) = notices  # the first request only
+    assert notice["source"]["summary"] == "MCP tools not offered: 'broken'"
+    (block,) = notice["content"]
+    assert block["text"].startswith("MCP server 'broken' failed: could not start")
+    assert "DEMO_TOKEN is not set" in block["text"]
+    assert block["text"].endswith("; its tools are not offered in this request")
+    assert block["text"] in json.dumps([m.model_dump() for m in model.requests[0].messages])
+    cell = TurnView("followup", "go")  # the turn's cell, as the notebook shows it
+    cell.claimed(1)
+    cell.feed(agent.events)
+    assert "MCP server 'broken' failed: could not start" in cell.bundle()["text/plain"]
+    await agent.close()
+
+
+async def test_progress_notifications_of_a_call_show_in_the_turn_s_cell():
+    from mcp_helpers import DEMO
+
+    from nbagent import UserMessage
+    from nbagent.notebook.live import LiveTurn
+
+    model = ScriptedModel([call("demo__slow", {"steps": 3}), "done"])
+    agent = nbagent.open_session(None, model=model)
+    agent.add_mcp_server("demo", command=sys.executable, args=[DEMO], allow_read_only=True)
+    message = UserMessage.text("go slowly")
+    cell = LiveTurn(agent, message, "followup", _Surface())
+    cell.start()  # the cell listens first
+    heard: list[tuple[str, str, str]] = []
+    agent.mcp.on_progress(lambda tool, text: heard.append((tool, text, cell.view.headline)))
+    await agent.run(message)
+    assert [(tool, text) for tool, text, _ in heard] == [
+        ("demo__slow", f"step {i} of 3 ({i}/3)") for i in (1, 2, 3)
+    ]
+    assert all(headline.endswith(f"· running · {tool}: {text}") for tool, text, headline in heard)
+    assert "demo__slow:" not in cell.view.headline  # gone once the call ended
+    assert outcomes(agent.events)["c1"] == ("did 3 steps", False, None)
+    cell.stop()
+    await agent.close()
+
+
+class _Surface:
+    def show(self, data: dict[str, Any]) -> None:
+        pass
+
+    def update(self, data: dict[str, Any]) -> None:
+        pass

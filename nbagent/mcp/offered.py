@@ -4,12 +4,13 @@ server's connection; and the stand-in that answers a call to a server that is no
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from nbagent._json import freeze
 from nbagent.core.tools import Tool, ToolResult
 from nbagent.mcp.connection import McpConnection
-from nbagent.mcp.results import clip
+from nbagent.mcp.results import clip, hide_values
 
 DESCRIPTION_CHARS = 4000
 
@@ -30,14 +31,36 @@ def needs_tasks(mcp_tool: dict[str, Any]) -> bool:
     return isinstance(execution, dict) and execution.get("taskSupport") == "required"
 
 
-def offered_tool(conn: McpConnection, mcp_tool: dict[str, Any], name: str, *, allow_read_only: bool) -> Tool:
+Progress = Callable[[str, str], None]
+"""Told ``(tool name, what the server says of its progress)`` during a call."""
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    """One line for a progress notification: ``step 2 of 5 (2/5)``, ``40%``, ``3``…"""
+    amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+    return clip(f"{message} ({amount})" if message else amount, 120).replace("\n", " ")
+
+
+def offered_tool(
+    conn: McpConnection,
+    mcp_tool: dict[str, Any],
+    name: str,
+    *,
+    allow_read_only: bool,
+    on_progress: Progress | None = None,
+) -> Tool:
     """``mcp_tool`` (its wire JSON) of ``conn``'s server offered as ``name``; it asks for approval
-    unless it is annotated read-only and read-only tools are allowed."""
+    unless it is annotated read-only and read-only tools are allowed. ``on_progress`` hears the
+    server's progress notifications of each call."""
     remote = str(mcp_tool["name"])
+
+    async def progress(amount: float, total: float | None, message: str | None) -> None:
+        if on_progress is not None:
+            on_progress(name, hide_values(progress_text(amount, total, message), conn.secrets()))
 
     async def call(**arguments: Any) -> ToolResult:
         signal = arguments.pop(SIGNAL_KEY, None)
-        task = asyncio.get_running_loop().create_task(conn.call(remote, arguments))
+        task = asyncio.get_running_loop().create_task(conn.call(remote, arguments, progress))
         remove = signal.on_cancel(task.cancel) if signal is not None else None
         try:
             return await task  # a cancelled turn cancels the call (the SDK tells the server)
