@@ -1,12 +1,13 @@
 """One MCP server's client, living on the agent's loop: started in the background, stopped with the session.
 
-The official SDK's ``Client`` is entered and left in one task (anyio requires it), so each server gets a
-task that connects, lists the server's tools and then waits to be told to stop; tool calls are made
+The SDK's session (``nbagent.mcp.sdk``: ``Client`` in 2.x, ``ClientSession`` in 1.x) is entered and
+left in one task (anyio requires it), so each server gets a task that connects, lists the server's tools and then waits to be told to stop; tool calls are made
 from the turn's own tasks through the connected client. Every wait is bounded: a server that does
 not finish starting within ``start_timeout`` is failed (and its process stopped), a call that gets no
 answer within ``call_timeout`` is given up, and a server whose connection ends (its process died)
 fails the calls in flight at once. A stdio server's stderr goes to a temporary file whose last lines
-explain a failure.
+explain a failure. A stdio server gets the SDK's default environment plus its ``env``, and no result
+or failure reason carries the value of a secret-looking variable (:meth:`McpConnection.secrets`).
 """
 
 from __future__ import annotations
