@@ -148,14 +148,16 @@ class Agent(AgentCore):
         args: Iterable[str] = (),
         env: dict[str, str] | None = None,
         url: str | None = None,
+        headers: dict[str, str] | None = None,
         allow_read_only: bool = False,
         start_timeout: float | None = None,
         call_timeout: float | None = None,
     ) -> ServerInfo:
-        """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url``) and offer its tools
+        """Connect an MCP server (``command`` over stdio, or a streamable HTTP ``url`` with ``headers``) and offer its tools
         as ``NAME__TOOL``. Returns at once: the server starts in the background and the first request
         after this waits at most 10 s for its tools. A server that cannot start does not raise here;
-        calls to its tools get error results saying why. ``env`` is added to the kernel's environment.
+        calls to its tools get error results saying why. A stdio server gets the SDK's default environment
+        plus ``env`` (no secret of the kernel's unless ``env`` names it).
         Each call asks for approval unless the tool is annotated read-only and ``allow_read_only``.
         """
         from nbagent.mcp.config import CALL_TIMEOUT, START_TIMEOUT, server_spec
@@ -166,6 +168,7 @@ class Agent(AgentCore):
             args=tuple(args),
             env=env,
             url=url,
+            headers=headers,
             allow_read_only=allow_read_only,
             start_timeout=START_TIMEOUT if start_timeout is None else start_timeout,
             call_timeout=CALL_TIMEOUT if call_timeout is None else call_timeout,

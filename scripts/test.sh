@@ -32,6 +32,14 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && ! command -v in
   fi
 fi
 
+# A venv's site-packages that sees this interpreter's packages behind its own (a .pth file)
+see_parent_packages() {
+  python3 -c 'import site, sys, sysconfig
+paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()])
+lines = [f"import site; site.addsitedir({p!r})" for p in paths]
+open(sys.argv[1] + "/nbagent-test-parent.pth", "w").write("\n".join(lines) + "\n")' "$1"
+}
+
 # The kernel tests run on ipykernel 7 (installed above) and on ipykernel 6: a pip-less venv whose own
 # site-packages holds only ipykernel 6 and that sees this interpreter's packages behind it.
 IPK6=build/ipykernel6
@@ -40,10 +48,22 @@ if ! "$IPK6/bin/python" -c 'import ipykernel, sys; import ipykernel.kernelapp; s
   python3 -m venv --without-pip "$IPK6"
   site=$("$IPK6/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   python3 -m pip install -q --no-deps --target "$site" "ipykernel>=6.25,<7" "nest-asyncio>=1.6" psutil
-  python3 -c 'import site, sys, sysconfig
-paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()])
-lines = [f"import site; site.addsitedir({p!r})" for p in paths]
-open(sys.argv[1] + "/nbagent-test-parent.pth", "w").write("\n".join(lines) + "\n")' "$site"
+  see_parent_packages "$site"
 fi
 export NBAGENT_IPYKERNEL6_PYTHON="$PWD/$IPK6/bin/python"
+# The MCP tests run on the mcp SDK 2.x (installed above) and again on 1.x (what Jupyter AI 3 installs,
+# tests/test_mcp_sdk1.py): a pip-less venv whose own site-packages holds only mcp 1.x (and httpx-sse,
+# which 1.x needs) and that sees this interpreter's packages behind it.
+MCP1=build/mcp1
+if ! "$MCP1/bin/python" -c 'import sys; from importlib.metadata import version; sys.exit(version("mcp")[:2] != "1.")' 2>/dev/null; then
+  rm -rf "$MCP1"
+  python3 -m venv --without-pip "$MCP1"
+  site=$("$MCP1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  python3 -m pip install -q --no-deps --target "$site" "mcp>=1.24,<2" "httpx-sse>=0.4"
+  see_parent_packages "$site"
+fi
+export NBAGENT_MCP1_PYTHON="$PWD/$MCP1/bin/python"
+# tests/test_jupyter_ai.py makes build/jupyter-ai itself the first time (jupyter-ai==3.2.0 and this
+# checkout's wheel, a few minutes) and keeps it; tests/test_mcp_conformance.py installs the MCP
+# conformance suite under build/conformance with the test extra's Node.js. Without network they skip.
 python3 -m pytest -q "$@"

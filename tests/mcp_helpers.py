@@ -17,6 +17,7 @@ SERVERS = Path(__file__).resolve().parent / "mcp_servers"
 DEMO = str(SERVERS / "demo.py")
 SILENT = str(SERVERS / "silent.py")
 BROKEN = str(SERVERS / "broken.py")
+TASKS = str(SERVERS / "tasks.py")
 
 
 def new_tag() -> str:
@@ -64,16 +65,18 @@ def _accepts(port: int) -> bool:
 
 
 @contextmanager
-def http_demo() -> Iterator[str]:
-    """The demo server over streamable HTTP; yields its URL and stops it afterwards."""
+def http_demo(*, sse: bool = False, token: str | None = None) -> Iterator[str]:
+    """The demo server over streamable HTTP (or HTTP+SSE), wanting ``Authorization: Bearer TOKEN``
+    when ``token`` is given; yields its URL and stops it afterwards."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, DEMO, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    argv = [sys.executable, DEMO, "--sse" if sse else "--http", str(port)]
+    if token is not None:
+        argv += ["--token", token]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(lambda: _accepts(port) or proc.poll() is not None, what="the HTTP demo server listening")
         assert proc.poll() is None, "the HTTP demo server exited at start"
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from typing import Any
 
@@ -15,6 +17,15 @@ from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.testing import check_invariants
 
 pytest.importorskip("mcp")
+
+
+@pytest.fixture(autouse=True)
+def _first_request_waits_for_the_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first request waits for the tool lists however long a busy machine takes (the servers'
+    start, not a short deadline, is what these tests wait on)."""
+    from nbagent.mcp import servers
+
+    monkeypatch.setattr(servers, "FIRST_REQUEST_WAIT", 300.0)
 
 
 def calls(*items: tuple[str, dict[str, Any]], first: int = 1) -> Response:
@@ -247,28 +258,53 @@ async def test_an_http_server_nobody_serves_fails_with_its_name(tmp_path):
     await agent.close()
 
 
-async def test_env_is_added_to_the_kernel_environment(tmp_path, monkeypatch):
+async def test_a_stdio_server_gets_the_sdk_default_environment_plus_env_and_no_kernel_secret(
+    tmp_path, monkeypatch
+):
+    kernel_key = "sk-kernel-only-0123456789abcdef"
+    named_token = "tok-named-for-the-server-42"
     monkeypatch.setenv("NBAGENT_TEST_INHERITED", "from-the-kernel")
-    model = ScriptedModel(
-        [
-            calls(
-                ("demo__environment", {"name": "NBAGENT_TEST_INHERITED"}),
-                ("demo__environment", {"name": "DEMO_EXTRA"}),
-            ),
-            "done",
-        ]
-    )
-    agent = nbagent.open_session(None, model=model)
+    monkeypatch.setenv("OPENAI_API_KEY", kernel_key)
+    monkeypatch.setenv("GITHUB_TOKEN", named_token)
+    model = ScriptedModel([calls(("demo__printenv", {})), "done"])
+    agent = nbagent.open_session(tmp_path / "s.sqlite", model=model)
     agent.add_mcp_server(
         "demo",
         command=sys.executable,
         args=demo_args(new_tag()),
-        env={"DEMO_EXTRA": "added"},
+        env={"DEMO_EXTRA": "added", "GITHUB_TOKEN": named_token},
         allow_read_only=True,
     )
     await agent.run("go")
+    text, is_error, _ = outcomes(agent.events)["c1"]
+    assert not is_error
+    seen = dict(line.split("=", 1) for line in text.splitlines())
+    assert seen["PATH"] == os.environ["PATH"] and seen["DEMO_EXTRA"] == "added"
+    assert "NBAGENT_TEST_INHERITED" not in seen  # only the SDK's default environment is inherited
+    assert "OPENAI_API_KEY" not in seen  # a kernel secret the config does not name stays out
+    assert seen["GITHUB_TOKEN"] == "[redacted]"  # named, so the server got it; its value is scrubbed
+    assert kernel_key not in text and named_token not in text
+    sent = json.dumps([r.messages for r in model.requests], default=str)
+    logged = (tmp_path / "s.sqlite").read_bytes()
+    assert named_token not in sent and named_token.encode() not in logged
+    await agent.close()
+
+
+async def test_the_server_gets_a_named_secret_and_its_value_is_scrubbed_from_results(tmp_path, monkeypatch):
+    secret = "pw-only-the-server-needs-777"
+    monkeypatch.setenv("DEMO_PASSWORD", secret)
+    model = ScriptedModel(
+        [calls(("demo__environment", {"name": "DEMO_PASSWORD"}), ("demo__refuse", {"why": secret})), "done"]
+    )
+    agent = nbagent.open_session(None, model=model)
+    agent.approver = Approver()
+    agent.add_mcp_server(
+        "demo", command=sys.executable, args=demo_args(new_tag()), env={"DEMO_PASSWORD": secret}
+    )
+    await agent.run("go")
     got = outcomes(agent.events)
-    assert (got["c1"][0], got["c2"][0]) == ("from-the-kernel", "added")
+    assert got["c1"][0] == "[redacted]"  # not "<unset>": the server has it
+    assert secret not in got["c2"][0] and "[redacted]" in got["c2"][0]
     await agent.close()
 
 

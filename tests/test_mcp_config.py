@@ -51,7 +51,9 @@ def test_the_common_config_file_gives_stdio_and_http_servers(tmp_path):
             }
         )
     )
-    files, web = load_config(path)
+    config = load_config(path)
+    assert config.problems == []
+    files, web = config.servers
     assert (files.name, files.command, files.args, dict(files.env)) == (
         "files",
         "npx",
@@ -66,18 +68,64 @@ def test_the_common_config_file_gives_stdio_and_http_servers(tmp_path):
     [
         ("{", "is not valid JSON"),
         ('{"servers": {}}', 'has no "mcpServers" object'),
-        ('{"mcpServers": {"a": []}}', "server 'a' must be an object"),
-        ('{"mcpServers": {"a": {"type": "sse", "url": "http://h/sse"}}}', "uses SSE"),
-        ('{"mcpServers": {"a": {"args": ["x"]}}}', "give either command="),
-        ('{"mcpServers": {"a": {"command": "x", "args": "-v"}}}', "args must be a list of strings"),
     ],
 )
-def test_a_bad_config_file_is_refused_naming_the_file_and_the_cause(tmp_path, content, message):
+def test_a_file_that_cannot_be_read_is_refused_naming_the_file_and_the_cause(tmp_path, content, message):
     path = tmp_path / "mcp.json"
     path.write_text(content)
     with pytest.raises(ConfigError, match=re.escape(message)) as caught:
         load_config(path)
     assert str(path) in str(caught.value)
+
+
+def test_each_unusable_entry_is_one_problem_line_and_the_others_are_kept(tmp_path, monkeypatch):
+    monkeypatch.delenv("NBAGENT_TEST_UNSET", raising=False)
+    path = tmp_path / "mcp.json"
+    entries = {
+        "a": [],
+        "b": {"args": ["x"]},
+        "c": {"command": "x", "args": "-v"},
+        "d": {"type": "websocket", "url": "ws://h"},
+        "e": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${NBAGENT_TEST_UNSET}"}},
+        "f": {"type": "sse"},
+        "good": {"command": "x"},
+        "events": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+    }
+    path.write_text(json.dumps({"mcpServers": entries}))
+    config = load_config(path)
+    assert [s.name for s in config.servers] == ["good", "events"]
+    assert config.servers[1].transport == "sse"
+    assert config.problems == [
+        "server 'a': must be an object",
+        "server 'b': give either command= (a program speaking MCP on stdio) or url= (a streamable HTTP "
+        "endpoint), not both or neither",
+        "server 'c': args must be a list of strings, e.g. ['-m', 'my_server']",
+        "server 'd': unknown type 'websocket'; use stdio, http or sse",
+        "server 'e': headers refers to ${NBAGENT_TEST_UNSET}, which is not set in the kernel's environment",
+        "server 'f': type sse needs a \"url\"",
+    ]
+
+
+def test_headers_and_env_take_the_kernel_s_variables_by_reference(tmp_path, monkeypatch):
+    monkeypatch.setenv("NBAGENT_TEST_TOKEN", "t0ken-value")
+    path = tmp_path / "mcp.json"
+    entries = {
+        "web": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${env:NBAGENT_TEST_TOKEN}"}},
+        "gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "${NBAGENT_TEST_TOKEN}", "MODE": "plain"}},
+    }
+    path.write_text(json.dumps({"mcpServers": entries}))
+    web, gh = load_config(path).servers
+    assert dict(web.headers) == {"Authorization": "Bearer t0ken-value"}
+    assert dict(gh.env) == {"GITHUB_TOKEN": "t0ken-value", "MODE": "plain"}
+
+
+def test_headers_are_for_http_servers_and_must_be_strings():
+    from nbagent.mcp.config import server_spec
+
+    with pytest.raises(ValueError, match="headers= is for an HTTP server"):
+        server_spec("x", command="x", headers={"A": "b"})
+    with pytest.raises(TypeError, match="headers must map header names to string values"):
+        server_spec("x", url="http://h/mcp", headers={"A": 1})  # type: ignore[dict-item]
 
 
 def test_a_missing_config_file_is_named(tmp_path):

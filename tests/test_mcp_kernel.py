@@ -126,7 +126,14 @@ def test_an_mcp_call_asks_in_the_notebook_and_agent_approve_lets_it_run(tmp_path
     with Kernel(tmp_path) as kernel:
         kernel.run("%load_ext nbagent")
         kernel.run(f"import os; os.environ['DEMO_NOTES'] = {str(notes)!r}")
-        kernel.run(f"%agent mcp add demo -- {sys.executable} {DEMO} --tag {new_tag()}")
+        # the server gets the SDK's default environment plus what its entry names (SPEC §9.7)
+        entry = {
+            "command": sys.executable,
+            "args": [DEMO, "--tag", new_tag()],
+            "env": {"DEMO_NOTES": "${DEMO_NOTES}"},
+        }
+        (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": entry}}))
+        kernel.run(f"%agent mcp load {tmp_path / 'mcp.json'}")
         kernel.run("%agent approvals read-only")  # write_note is not read-only: it still asks
         wait_listed(kernel, "demo__write_note")
         kernel.run(scripted_call("demo__write_note", {"text": "from the model"}))

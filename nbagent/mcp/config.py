@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +32,12 @@ class ServerSpec:
     command: str | None = None
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
-    """Added to the kernel's own environment for a stdio server."""
+    """Added to the SDK's default environment (``PATH``, ``HOME``…) for a stdio server."""
     url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Sent with every request to an HTTP server (``Authorization``, an API key header…)."""
+    sse: bool = False
+    """The URL speaks the older HTTP+SSE transport (a config entry of ``"type": "sse"``)."""
     allow_read_only: bool = False
     """Tools the server annotates read-only run without asking."""
     start_timeout: float = START_TIMEOUT
@@ -40,7 +45,7 @@ class ServerSpec:
 
     @property
     def transport(self) -> str:
-        return "stdio" if self.command is not None else "http"
+        return "stdio" if self.command is not None else "sse" if self.sse else "http"
 
     @property
     def target(self) -> str:
@@ -57,6 +62,8 @@ def server_spec(
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    sse: bool = False,
     allow_read_only: bool = False,
     start_timeout: float = START_TIMEOUT,
     call_timeout: float = CALL_TIMEOUT,
@@ -72,6 +79,16 @@ def server_spec(
         raise TypeError(f"MCP server {name!r}: args must be a list of strings, e.g. ['-m', 'my_server']")
     if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise TypeError(f"MCP server {name!r}: env must map names to string values")
+    if headers is not None:
+        if url is None:
+            raise ValueError(f"MCP server {name!r}: headers= is for an HTTP server (url=), not a command")
+        if not isinstance(headers, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise TypeError(
+                f"MCP server {name!r}: headers must map header names to string values, "
+                "e.g. {'Authorization': 'Bearer …'}"
+            )
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise ValueError(f"MCP server {name!r}: command must be a program name or path")
     if url is not None:
@@ -87,6 +104,8 @@ def server_spec(
         args=tuple(args),
         env=dict(env or {}),
         url=url,
+        headers=dict(headers or {}),
+        sse=bool(sse) and url is not None,
         allow_read_only=bool(allow_read_only),
         start_timeout=float(start_timeout),
         call_timeout=float(call_timeout),
@@ -97,12 +116,23 @@ class ConfigError(ValueError):
     """An ``mcpServers`` file that cannot be used; the message names the file and the entry."""
 
 
-def load_config(path: str | os.PathLike[str]) -> list[ServerSpec]:
-    """The servers of a ``{"mcpServers": {NAME: {"command", "args", "env"} | {"url"}}}`` file.
+@dataclass(frozen=True)
+class Config:
+    """What an ``mcpServers`` file holds: the usable servers, and one line for each entry that
+    cannot be used (the others are still added)."""
+
+    servers: list[ServerSpec]
+    problems: list[str]
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """The servers of a ``{"mcpServers": {NAME: {"command", "args", "env"} | {"url", "headers"}}}`` file.
 
     Entries with ``"disabled": true`` are skipped; keys other clients keep beside these (``autoApprove``
-    and the like) are ignored. SSE servers (``"type": "sse"``) are refused: only stdio and streamable
-    HTTP are supported.
+    and the like) are ignored; ``"type": "sse"`` is an HTTP+SSE server. ``${NAME}`` and ``${env:NAME}``
+    in ``env`` and ``headers`` values are the kernel's variable ``NAME``, so a file can pass a token
+    without holding it. An entry that cannot be used is a line of ``problems``; a file that cannot be
+    read at all raises :class:`ConfigError`.
     """
     where = Path(path).expanduser()
     try:
@@ -116,30 +146,55 @@ def load_config(path: str | os.PathLike[str]) -> list[ServerSpec]:
         raise ConfigError(
             f'MCP config {where} has no "mcpServers" object: expected {{"mcpServers": {{...}}}}'
         )
-    specs = []
+    specs: list[ServerSpec] = []
+    problems: list[str] = []
     for name, entry in servers.items():
         if not isinstance(entry, dict):
-            raise ConfigError(f"MCP config {where}: server {name!r} must be an object")
+            problems.append(f"server {name!r}: must be an object")
+            continue
         if entry.get("disabled") is True:
             continue
         try:
             specs.append(_entry_spec(name, entry))
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"MCP config {where}: {exc}") from None
-    return specs
+            problems.append(f"server {name!r}: {str(exc).removeprefix(f'MCP server {name!r}: ')}")
+    return Config(specs, problems)
+
+
+_REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _expanded(label: str, values: Any) -> dict[str, str] | None:
+    """``values`` with ``${NAME}``/``${env:NAME}`` replaced by the kernel's variables."""
+    if values is None:
+        return None
+    if not isinstance(values, dict):
+        raise TypeError(f"{label} must be an object of names to strings")
+
+    def value_of(match: re.Match[str]) -> str:
+        found = os.environ.get(match[1])
+        if found is None:
+            raise ValueError(
+                f"{label} refers to ${{{match[1]}}}, which is not set in the kernel's environment"
+            )
+        return found
+
+    return {k: _REFERENCE.sub(value_of, v) if isinstance(v, str) else v for k, v in values.items()}
 
 
 def _entry_spec(name: str, entry: dict[str, Any]) -> ServerSpec:
     kind = entry.get("type") or entry.get("transport")
-    if kind in ("sse",):
-        raise ValueError(f"server {name!r} uses SSE, which nbagent does not support; use streamable HTTP")
-    if kind not in (None, "stdio", "http", "streamable-http", "streamable_http", "streamableHttp"):
-        raise ValueError(f"server {name!r} has an unknown type {kind!r}; use stdio or http")
+    if kind not in (None, "stdio", "sse", "http", "streamable-http", "streamable_http", "streamableHttp"):
+        raise ValueError(f"unknown type {kind!r}; use stdio, http or sse")
     url = entry.get("url") or entry.get("serverUrl")
+    if kind == "sse" and url is None:
+        raise ValueError('type sse needs a "url"')
     return server_spec(
         name,
         command=entry.get("command"),
         args=entry.get("args") or (),
-        env=entry.get("env"),
+        env=_expanded("env", entry.get("env")),
         url=url,
+        headers=_expanded("headers", entry.get("headers")),
+        sse=kind == "sse",
     )

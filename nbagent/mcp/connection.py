@@ -1,18 +1,18 @@
 """One MCP server's client, living on the agent's loop: started in the background, stopped with the session.
 
-The official SDK's ``Client`` is entered and left in one task (anyio requires it), so each server gets a
-task that connects, lists the server's tools and then waits to be told to stop; tool calls are made
+The SDK's session (``nbagent.mcp.sdk``: ``Client`` in 2.x, ``ClientSession`` in 1.x) is entered and
+left in one task (anyio requires it), so each server gets a task that connects, lists the server's tools and then waits to be told to stop; tool calls are made
 from the turn's own tasks through the connected client. Every wait is bounded: a server that does
 not finish starting within ``start_timeout`` is failed (and its process stopped), a call that gets no
 answer within ``call_timeout`` is given up, and a server whose connection ends (its process died)
 fails the calls in flight at once. A stdio server's stderr goes to a temporary file whose last lines
-explain a failure.
+explain a failure. A stdio server gets the SDK's default environment plus its ``env``, and no result
+or failure reason carries the value of a secret-looking variable (:meth:`McpConnection.secrets`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import importlib.util
 import os
 import tempfile
@@ -20,8 +20,10 @@ from collections.abc import Iterable
 from typing import IO, Any, Literal
 
 from nbagent.core.tools import ToolResult
+from nbagent.mcp import sdk
 from nbagent.mcp.config import ServerSpec
-from nbagent.mcp.results import clip, tool_result
+from nbagent.mcp.results import clip, hide_secrets, hide_values, tool_result, with_notes
+from nbagent.redaction import MIN_KNOWN, configured_secrets, looks_secret_name
 
 State = Literal["starting", "ready", "failed", "stopped"]
 
@@ -45,10 +47,12 @@ def require_sdk() -> None:
         )
 
 
-def _import_sdk() -> None:
-    """Import the SDK's client modules (about a second, once per process)."""
-    for module in ("mcp", "mcp.types", "mcp.client.stdio", "mcp.client.streamable_http"):
-        importlib.import_module(module)
+def server_environment(spec: ServerSpec) -> dict[str, str]:
+    """A stdio server's environment (SPEC §9.7): the SDK's default one (``PATH``, ``HOME``, ``USER``,
+    locale…) plus ``spec.env``; a variable whose name looks like a secret's reaches the server only
+    when ``spec.env`` names it, never from the kernel's own environment."""
+    base = {k: v for k, v in sdk.default_environment().items() if not looks_secret_name(k)}
+    return {**base, **spec.env}
 
 
 def describe(exc: BaseException) -> str:
@@ -81,8 +85,10 @@ class McpConnection:
         self.state: State = "starting"
         self.reason: str | None = None
         """Why the server failed or stopped."""
-        self.tools: tuple[Any, ...] = ()
-        """The server's MCP ``Tool`` records, as it listed them."""
+        self.tools: tuple[dict[str, Any], ...] = ()
+        """The server's tools, as it listed them (wire JSON: ``name``, ``inputSchema``…)."""
+        self._declined: list[str] = []
+        """Notes on elicitation requests declined since the last call ended."""
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
         self._started: asyncio.Event | None = None
@@ -91,6 +97,8 @@ class McpConnection:
         """The anyio cancel scope of the connection task (its start deadline, and how it is stopped)."""
         self._errlog: IO[str] | None = None
         self._stopping = False
+        self._unauthorized = False
+        """The HTTP server's last answer was a 401."""
 
     @property
     def name(self) -> str:
@@ -145,7 +153,7 @@ class McpConnection:
         try:
             import anyio
 
-            await asyncio.to_thread(_import_sdk)  # the first import takes a while: not on the agent's loop
+            await asyncio.to_thread(sdk.import_sdk)  # the first import takes a while: not on the agent's loop
             if self._stopping:
                 return
             with anyio.CancelScope(deadline=anyio.current_time() + self.spec.start_timeout) as scope:
@@ -155,7 +163,9 @@ class McpConnection:
                 self._fail(f"did not finish starting within {self.spec.start_timeout:g} s")
         except BaseException as exc:  # the SDK raises exception groups; every failure is the server's
             if not self._stopping:
-                self._fail(f"could not start: {describe(exc)}" if self.state == "starting" else describe(exc))
+                self._fail(
+                    f"could not start: {self._why(exc)}" if self.state == "starting" else self._why(exc)
+                )
             if isinstance(exc, KeyboardInterrupt | SystemExit | asyncio.CancelledError):
                 raise
         finally:
@@ -169,42 +179,61 @@ class McpConnection:
         import math
         from importlib.metadata import version
 
-        from mcp import Client
-        from mcp.types import Implementation
-
-        info = Implementation(name="nbagent", version=version("nbagent"))  # nbagent's installed metadata
-        async with Client(self._transport(), client_info=info) as client:
-            tools = await _list_tools(client)
+        async with sdk.open_session(
+            self._transport(), client_version=version("nbagent"), on_elicitation=self._elicited
+        ) as session:
+            tools = await _list_tools(session)
             if self._stopping:
                 return
             scope.deadline = math.inf
-            self._client, self.tools, self.state = client, tools, "ready"
+            self._client, self.tools, self.state = session, tools, "ready"
             assert self._started is not None and self._stop is not None
             self._started.set()
             await self._stop.wait()
+
+    async def _elicited(self, message: str) -> None:
+        """An elicitation request (declined): the result of the call in flight says so, which the
+        turn's cell, the timeline and the model all show."""
+        shown = clip(message, 300).replace("\n", " ")
+        self._declined.append(
+            f"[nbagent: MCP server {self.name!r} asked the user for input ({shown!r}) and nbagent declined; "
+            "elicitation is not supported yet]"
+        )
 
     def _fail(self, why: str) -> None:
         if self.state in ("failed", "stopped"):
             return
         tail = self.stderr_tail()
         self.state = "failed"
-        self.reason = f"{why}; its stderr ends: {tail}" if tail else why
+        reason = f"{why}; its stderr ends: {tail}" if tail else why
+        self.reason = hide_values(reason, self.secrets())
         if self._started is not None:
             self._started.set()
 
     def _transport(self) -> Any:
         spec = self.spec
         if spec.url is not None:
-            return spec.url
-        from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
-
+            if spec.sse:
+                return sdk.sse_transport(spec.url, spec.headers, self._http_status)
+            return sdk.http_transport(spec.url, spec.headers, self._http_status)
         # kept open for the server's life (closed by stop)
         self._errlog = _append_only(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))  # noqa: SIM115
-        params = StdioServerParameters(
-            command=spec.command or "", args=list(spec.args), env={**os.environ, **spec.env}
+        return sdk.stdio_transport(
+            spec.command or "", list(spec.args), server_environment(spec), self._errlog
         )
-        return stdio_client(params, errlog=self._errlog)
+
+    def _http_status(self, status: int) -> None:
+        self._unauthorized = status == 401
+
+    def _why(self, exc: BaseException) -> str:
+        """What went wrong, in the user's terms: a 401 says how to pass credentials."""
+        if not self._unauthorized:
+            return describe(exc)
+        return (
+            f"the server at {self.spec.url} answered 401 Unauthorized: it wants credentials; pass them "
+            "as headers, add_mcp_server(..., headers={'Authorization': 'Bearer …'}) or \"headers\" in "
+            "the config file (OAuth sign-in is not supported yet)"
+        )
 
     def stderr_tail(self) -> str:
         """The last characters a stdio server wrote to stderr (empty for HTTP or silence)."""
@@ -246,35 +275,47 @@ class McpConnection:
             return f"MCP server {self.name!r} is {self.reason or 'stopped'}"
         return f"MCP server {self.name!r} failed: {self.reason or 'unknown reason'}"
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call ``tool``; every failure is an error result naming the server and the cause."""
+    def secrets(self) -> list[str]:
+        """The values no result of this server may carry: the kernel's secret-looking variables and
+        the secret-looking ones ``env`` gives the server."""
+        named = [v for k, v in self.spec.env.items() if looks_secret_name(k) and len(v) >= MIN_KNOWN]
+        return [*configured_secrets(), *named]
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: sdk.Progress | None = None
+    ) -> ToolResult:
+        """Call ``tool``; every failure is an error result naming the server and the cause, and no
+        result carries a secret's value (:meth:`secrets`). ``progress`` hears the server's progress
+        notifications for this call."""
+        result = await self._call(tool, arguments, progress)
+        if self._declined:
+            notes, self._declined = self._declined, []
+            result = with_notes(result, notes)
+        return hide_secrets(result, self.secrets())
+
+    async def _call(self, tool: str, arguments: dict[str, Any], progress: sdk.Progress | None) -> ToolResult:
         if self.state == "starting":
             await self.wait_started(self.spec.start_timeout)
         client = self._client
         if self.state != "ready" or client is None:
             return _error(f"Error: {self.unavailable()}", "MCP_SERVER_UNAVAILABLE")
-        from mcp import MCPError
-        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
         limit = self.spec.call_timeout
         try:
-            result = await asyncio.wait_for(
-                client.call_tool(tool, arguments, read_timeout_seconds=limit), limit + 5.0
-            )
+            result = await asyncio.wait_for(client.call_tool(tool, arguments, limit, progress), limit + 5.0)
         except asyncio.TimeoutError:
             return self._timed_out(tool)
-        except MCPError as exc:
-            if exc.code == REQUEST_TIMEOUT:
-                return self._timed_out(tool)
-            if exc.code == CONNECTION_CLOSED or self._client is None:
-                return self._died(tool)
-            return _error(f"Error: MCP server {self.name!r} refused {tool}: {exc}", "MCP_ERROR")
         except Exception as exc:
-            if self._client is None or self.state != "ready":
+            code = sdk.error_code(exc) if sdk.is_sdk_error(exc) else None
+            if code in sdk.TIMEOUT_CODES:
+                return self._timed_out(tool)
+            if code == sdk.CONNECTION_CLOSED or self._client is None or self.state != "ready":
                 return self._died(tool)
-            return _error(f"Error: MCP server {self.name!r} failed on {tool}: {describe(exc)}", "MCP_ERROR")
+            if code is not None:
+                text = getattr(getattr(exc, "error", None), "message", None) or str(exc)
+                return _error(f"Error: MCP server {self.name!r} refused {tool}: {text}", "MCP_ERROR")
+            return _error(f"Error: MCP server {self.name!r} failed on {tool}: {self._why(exc)}", "MCP_ERROR")
         self._trim_errlog()
-        return tool_result(self.name, tool, result)
+        return tool_result(self.name, tool, sdk.wire(result))
 
     def _timed_out(self, tool: str) -> ToolResult:
         return _error(
@@ -307,13 +348,14 @@ def _error(text: str, code: str) -> ToolResult:
     return ToolResult(text, is_error=True, code=code)
 
 
-async def _list_tools(client: Any) -> tuple[Any, ...]:
-    tools: list[Any] = []
+async def _list_tools(session: sdk.Session) -> tuple[dict[str, Any], ...]:
+    """Every tool the server lists, as its wire JSON (``inputSchema``, ``annotations``…)."""
+    tools: list[dict[str, Any]] = []
     cursor = None
     for _ in range(_MAX_TOOL_PAGES):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
+        page = sdk.wire(await session.list_tools(cursor))
+        tools.extend(t for t in page.get("tools") or () if isinstance(t, dict) and t.get("name"))
+        cursor = page.get("nextCursor")
         if not cursor:
             break
     return tuple(tools)

@@ -4,12 +4,13 @@ server's connection; and the stand-in that answers a call to a server that is no
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from nbagent._json import freeze
 from nbagent.core.tools import Tool, ToolResult
 from nbagent.mcp.connection import McpConnection
-from nbagent.mcp.results import clip
+from nbagent.mcp.results import clip, hide_values
 
 DESCRIPTION_CHARS = 4000
 
@@ -17,20 +18,49 @@ SIGNAL_KEY = "_nbagent_signal"
 """Where the turn's cancellation signal is passed (a key no server's schema uses)."""
 
 
-def is_read_only(mcp_tool: Any) -> bool:
+def is_read_only(mcp_tool: dict[str, Any]) -> bool:
     """Whether the server annotates ``mcp_tool`` read-only (``readOnlyHint``)."""
-    annotations = getattr(mcp_tool, "annotations", None)
-    return bool(annotations is not None and annotations.read_only_hint)
+    annotations = mcp_tool.get("annotations")
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
 
-def offered_tool(conn: McpConnection, mcp_tool: Any, name: str, *, allow_read_only: bool) -> Tool:
-    """``mcp_tool`` of ``conn``'s server offered as ``name``; it asks for approval unless it is annotated
-    read-only and read-only tools are allowed."""
-    remote = str(mcp_tool.name)
+def needs_tasks(mcp_tool: dict[str, Any]) -> bool:
+    """Whether ``mcp_tool`` can only be called as an MCP task (``execution.taskSupport: "required"``),
+    which nbagent does not do: such a tool is not offered."""
+    execution = mcp_tool.get("execution")
+    return isinstance(execution, dict) and execution.get("taskSupport") == "required"
+
+
+Progress = Callable[[str, str], None]
+"""Told ``(tool name, what the server says of its progress)`` during a call."""
+
+
+def progress_text(progress: float, total: float | None, message: str | None) -> str:
+    """One line for a progress notification: ``step 2 of 5 (2/5)``, ``40%``, ``3``…"""
+    amount = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+    return clip(f"{message} ({amount})" if message else amount, 120).replace("\n", " ")
+
+
+def offered_tool(
+    conn: McpConnection,
+    mcp_tool: dict[str, Any],
+    name: str,
+    *,
+    allow_read_only: bool,
+    on_progress: Progress | None = None,
+) -> Tool:
+    """``mcp_tool`` (its wire JSON) of ``conn``'s server offered as ``name``; it asks for approval
+    unless it is annotated read-only and read-only tools are allowed. ``on_progress`` hears the
+    server's progress notifications of each call."""
+    remote = str(mcp_tool["name"])
+
+    async def progress(amount: float, total: float | None, message: str | None) -> None:
+        if on_progress is not None:
+            on_progress(name, hide_values(progress_text(amount, total, message), conn.secrets()))
 
     async def call(**arguments: Any) -> ToolResult:
         signal = arguments.pop(SIGNAL_KEY, None)
-        task = asyncio.get_running_loop().create_task(conn.call(remote, arguments))
+        task = asyncio.get_running_loop().create_task(conn.call(remote, arguments, progress))
         remove = signal.on_cancel(task.cancel) if signal is not None else None
         try:
             return await task  # a cancelled turn cancels the call (the SDK tells the server)
@@ -38,12 +68,13 @@ def offered_tool(conn: McpConnection, mcp_tool: Any, name: str, *, allow_read_on
             if remove is not None:
                 remove()
 
-    schema = dict(mcp_tool.input_schema or {})
+    raw = mcp_tool.get("inputSchema")
+    schema = dict(raw) if isinstance(raw, dict) else {}
     schema.setdefault("type", "object")
     if schema.get("type") == "object":
         schema.setdefault("properties", {})
-    title = getattr(mcp_tool, "title", None)
-    description = str(mcp_tool.description or title or f"{remote} (from MCP server {conn.name})")
+    title = mcp_tool.get("title")
+    description = str(mcp_tool.get("description") or title or f"{remote} (from MCP server {conn.name})")
     free = allow_read_only and is_read_only(mcp_tool)
     return Tool(
         fn=call,
@@ -62,7 +93,7 @@ def stand_in(conn: McpConnection, name: str) -> Tool:
 
     async def explain(**_arguments: Any) -> ToolResult:
         if conn.state == "ready":
-            known = ", ".join(sorted(str(t.name) for t in conn.tools)) or "none"
+            known = ", ".join(sorted(str(t["name"]) for t in conn.tools)) or "none"
             text = f"Error: MCP server {conn.name!r} has no tool for {name!r} (its tools: {known})"
             return ToolResult(text, is_error=True, code="TOOL_NOT_FOUND")
         return ToolResult(f"Error: {conn.unavailable()}", is_error=True, code="MCP_SERVER_UNAVAILABLE")

@@ -11,19 +11,42 @@ result saying why (:meth:`McpServers.stand_in`).
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from nbagent.core.hooks import Enter
+from nbagent.core.messages import UserMessage
 from nbagent.core.tools import Tool
 from nbagent.mcp.config import FIRST_REQUEST_WAIT, ServerSpec
 from nbagent.mcp.connection import McpConnection, require_sdk
 from nbagent.mcp.names import SEPARATOR, server_prefix, tool_name
-from nbagent.mcp.offered import offered_tool, stand_in
+from nbagent.mcp.offered import needs_tasks, offered_tool, stand_in
+from nbagent.mcp.results import clip
 
 if TYPE_CHECKING:
     from nbagent.core.hooks import Hooks
+
+
+def missing_tools_notice(conns: list[McpConnection]) -> UserMessage:
+    """Context entered with the first request that goes without these servers' tools (still
+    starting, or failed): the turn's cell, the timeline and the model see which and why."""
+    lines = [
+        f"MCP server {c.name!r} is still starting: its tools are not offered in this request"
+        if c.state == "starting"
+        else f"{c.unavailable()}; its tools are not offered in this request"
+        for c in conns
+    ]
+    names = ", ".join(repr(c.name) for c in conns)
+    summary = clip(f"MCP tools not offered: {names}", 110)
+    source = {"kind": "plugin", "plugin": "nbagent.mcp", "form": "notice", "summary": summary}
+    return UserMessage.text("\n".join(lines), source=source)
+
+
+logger = logging.getLogger(__name__)
 
 
 class Host(Protocol):
@@ -73,6 +96,7 @@ class McpServers:
         self._allow_read_only = False
         self._unhook: Any = None
         self._closed = False
+        self._progress_listeners: list[Callable[[str, str], None]] = []
 
     # -- the public surface ---------------------------------------------------------------------
 
@@ -114,6 +138,21 @@ class McpServers:
         await conn.stop("removed")
         return True
 
+    def on_progress(self, listener: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call ``listener(tool, text)`` (on the agent's loop) for each progress notification of a
+        running call; returns the function that removes it. Not logged: the live cell shows it."""
+        self._progress_listeners.append(listener)
+        return lambda: (
+            self._progress_listeners.remove(listener) if listener in self._progress_listeners else None
+        )
+
+    def _progressed(self, tool: str, text: str) -> None:
+        for listener in list(self._progress_listeners):
+            try:
+                listener(tool, text)
+            except Exception:  # a listener's failure never breaks the call
+                logger.exception("an MCP progress listener failed")
+
     def list(self) -> list[ServerInfo]:
         """Every server, in the order added."""
         with self._lock:
@@ -148,17 +187,22 @@ class McpServers:
     # -- before each request --------------------------------------------------------------------
 
     async def _before_step(self, step: Any, next: Any) -> Any:
-        await self._wait_first_lists(step.signal)
+        waited = await self._wait_first_lists(step.signal)
         self._sync_tools()
-        return await next()
+        decision = await next()
+        missing = [c for c in waited if c.state != "ready"]
+        if not missing or not isinstance(decision, Enter):
+            return decision
+        return Enter([*decision.messages, missing_tools_notice(missing)])
 
-    async def _wait_first_lists(self, signal: Any) -> None:
+    async def _wait_first_lists(self, signal: Any) -> list[McpConnection]:
+        """Wait (bounded) for the servers no request has waited for yet; returns them."""
         with self._lock:
             waiting = [self._servers[n] for n in self._unwaited if n in self._servers]
             self._unwaited.clear()
         pending = [c for c in waiting if c.state == "starting"]
         if not pending:
-            return
+            return waiting
         cancelled = asyncio.get_running_loop().create_future()
         remove = signal.on_cancel(lambda: cancelled.done() or cancelled.set_result(None))
         deadline = time.monotonic() + FIRST_REQUEST_WAIT
@@ -171,6 +215,7 @@ class McpServers:
                 started.cancel()
         finally:
             remove()
+        return waiting
 
     def _sync_tools(self) -> None:
         """Offer exactly the tools of the ready servers (on the agent's loop, between requests)."""
@@ -200,11 +245,17 @@ class McpServers:
         skipped: list[str] = []
         others = {n for n, t in self._agent.tools.items() if n not in self._offered}
         for mcp_tool in conn.tools:
-            name = tool_name(conn.prefix, str(mcp_tool.name))
-            if name in tools or name in others:
-                skipped.append(f"{mcp_tool.name} (its name {name} is taken)")
+            remote = str(mcp_tool["name"])
+            name = tool_name(conn.prefix, remote)
+            if needs_tasks(mcp_tool):
+                skipped.append(f"{remote} (it runs only as an MCP task, which nbagent does not support)")
                 continue
-            tools[name] = offered_tool(conn, mcp_tool, name, allow_read_only=allow)
+            if name in tools or name in others:
+                skipped.append(f"{remote} (its name {name} is taken)")
+                continue
+            tools[name] = offered_tool(
+                conn, mcp_tool, name, allow_read_only=allow, on_progress=self._progressed
+            )
         self._built[conn.name] = (allow, tools, tuple(skipped))
         return tools
 
@@ -232,7 +283,9 @@ class McpServers:
         built = self._built.get(conn.name)
         if conn.state == "ready":
             names = (
-                tuple(built[1]) if built else tuple(tool_name(conn.prefix, str(t.name)) for t in conn.tools)
+                tuple(built[1])
+                if built
+                else tuple(tool_name(conn.prefix, str(t["name"])) for t in conn.tools if not needs_tasks(t))
             )
         else:
             names = ()

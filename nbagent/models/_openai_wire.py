@@ -51,14 +51,34 @@ def to_openai_messages(
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
+    images: list[dict[str, Any]] = []
+    """Image parts of tool results, sent in a user message after the run of tool messages (a tool
+    message takes only text)."""
     for message in messages:
         if message.role == "assistant":
+            out.extend(_images_message(images))
             wire = _assistant(message, reasoning_field)
             if wire is not None:
                 out.append(wire)
         else:
-            out.extend(_user(message, flatten_text))
+            for wire in _user(message, flatten_text, images):
+                if wire["role"] != "tool":
+                    out.extend(_images_message(images))
+                out.append(wire)
+    out.extend(_images_message(images))
     return out
+
+
+def _images_message(images: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The user message carrying ``images`` (then emptied), or nothing."""
+    if not images:
+        return []
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": "Images returned by the tool calls above:"}, *images],
+    }
+    images.clear()
+    return [message]
 
 
 def openai_tools(schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,13 +107,14 @@ def _assistant(message: Message, reasoning_field: str | None) -> dict[str, Any] 
     return wire
 
 
-def _user(message: Message, flatten_text: bool) -> Iterator[dict[str, Any]]:
+def _user(message: Message, flatten_text: bool, images: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     # Tool messages must directly follow the assistant message that called them, so a (rare)
-    # message mixing results and other blocks sends its results first.
+    # message mixing results and other blocks sends its results first. A result's images go to
+    # ``images`` (sent after the tool messages) unless the server takes no content parts.
     others = []
     for block in message.content:
         if block.get("type") == "tool-result":
-            content = text_of(block.get("content") or ())
+            content = _tool_text(block, None if flatten_text else images)
             yield {
                 "role": "tool",
                 "tool_call_id": str(block.get("tool_call_id")),
@@ -108,6 +129,22 @@ def _user(message: Message, flatten_text: bool) -> Iterator[dict[str, Any]]:
         yield {"role": "user", "content": "\n".join(p["text"] for p in parts)}
     else:
         yield {"role": "user", "content": parts}
+
+
+def _tool_text(block: Any, images: list[dict[str, Any]] | None) -> str:
+    """A tool result's text; each image is named in it and, when ``images`` is given, added there."""
+    parts = block.get("content") or ()
+    if isinstance(parts, str) or images is None:
+        return text_of(parts)
+    texts = []
+    for part in parts:
+        wire = _part(part) if part.get("type") == "image" else None
+        if wire is not None and wire["type"] == "image_url":
+            images.append(wire)
+            texts.append(f"[image {len(images)}: {part.get('mime') or 'image'}, in the next user message]")
+        else:
+            texts.append(text_of([part]))
+    return "".join(texts)
 
 
 def _part(block: Any) -> dict[str, Any] | None:

@@ -132,6 +132,7 @@ class LiveTurn:
             self.agent.on("event", self._on_event),
             self.agent.on("inbox/claimed", self._on_claimed),
             self.agent.on("inbox/discarded", self._on_discarded),
+            self.agent.mcp.on_progress(self._on_progress),
         ]
 
     def stop(self) -> None:
@@ -161,11 +162,19 @@ class LiveTurn:
         event = notice.event
         if event is None:
             return
+        if event.type == "tool/result":
+            self.view.progress = None  # a call ended: its progress line goes
         if self.turn is None:  # from the message's insertion on the view learns its queue, unshown
             self._updates.push(event, hold=True)
             return
         ends = event.type == TURN_END and event.data.get("turn") == self.turn
         self._updates.push(event, soon=ends and not self.waited)
+
+    def _on_progress(self, tool: str, text: str) -> None:
+        """A running MCP call's progress notification: shown in the headline until the turn ends."""
+        if self.turn is not None and not self.view.final:
+            self.view.progress = f"{tool}: {text}"
+            self._updates.push(None, soon=True)
 
     def _on_claimed(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id:

@@ -104,13 +104,15 @@ def _add(session: KernelSession, servers: NotebookMcp, spec: ServerSpec) -> None
 def _load(session: KernelSession, servers: NotebookMcp, path: str) -> None:
     where = Path(path).expanduser()
     try:
-        specs = load_config(where)
+        config = load_config(where)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    if not specs:
+    for problem in config.problems:
+        print(f"nbagent: {where}: MCP {problem}; not added")
+    if not config.servers and not config.problems:
         print(f"nbagent: {where} lists no enabled MCP server")
         return
-    for spec in specs:
+    for spec in config.servers:
         if spec.name in servers.specs:
             print(f"nbagent: MCP server {spec.name!r} is already added; skipped")
             continue

@@ -31,6 +31,8 @@ class TurnView:
             self.timeline.seed_pending(inbox.next_step, inbox.next_turn)
         self.turn: int | None = None
         self.discarded = False
+        self.progress: str | None = None
+        """What a running tool last said of its progress (an MCP progress notification; not logged)."""
 
     def claimed(self, turn: int) -> None:
         """The message was claimed by ``turn``: from now on the view shows that turn."""
@@ -72,7 +74,8 @@ class TurnView:
     @property
     def headline(self) -> str:
         where = f"turn {self.turn}" if self.turn is not None else "inbox"
-        return f"{self.verb} «{self.what}» · {where} · {self.state}"
+        line = f"{self.verb} «{self.what}» · {where} · {self.state}"
+        return f"{line} · {self.progress}" if self.progress and self.state == "running" else line
 
     def to_json(self, max_text: int | None = 4000) -> dict[str, Any]:
         """The one-turn bundle (``scope: {"turn": N}``) with this view's headline."""
