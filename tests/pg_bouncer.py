@@ -51,7 +51,7 @@ class Bouncer:
             "pidfile": self.dir / "bouncer.pid",
             "server_login_retry": 1,
         }
-        body = "[databases]\n* = host={} port={}\n\n[pgbouncer]\n".format(cluster.root, cluster.port)
+        body = f"[databases]\n* = host={cluster.root} port={cluster.port}\n\n[pgbouncer]\n"
         body += "".join(f"{k} = {v}\n" for k, v in conf.items())
         self.ini = self.dir / "pgbouncer.ini"
         self.ini.write_text(body)

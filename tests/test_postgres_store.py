@@ -15,7 +15,6 @@ from eventtrace import run, trace
 
 import nbagent
 from nbagent import (
-    NbagentError,
     SessionCorruptError,
     SessionFileError,
     SessionNotFoundError,
@@ -280,7 +279,10 @@ def test_a_session_outlives_a_server_restart_mid_turn_and_a_server_that_is_down_
             gated.gate.set()
             r = await agent.run("continue")
             assert r.text == "fine again" and not errors
-            assert [t for t in trace(agent.events) if t.startswith("TE")] == ["TE 1 completed", "TE 2 completed"]
+            assert [t for t in trace(agent.events) if t.startswith("TE")] == [
+                "TE 1 completed",
+                "TE 2 completed",
+            ]
             # Down for a while: the delivery raises and records nothing; once back, it goes through.
             confirmed = list(agent.events)
             cluster.pg_ctl("stop", "-m", "fast")
