@@ -122,6 +122,20 @@ class Watchdog:
             _cut(conn)
 
 
+class WatchedCall:
+    """One call's borrowed connection, as the watchdog sees it (``stalled`` once it cut it)."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.stalled = False
+
+    def socket_fd(self) -> int | None:
+        try:
+            return None if self.conn is None or self.conn.closed else self.conn.pgconn.socket
+        except Exception:
+            return None
+
+
 def _cut(conn: Watched) -> None:
     """Shut the connection's socket down: the call blocked on it fails at once (nothing is closed
     under the caller's feet: the descriptor stays the driver's)."""

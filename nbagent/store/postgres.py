@@ -41,7 +41,7 @@ from nbagent.store.location import PostgresLocation
 from nbagent.store.pg_lease import LEASES_DDL, RowLease, describe_holder, holder_name, lease_seconds
 from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, split_schema, url_secrets
 from nbagent.store.pg_pool import pool_for
-from nbagent.store.pg_watchdog import WATCHDOG, answer_seconds, given_statement_timeout_ms
+from nbagent.store.pg_watchdog import WATCHDOG, WatchedCall, answer_seconds, given_statement_timeout_ms
 from nbagent.store.pg_writes import Statements
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ class PostgresStore(CheckedReads):
         psycopg = _psycopg()
         if self.closed:
             raise SessionFileError(f"the store {self.location} is closed")
-        call = _Call()
+        call = WatchedCall()
         try:
             with self.pool.connection() as conn:
                 call.conn = conn
@@ -303,7 +303,7 @@ class PostgresStore(CheckedReads):
                 self.pool.drop_dead()
             raise self._lost(exc, call, doing) from exc
 
-    def _lost(self, exc: BaseException, call: _Call, doing: str) -> _LostError:
+    def _lost(self, exc: BaseException, call: WatchedCall, doing: str) -> _LostError:
         if call.stalled:
             cause = (
                 f"no answer for {self.answer_s:g} s, so nbagent cut it: the server or the network "
@@ -548,6 +548,13 @@ class PostgresStore(CheckedReads):
         sql, args = self._select(columns, session_id, query)
         return self.run(lambda c: c.execute(sql, args).fetchall())
 
+    def last_seqs(self, session_ids: list[str]) -> dict[str, int | None]:
+        """The last seq of each session (one statement, an index probe each): what a rescan reads."""
+        text = self._q(
+            "SELECT s, (SELECT max(seq) FROM {schema}.events WHERE session_id = s) FROM unnest(%s::text[]) s"
+        )
+        return dict(self.run(lambda c: c.execute(text, (session_ids,)).fetchall()))
+
     def _fetch_stored_session(self, session_id: str) -> Fetched | None:
         sql = self._q("SELECT * FROM {schema}.sessions WHERE id = %s")
         return self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
@@ -569,20 +576,6 @@ class _LostError(SessionWriteError):
 
 class _FencedError(Exception):
     """A multi-statement append found its lease lost (rolls its transaction back)."""
-
-
-class _Call:
-    """One call's borrowed connection, as the watchdog sees it."""
-
-    def __init__(self) -> None:
-        self.conn: psycopg.Connection[Any] | None = None
-        self.stalled = False
-
-    def socket_fd(self) -> int | None:
-        try:
-            return None if self.conn is None or self.conn.closed else self.conn.pgconn.socket
-        except Exception:
-            return None
 
 
 def _schema_lock(schema: str) -> int:
