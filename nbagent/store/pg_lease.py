@@ -151,20 +151,20 @@ class RowLease:
 
     def __init__(self, store: LeaseStore, session_id: str) -> None:
         self.session_id = session_id
-        self._store: LeaseStore | None = store
+        self.store: LeaseStore | None = store
         self.lost = False
         self.token = 0
         key = (store.key, session_id)
         with _held_lock:
             other = _held.get(key)
             if other is not None:
-                self._store = None
+                self.store = None
                 raise self._refused(store, f"another agent of this process {os.getpid()} on {HOST}")
             _held[key] = self
         try:
             self.token = self._take(store)
         except BaseException:
-            self._store = None
+            self.store = None
             with _held_lock:
                 _held.pop(key, None)
             raise
@@ -202,11 +202,11 @@ class RowLease:
 
     @property
     def held(self) -> bool:
-        return self._store is not None and not self.lost
+        return self.store is not None and not self.lost
 
     def release(self) -> None:
         """Give the lease up (a server that cannot be reached lets it run out instead)."""
-        store, self._store = self._store, None
+        store, self.store = self.store, None
         RENEWER.discard(self)
         if store is None:
             return
@@ -257,10 +257,10 @@ class Renewer:
         """Renew ``leases`` (one statement per store key); a lease another writer took is lost."""
         groups: dict[str, list[RowLease]] = {}
         for lease in leases:
-            if lease._store is not None:
-                groups.setdefault(lease._store.key, []).append(lease)
+            if lease.store is not None:
+                groups.setdefault(lease.store.key, []).append(lease)
         for group in groups.values():
-            store = group[0]._store
+            store = group[0].store
             if store is None:
                 continue
             try:
