@@ -449,6 +449,17 @@ class PostgresStore(CheckedReads):
         )
         self.run(lambda c: c.execute(query, (*fields.values(), session_id)), doing="writing to")
 
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session's row, log and lease in one transaction (the caller holds its lease)."""
+        q = self._q
+
+        def delete(c: psycopg.Connection[Any]) -> None:
+            with c.transaction():
+                for table, column in (("events", "session_id"), ("sessions", "id"), ("leases", "session_id")):
+                    c.execute(q(f"DELETE FROM {{schema}}.{table} WHERE {column} = %s"), (session_id,))
+
+        self.run(delete, doing="writing to")
+
     def copy_within(self, parent: str, stop: int, session: Sequence[Any], own: Sequence[Row]) -> None:
         """Create ``session`` holding ``parent``'s rows up to ``stop`` and then ``own``, in one
         transaction, the rows copied by the server itself (a fork within this schema)."""
