@@ -8,6 +8,7 @@ call gets: no ``SET``, no session lock, no ``LISTEN``; so the pool works as well
 in transaction pooling mode. A pooler is recognised when it refuses startup ``options`` (PgBouncer
 does): then the bounds of :mod:`pg_watchdog` are not sent, and statements are never prepared on the
 server (psycopg ``prepare_threshold=None``), since the next transaction may run on another backend.
+``NBAGENT_PG_POOLER=1`` says so without asking (for a pooler told to ignore startup ``options``).
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ class SharedPool:
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         kwargs.update(connect_options(conninfo, psycopg.pq.version()))
         bounds = startup_options(conninfo)
-        self.pooler = False
-        if bounds:
+        self.pooler = os.environ.get("NBAGENT_PG_POOLER") == "1"
+        """Behind a pooler in transaction mode: said by ``NBAGENT_PG_POOLER=1``, or found out."""
+        if bounds and not self.pooler:
             given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options")
             try:
                 probe = psycopg.connect(conninfo, **kwargs, options=f"{bounds} {given or ''}".strip())
