@@ -50,6 +50,8 @@ class Bouncer:
             "logfile": self.dir / "bouncer.log",
             "pidfile": self.dir / "bouncer.pid",
             "server_login_retry": 1,
+            "log_connections": 0,
+            "log_disconnections": 0,
         }
         body = f"[databases]\n* = host={cluster.root} port={cluster.port}\n\n[pgbouncer]\n"
         body += "".join(f"{k} = {v}\n" for k, v in conf.items())
@@ -63,12 +65,13 @@ class Bouncer:
         args = ["pgbouncer", str(self.ini)]
         if self.cluster.user:
             args[1:1] = ["-u", self.cluster.user]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Its log goes to the logfile; an unread pipe would fill up and stop it.
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sock = self.dir / f".s.PGSQL.{self.port}"
         while not sock.exists():  # it listens before it writes its socket file
             if self.proc.poll() is not None:
                 log = (self.dir / "bouncer.log").read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"pgbouncer exited: {self.proc.stderr.read().decode()[-2000:]}\n{log}")
+                raise RuntimeError(f"pgbouncer exited:\n{log}")
             time.sleep(0.02)
         return self
 
