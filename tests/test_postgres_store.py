@@ -300,3 +300,38 @@ def test_a_session_outlives_a_server_restart_mid_turn_and_a_server_that_is_down_
             await again.close()
 
         run(main())
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["committed", "not-committed"])
+async def test_a_write_whose_connection_died_before_its_answer_is_looked_up_not_doubled(pg_url, stored):
+    """The connection dies around the append: the store looks the batch up on a fresh connection;
+    a stored batch is done, one not stored is written again: either way exactly once."""
+    from nbagent.store import postgres
+
+    agent = nbagent.open_session(pg_url)
+    agent.inject("before")
+    store = agent._file
+    real = store.run
+    cut = []
+
+    def dies_once(fn, *, doing="reading"):
+        if doing.startswith("writing") and not cut:
+            cut.append(doing)
+            if stored:
+                real(fn, doing=doing)  # committed; the answer is lost
+            raise postgres._LostError("lost the connection (a test)", stalled=False)
+        return real(fn, doing=doing)
+
+    store.run = dies_once
+    agent.inject("around the cut")
+    store.run = real
+    agent.inject("after")
+    assert cut and trace(agent.events) == [
+        "INS ns 0 ['before']",
+        "INS ns 1 ['around the cut']",
+        "INS ns 2 ['after']",
+    ]
+    await agent.close()
+    again = nbagent.resume_session(pg_url, agent.session_id)
+    assert list(again.events) == list(agent.events)
+    await again.close()
