@@ -44,6 +44,14 @@ def backends_of_this_process(cluster) -> int:
         ).fetchone()[0]
 
 
+def listening_backends(cluster) -> int:
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND query LIKE 'LISTEN%%'",
+            (holder_name(),),
+        ).fetchone()[0]
+
+
 async def _open_sessions(url: str) -> list[str]:
     ids = []
     for _ in range(SESSIONS):
@@ -61,11 +69,12 @@ async def test_many_followers_share_one_listening_connection_and_the_process_poo
     while sum(1 for f in listener._followers if f.ready.is_set()) < SESSIONS:
         await asyncio.sleep(0.01)
     during = backends_of_this_process(pg_cluster)
+    listening = listening_backends(pg_cluster)
     writer = await asyncio.create_subprocess_exec(sys.executable, "-c", WRITER, pg_url, *ids)
     assert await writer.wait() == 0
     seen = await asyncio.wait_for(asyncio.gather(*followers), 120)
     assert seen == [[0, 1, 2, 3]] * SESSIONS  # every event once, in order, for every follower
-    assert listener.connections == 1
+    assert listening == 1  # one LISTEN connection for all twenty followers
     assert during <= 1 + pg_pool.pool_size()  # the listener and the pool: nothing per follower
 
 

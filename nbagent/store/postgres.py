@@ -346,7 +346,7 @@ class PostgresStore(CheckedReads):
     # -- writes ---------------------------------------------------------------------------------
 
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
-        """Insert ``rows`` (and optionally a new session row) atomically, notifying followers.
+        """Insert ``rows`` (and optionally a new session row) atomically, then notify followers.
 
         A batch of up to ``STATEMENT_ROWS`` rows is one statement (its own transaction: one round
         trip); a bigger one is several statements in one transaction. With the session's lease held
@@ -391,13 +391,15 @@ class PostgresStore(CheckedReads):
 
         def write(c: psycopg.Connection[Any]) -> bool:
             if len(chunks) == 1:
-                return c.execute(*insert(session, chunks[0], notify=sid, fence=fence)).fetchone() is not None
-            with c.transaction():
-                if c.execute(*insert(session, chunks[0], notify=None, fence=fence)).fetchone() is None:
-                    raise _FencedError
-                for chunk in chunks[1:-1]:
-                    c.execute(*insert(None, chunk, notify=None, fence=None))
-                c.execute(*insert(None, chunks[-1], notify=sid, fence=None))
+                if c.execute(*insert(session, chunks[0], fence=fence)).fetchone() is None:
+                    return False
+            else:
+                with c.transaction():
+                    if c.execute(*insert(session, chunks[0], fence=fence)).fetchone() is None:
+                        raise _FencedError
+                    for chunk in chunks[1:]:
+                        c.execute(*insert(None, chunk, fence=None))
+            c.execute(self._writes.notice(c, sid))  # after the commit (see pg_writes)
             return True
 
         try:
