@@ -6,17 +6,19 @@ row when it appended and none when the lease was lost, in which case nothing was
 renewal's row lock orders it against a takeover (which bumps the token): an append either commits
 before the takeover or finds the new token.
 
-Followers are told afterwards, by a transaction of its own (:meth:`Statements.notice`) that does
-not wait for its commit to be flushed: a ``NOTIFY`` holds a lock global to the server from its
-commit until the commit is flushed, so a notifying append would wait for every other writer's
-flush instead of sharing one (group commit). A notice lost with a connection costs a follower at
-most its rescan.
+Followers are told afterwards, off the writer's path, by :class:`Notifier`: one thread per
+process sends the notices of every append committed meanwhile in one transaction that does not
+wait for its commit to be flushed. A ``NOTIFY`` holds a lock global to the server from its commit
+until the commit is flushed, so a notifying append would wait for every other writer's flush
+instead of sharing one (group commit). A notice lost with a connection costs a follower at most
+its rescan.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from nbagent.store.base import Row
 
@@ -35,22 +37,6 @@ class Statements:
         self._q = q
         self._channel = channel
         self._cache: dict[tuple[bool, int, bool], bytes] = {}
-        self._notices: dict[str, bytes] = {}
-
-    def notice(self, conn: Any, session_id: str) -> bytes:
-        """A transaction that ``NOTIFY``s the channel with ``session_id`` without waiting for its
-        flush (no parameters: sent as one simple query, one round trip, no session state)."""
-        found = self._notices.get(session_id)
-        if found is None:
-            from psycopg import sql
-
-            text = sql.SQL(
-                "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify({}, {}); COMMIT"
-            ).format(sql.Literal(self._channel), sql.Literal(session_id))
-            found = text.as_bytes(conn)
-            if len(self._notices) < 4096:
-                self._notices[session_id] = found
-        return found
 
     def insert(
         self,
@@ -84,3 +70,57 @@ class Statements:
             values = ", ".join([_EVENT_ROW] * rows)
             parts.append(f"e AS (INSERT INTO {{schema}}.events {source.format(values)})")
         return f"WITH {', '.join(parts)} SELECT 1" + (" FROM l" if fenced else "")
+
+
+class Notifying(Protocol):
+    """What the notifier uses of a store (:class:`nbagent.store.postgres.PostgresStore`)."""
+
+    channel: str
+    pool: Any
+    """The process's pool of the store's server (``pg_pool.SharedPool``): a closed store's last
+    notices still go out."""
+
+
+class Notifier:
+    """One daemon thread per process sending the notices of committed appends, batched."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._pending: dict[str, tuple[Notifying, set[str]]] = {}
+        self._thread: threading.Thread | None = None
+
+    def tell(self, store: Notifying, session_id: str) -> None:
+        """Queue a notice that ``session_id`` of ``store``'s schema has new events."""
+        with self._cond:
+            entry = self._pending.get(store.channel)
+            if entry is None:
+                self._pending[store.channel] = (store, {session_id})
+            else:
+                entry[1].add(session_id)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="nbagent notifier", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        from psycopg import sql
+
+        while True:
+            with self._cond:
+                while not self._pending:
+                    self._cond.wait()
+                pending, self._pending = self._pending, {}
+            for channel, (store, ids) in pending.items():
+                calls = sql.SQL(", ").join(
+                    sql.SQL("pg_notify({}, {})").format(sql.Literal(channel), sql.Literal(sid)) for sid in ids
+                )
+                # No parameters: one simple query, one round trip; SET LOCAL ends with the transaction.
+                text = sql.SQL("BEGIN; SET LOCAL synchronous_commit = off; SELECT {}; COMMIT").format(calls)
+                try:
+                    with store.pool.connection() as conn:
+                        conn.execute(text)
+                except Exception:
+                    pass  # the followers' rescan finds what this notice would have said
+
+
+NOTIFIER = Notifier()

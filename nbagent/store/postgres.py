@@ -42,7 +42,7 @@ from nbagent.store.pg_lease import LEASES_DDL, RowLease, describe_holder, holder
 from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, split_schema, url_secrets
 from nbagent.store.pg_pool import pool_for
 from nbagent.store.pg_watchdog import WATCHDOG, WatchedCall, answer_seconds, given_statement_timeout_ms
-from nbagent.store.pg_writes import Statements
+from nbagent.store.pg_writes import NOTIFIER, Statements
 
 if TYPE_CHECKING:
     import psycopg
@@ -376,6 +376,7 @@ class PostgresStore(CheckedReads):
             self._in_doubt[sid] = span
             raise first from None
         if stored:
+            NOTIFIER.tell(self, sid)
             return
         try:
             self._write(sid, rows, session)
@@ -399,21 +400,22 @@ class PostgresStore(CheckedReads):
                         raise _FencedError
                     for chunk in chunks[1:]:
                         c.execute(*insert(None, chunk, fence=None))
-            c.execute(self._writes.notice(c, sid))  # after the commit (see pg_writes)
             return True
 
         try:
             appended = self.run(write, doing="writing to")
         except _FencedError:
             appended = False
-        if not appended:
-            holder = self.run(lambda c: c.execute(self._q(_LEASE_HOLDER), (sid,)).fetchone())
-            raise SessionLockedError(
-                f"session {sid} in {self.location} is no longer this agent's to write: its lease ran out "
-                f"while it went unrenewed (the server was unreachable, or this process was stopped) and "
-                f"{'was taken by ' + describe_holder(holder) if holder else 'it was given up'}; nothing "
-                "was recorded. Close this agent; resume the session once that writer has closed it"
-            )
+        if appended:
+            NOTIFIER.tell(self, sid)  # after the commit, off this path (see pg_writes)
+            return
+        holder = self.run(lambda c: c.execute(self._q(_LEASE_HOLDER), (sid,)).fetchone())
+        raise SessionLockedError(
+            f"session {sid} in {self.location} is no longer this agent's to write: its lease ran out "
+            f"while it went unrenewed (the server was unreachable, or this process was stopped) and "
+            f"{'was taken by ' + describe_holder(holder) if holder else 'it was given up'}; nothing "
+            "was recorded. Close this agent; resume the session once that writer has closed it"
+        )
 
     def _stored(self, sid: str, span: tuple[int, int]) -> bool:
         """Whether the write of ``span`` (seqs; ``(-1, -1)``: only the session row) is stored."""
