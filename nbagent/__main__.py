@@ -147,12 +147,17 @@ def quickstart(headless: bool | None) -> int:
 
 
 def sessions_command(args: argparse.Namespace) -> int:
-    """``nbagent sessions copy SRC DST [--session ID]`` and ``nbagent sessions list STORE``."""
+    """``nbagent sessions list STORE [--notebook GLOB]``, ``copy SRC DST [--session ID]`` and
+    ``prune STORE --older-than DAYS [--attribution] [--dry-run]``."""
     from nbagent.errors import NbagentError
     from nbagent.views.text import plural
 
     try:
+        if args.action == "prune":
+            return prune_command(args)
         if args.action == "list":
+            from fnmatch import fnmatchcase
+
             from nbagent import list_sessions
             from nbagent.notebook.runs import how_run
             from nbagent.store.location import SqliteLocation
@@ -165,6 +170,8 @@ def sessions_command(args: argparse.Namespace) -> int:
                 )
                 return 1
             rows = list_sessions(args.store)
+            if args.notebook:
+                rows = [r for r in rows if r.notebook and fnmatchcase(r.notebook, args.notebook)]
             for row in rows:
                 title = f"  {row.title}" if row.title else ""
                 counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
@@ -178,13 +185,31 @@ def sessions_command(args: argparse.Namespace) -> int:
 
         results = copy_sessions(args.source, args.destination, session_id=args.session)
     except NbagentError as exc:
-        store = args.store if args.action == "list" else args.source
+        store = args.store if args.action in ("list", "prune") else args.source
         print(f"nbagent sessions {args.action}: {command_words(str(exc), str(store))}", file=sys.stderr)
         return 1
     if not results:
         print("nbagent: the source holds no session; nothing to copy")
     for r in results:
         print(f"{r.session_id}  {r.outcome:<10}  {r.appended} of {plural(r.events, 'event')} written")
+    return 0
+
+
+def prune_command(args: argparse.Namespace) -> int:
+    """``nbagent sessions prune``: delete old forks (or only attribution runs), children first."""
+    from nbagent.store.pruning import prune_sessions
+    from nbagent.views.text import plural
+
+    results = prune_sessions(
+        args.store, older_than_days=args.older_than, attribution_only=args.attribution, dry_run=args.dry_run
+    )
+    for r in results:
+        print(
+            f"{r.session_id}  {r.outcome:<12}  {r.kind:<11}  fork of {r.parent}  {plural(r.events, 'event')}"
+        )
+    gone = sum(r.outcome in ("deleted", "would delete") for r in results)
+    verb = "would delete" if args.dry_run else "deleted"
+    print(f"nbagent: {verb} {plural(gone, 'session')} idle for over {args.older_than:g} days")
     return 0
 
 
@@ -287,6 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     action = sessions.add_subparsers(dest="action", required=True)
     listing = action.add_parser("list", help="the sessions of a store, most recent first")
     listing.add_argument("store", type=_location, help="a session file path or a postgresql:// URL")
+    listing.add_argument(
+        "--notebook", metavar="GLOB", help="only sessions whose notebook path matches (e.g. '/home/alice/*')"
+    )
+    prune = action.add_parser(
+        "prune", help="delete forks (and attribution runs) idle for longer than --older-than days"
+    )
+    prune.add_argument("store", type=_location, help="a session file path or a postgresql:// URL")
+    prune.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+    prune.add_argument("--attribution", action="store_true", help="only the forks of attribution runs")
+    prune.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
     copy = action.add_parser(
         "copy",
         help="copy sessions from SRC to DST (SQLite files or postgresql:// URLs), byte-identical in "

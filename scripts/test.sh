@@ -31,6 +31,11 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && ! command -v in
     (apt-get update -qq && apt-get install -y -qq postgresql) || echo "scripts/test.sh: could not install postgresql"
   fi
 fi
+# PgBouncer in transaction mode in front of that server (tests/pg_bouncer.py): the lease tests run
+# through it; NBAGENT_TEST_PGBOUNCER=1 runs the whole PostgreSQL half of the suite through it.
+if ! command -v pgbouncer >/dev/null && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && apt-get install -y -qq pgbouncer) || echo "scripts/test.sh: could not install pgbouncer"
+fi
 
 # A venv's site-packages that sees this interpreter's packages behind its own (a .pth file)
 see_parent_packages() {

@@ -7,6 +7,7 @@ import itertools
 import os
 from collections.abc import Iterator
 
+import pg_bouncer as pg_bouncer_module
 import pg_server
 import pytest
 from provider_servers import ProviderServer
@@ -55,13 +56,29 @@ def pg_cluster():
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def pg_bouncer(pg_cluster):
+    """A PgBouncer in transaction pooling mode in front of ``pg_cluster`` (skips where there is none)."""
+    reason = pg_bouncer_module.unavailable_reason()
+    if reason:
+        if os.environ.get("NBAGENT_REQUIRE_POSTGRES"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with pg_bouncer_module.Bouncer(pg_cluster) as bouncer:
+        yield bouncer
+
+
 _schema_numbers = itertools.count()
 
 
 @pytest.fixture
-def pg_url(pg_cluster) -> str:
-    """A ``postgresql://`` URL whose nbagent schema is fresh (nothing exists there yet)."""
-    return pg_cluster.url(schema=f"t{os.getpid()}_{next(_schema_numbers)}")
+def pg_url(request, pg_cluster) -> str:
+    """A ``postgresql://`` URL whose nbagent schema is fresh (nothing exists there yet); through
+    PgBouncer in transaction mode when ``NBAGENT_TEST_PGBOUNCER=1`` (the whole suite can run so)."""
+    schema = f"t{os.getpid()}_{next(_schema_numbers)}"
+    if os.environ.get("NBAGENT_TEST_PGBOUNCER") == "1":
+        return request.getfixturevalue("pg_bouncer").url(schema=schema)
+    return pg_cluster.url(schema=schema)
 
 
 class SmallDisk:

@@ -74,7 +74,7 @@ def test_a_store_bounds_statements_locks_and_dead_peers_by_default(pg_cluster, p
             ]
         )
         assert shown == ["20s", "10s", "5", "3"]
-        params = store.conn.info.get_parameters()
+        params = store.run(lambda c: c.info.get_parameters())
         assert params["keepalives_idle"] == "5" and params["tcp_user_timeout"] == "10000"
     finally:
         store.close()
@@ -138,8 +138,8 @@ def test_a_server_that_stops_answering_fails_inject_and_cancel_and_close_finishe
 
 
 def test_a_writers_own_stale_backend_does_not_keep_the_lease_after_a_silent_partition(pg_cluster, pg_url):
-    """The server keeps the stalled connection's backend (and its advisory lock) alive: resuming
-    used to be refused, naming this very process, for up to the server's keepalive (2 h)."""
+    """The lease is a row, not the stalled connection's lock: a lease of this very process that no
+    live agent of it holds is taken at once (it used to wait for the server's keepalive, up to 2 h)."""
     schema = schema_of(pg_url)
     direct = tcp_url(pg_cluster, schema, pg_cluster.port, "statement_timeout=1000")
     with StallingProxy(pg_cluster.port) as proxy:
@@ -157,7 +157,6 @@ def test_a_writers_own_stale_backend_does_not_keep_the_lease_after_a_silent_part
         sid = run(partitioned())
 
         async def resumed() -> None:
-            # The old backend still holds the lock: the server hears nothing wrong from the proxy.
             agent = nbagent.resume_session(direct, sid)
             assert trace(agent.events)[:1] == ["INS ns 0 ['before the partition']"]
             with pytest.raises(nbagent.SessionLockedError, match=f"process {os.getpid()}"):

@@ -27,7 +27,7 @@ from nbagent.core.events import Event, Record, Splice
 from nbagent.core.inbox import InboxState
 from nbagent.core.notices import Notice
 from nbagent.core.ports import SessionFile
-from nbagent.errors import SessionClosedError, SessionWriteError
+from nbagent.errors import SessionClosedError, SessionLockedError, SessionWriteError
 
 
 @dataclass(slots=True)
@@ -504,7 +504,7 @@ class Journal:
         that error (or, when its change has become empty, its new result); a driver change that
         cannot is remembered and fails the driver's next commit. Returns the finished tickets.
         """
-        if not isinstance(error, SessionWriteError):
+        if not isinstance(error, SessionWriteError | SessionLockedError):  # a lost lease says so
             error = SessionWriteError(f"writing the session log failed: {error!r}; nothing was recorded")
         finished: list[Ticket] = []
         again: list[Ticket] = []

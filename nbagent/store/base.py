@@ -157,6 +157,9 @@ class StoreWriter(Protocol):
         """Create ``session`` holding ``parent``'s rows with ``seq <= stop`` (copied by the database
         itself) and then ``own``, all or nothing: a fork within this store."""
 
+    def delete_session(self, session_id: str) -> None:
+        """Delete the session's row and its whole log, all or nothing (under its lease)."""
+
     def check_before_first_write(self, session_id: str) -> None:
         """Owe a resumed session the checks :meth:`StoreReader.checks_may_wait` let wait."""
 

@@ -2,9 +2,11 @@
 
 One API for both stores, read-only on both. On SQLite the follower watches the WAL's change
 counter (the WAL-index header in ``-shm``, which every commit changes) and the main file's size
-and modification time, and reads only when they change; on PostgreSQL it ``LISTEN``s on the
-channel every committed batch ``NOTIFY``s. Either way it also re-reads every ``RESCAN_S`` seconds,
-so no change can be missed for long. Events come in seq order with no gap, each exactly once.
+and modification time, and reads only when they change, re-reading every ``RESCAN_S`` seconds
+regardless. On PostgreSQL the followers of a process share one listening connection per server
+and one rescan every ``RESCAN_S`` seconds (:mod:`nbagent.store.pg_listen`): a follower holds no
+connection of its own, and reads through its process's pool only when its session moved. Events
+come in seq order with no gap, each exactly once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nbagent.core.events import Event
-from nbagent.errors import SessionFileError, SessionNotFoundError
+from nbagent.errors import SessionNotFoundError
 from nbagent.store.location import PostgresLocation, Where, parse_location
 from nbagent.store.opening import open_reader
 
@@ -56,7 +58,7 @@ async def follow_events(
             from nbagent.store.postgres import PostgresStore
 
             assert isinstance(store, PostgresStore)  # open_store's choice for a PostgresLocation
-            changes = _notifications(where.url, store)
+            changes = _notices(store, session_id)
         else:
             changes = _file_changes(where.path, poll_interval)
         try:
@@ -105,28 +107,19 @@ async def _file_changes(path: Path, poll_interval: float) -> AsyncIterator[None]
         await asyncio.sleep(poll_interval)
 
 
-async def _notifications(url: str, store: PostgresStore) -> AsyncIterator[None]:
-    """Yield once after ``LISTEN`` starts, then on each notice of the store's channel (or a rescan)."""
-    import psycopg
-    from psycopg import sql
+async def _notices(store: PostgresStore, session_id: str) -> AsyncIterator[None]:
+    """Yield once the process's listener listens for ``session_id`` (nothing committed after that
+    can be missed), then whenever its session may hold new events."""
+    from nbagent.store.pg_listen import Follower, listener_for
 
-    channel = store.channel
+    listener = listener_for(store)
+    me = Follower(store, session_id, RESCAN_S, asyncio.get_running_loop())
+    listener.add(me)
     try:
-        conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-    except psycopg.Error as exc:
-        raise SessionFileError(f"cannot connect to {store.location} to follow it: {exc}") from None
-    try:
-        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-        yield  # listening before the first read: nothing committed after it can be missed
+        await me.ready.wait()
         while True:
-            try:
-                async for _ in conn.notifies(timeout=RESCAN_S, stop_after=1):
-                    pass
-            except psycopg.OperationalError as exc:
-                raise SessionFileError(
-                    f"lost the connection to {store.location} while following it ({exc}); follow "
-                    "again from the last seq seen once the server is back"
-                ) from None
+            me.changed.clear()
             yield
+            await me.changed.wait()
     finally:
-        await conn.close()
+        listener.discard(me)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_SCHEMA = "nbagent"
@@ -48,3 +48,45 @@ def redact(url: str) -> str:
         host = f"[{host}]"
     netloc = (f"{user}@" if user else "") + host + (f":{port}" if port else "")
     return f"postgresql://{netloc}/{dbname}"
+
+
+_SCHEMA_OPTION = re.compile(r"(?:^|\s)(?:-c\s*|--)" + re.escape(SCHEMA_SETTING) + r"=(\S*)")
+
+
+def split_schema(url: str) -> tuple[str | None, str]:
+    """``(schema, url)``: the ``nbagent.schema`` the URL's ``options`` name (read here, on the
+    client), and the URL without it — what is sent to the server.
+
+    A pooler in transaction mode (PgBouncer) refuses startup ``options``, and a server setting would
+    be session state, so the schema a URL names never reaches the server; a schema set for the role
+    or database (``ALTER ROLE … SET nbagent.schema``) is still read from the server.
+    """
+    parts = urlsplit(url.strip())
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    schema: str | None = None
+    kept: list[tuple[str, str]] = []
+    for key, value in pairs:
+        if key == "options":
+            found = _SCHEMA_OPTION.findall(value)
+            if found:
+                schema = found[-1]
+                value = " ".join(_SCHEMA_OPTION.sub(" ", value).split())
+                if not value:
+                    continue
+        kept.append((key, value))
+    if schema is None:
+        return None, url.strip()
+    query = urlencode(kept, quote_via=quote)
+    rebuilt = f"{parts.scheme}://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
+    return schema or None, rebuilt + (f"#{parts.fragment}" if parts.fragment else "")
+
+
+def url_secrets(url: str) -> list[str]:
+    """The passwords that could appear in a libpq message: the URL's, and ``PGPASSWORD``."""
+    found = [os.environ.get("PGPASSWORD", "")]
+    try:
+        found.append(unquote(urlsplit(url.strip()).password or ""))
+    except ValueError:
+        pass
+    found += [unquote(v) for v in parse_qs(urlsplit(url.strip()).query).get("password", [])]
+    return [s for s in found if s]

@@ -10,13 +10,16 @@ A statement can wait on three things, and each gets a bound:
   a stalled proxy — a :class:`Watchdog` that shuts the socket down once a call has gone
   unanswered for the statement timeout plus :data:`ANSWER_GRACE_S`.
 
-Settings the URL, ``PGOPTIONS`` or the role already give (a non-zero ``statement_timeout`` or
-``lock_timeout``, a ``keepalives*``/``tcp_user_timeout`` parameter) win over these defaults.
+Settings the URL or ``PGOPTIONS`` already give (``statement_timeout``, ``lock_timeout``, a
+``keepalives*``/``tcp_user_timeout`` parameter) win over these defaults. The server-side bounds
+travel as startup options of each pooled connection (:mod:`pg_pool`), never as a ``SET``: nothing
+depends on a database session.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import time
@@ -36,8 +39,8 @@ KEEPALIVES = {
 }
 """Client-side TCP settings (libpq parameters): a silent peer is detected within about 11 s."""
 SERVER_KEEPALIVES = {"tcp_keepalives_idle": 5, "tcp_keepalives_interval": 2, "tcp_keepalives_count": 3}
-"""The same on the server's end of our connection: a backend whose client vanished exits (and
-releases its advisory lock) within seconds instead of the server's default two hours."""
+"""The same on the server's end of our connection: a backend whose client vanished exits (rolling
+back its open transaction) within seconds instead of the server's default two hours."""
 
 
 def answer_seconds(statement_timeout_ms: int) -> float:
@@ -54,18 +57,20 @@ def connect_options(url: str, libpq_version: int) -> dict[str, Any]:
     return wanted
 
 
-def session_settings(current: dict[str, int]) -> dict[str, int]:
-    """``SET`` values for this connection given its ``current`` settings (ms, or s for keepalives;
-    0 where unset or left at the server's built-in default)."""
-    wanted: dict[str, int] = {}
-    if not current.get("statement_timeout"):
-        wanted["statement_timeout"] = STATEMENT_TIMEOUT_MS
-    if not current.get("lock_timeout"):
-        wanted["lock_timeout"] = LOCK_TIMEOUT_MS
-    for name, value in SERVER_KEEPALIVES.items():
-        if not current.get(name):
-            wanted[name] = value
-    return wanted
+def startup_options(url: str) -> str:
+    """The bounds as startup ``options`` (``-c name=value``) for the settings neither the URL nor
+    ``PGOPTIONS`` give; sent only to a server that takes them (a pooler in transaction mode refuses
+    startup options: there the role's settings and the pooler's ``query_timeout`` bound calls, and
+    the watchdog always does)."""
+    given = url + " " + os.environ.get("PGOPTIONS", "")
+    wanted = {"statement_timeout": STATEMENT_TIMEOUT_MS, "lock_timeout": LOCK_TIMEOUT_MS, **SERVER_KEEPALIVES}
+    return " ".join(f"-c {k}={v}" for k, v in wanted.items() if k not in given)
+
+
+def given_statement_timeout_ms(url: str) -> int:
+    """The statement timeout the URL or ``PGOPTIONS`` gives (ms), else nbagent's default."""
+    found = re.findall(r"statement_timeout(?:=|%3D)(\d+)", url + " " + os.environ.get("PGOPTIONS", ""))
+    return int(found[-1]) if found else STATEMENT_TIMEOUT_MS
 
 
 class Watched(Protocol):
@@ -115,6 +120,20 @@ class Watchdog:
                     continue
                 del self._deadlines[key]
             _cut(conn)
+
+
+class WatchedCall:
+    """One call's borrowed connection, as the watchdog sees it (``stalled`` once it cut it)."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.stalled = False
+
+    def socket_fd(self) -> int | None:
+        try:
+            return None if self.conn is None or self.conn.closed else self.conn.pgconn.socket
+        except Exception:
+            return None
 
 
 def _cut(conn: Watched) -> None:

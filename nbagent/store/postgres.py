@@ -6,21 +6,23 @@ schema ``nbagent`` or the one named by the ``nbagent.schema`` setting. A schema 
 else is refused before anything is written. ``events.data`` is ``json``: the server checks every
 record on insert and keeps its text byte for byte.
 
-Each open store is one connection. A writer's lease is a session-level advisory lock on it, so a
-writer that dies (or loses its connection) releases it at once (``pg_lease.py``). Every call on it
+A store holds no connection of its own: each call borrows one from its process's pool of that
+server (``pg_pool.py``) for one transaction, so nothing depends on a database session and the store
+works through PgBouncer in transaction pooling mode. A writer's lease is a row with an expiry and
+a fencing token (``pg_lease.py``); every append checks the token in its own statement. Every call
 is bounded: statement and lock timeouts, keepalives, and a watchdog (``pg_watchdog.py``), so a
-locked table or a silent server fails the call with an error naming the server. Every staged batch is one
-transaction that also signals followers (``NOTIFY``). Credentials come from the URL, the ``PG*``
+locked table or a silent server fails the call with an error naming the server. A restart of the
+server or the pooler fails the calls made while it is down; the next call after it is back gets a
+fresh connection (a write whose answer was lost is looked up, and written again only if it was not
+stored). Every staged batch is one transaction that also signals followers (``NOTIFY``). Credentials come from the URL, the ``PG*``
 variables or ``~/.pgpass`` (libpq reads them); the store shows and stores only the redacted address.
 """
 
 from __future__ import annotations
 
-import os
-import threading
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from nbagent import _json
 from nbagent.core.events import TURN_START, Event
@@ -28,6 +30,7 @@ from nbagent.errors import (
     NbagentError,
     SessionCorruptError,
     SessionFileError,
+    SessionLockedError,
     SessionNotFoundError,
     SessionWriteError,
 )
@@ -35,16 +38,11 @@ from nbagent.store import checked_reads
 from nbagent.store.base import Mode, Row
 from nbagent.store.checked_reads import CheckedReads, EventQuery, Fetched, LogFigures, SessionFigures
 from nbagent.store.location import PostgresLocation
-from nbagent.store.pg_lease import AdvisoryLease, holder_name, lock_key
-from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING
-from nbagent.store.pg_watchdog import (
-    SERVER_KEEPALIVES,
-    STATEMENT_TIMEOUT_MS,
-    WATCHDOG,
-    answer_seconds,
-    connect_options,
-    session_settings,
-)
+from nbagent.store.pg_lease import LEASES_DDL, RowLease, describe_holder, holder_name, lease_seconds
+from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, split_schema, url_secrets
+from nbagent.store.pg_pool import pool_for
+from nbagent.store.pg_watchdog import WATCHDOG, WatchedCall, answer_seconds, given_statement_timeout_ms
+from nbagent.store.pg_writes import NOTIFIER, Statements
 
 if TYPE_CHECKING:
     import psycopg
@@ -52,13 +50,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 APPLICATION = "nbagent"
-SCHEMA_VERSION = 1
-TABLES = frozenset({"meta", "sessions", "events"})
-CONNECT_TIMEOUT_S = 10
+SCHEMA_VERSION = 2
+"""1: meta, sessions, events (leases were advisory locks); 2: adds ``leases`` (a writer migrates 1)."""
+TABLES = frozenset({"meta", "sessions", "events", "leases"})
+TABLES_V1 = TABLES - {"leases"}
 STATEMENT_ROWS = 1000
 """Rows per ``INSERT`` statement (6 parameters each, far below the protocol's 65535)."""
 
-_DDL = """
+_DDL = (
+    """
 CREATE SCHEMA IF NOT EXISTS {schema};
 CREATE TABLE {schema}.meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE {schema}.sessions (
@@ -80,8 +80,10 @@ CREATE TABLE {schema}.events (
     PRIMARY KEY (session_id, seq)
 );
 CREATE INDEX events_by_type ON {schema}.events (session_id, type, seq);
-CREATE INDEX events_inbox_quiet ON {schema}.events (session_id, seq) WHERE inbox_pending = 0
+CREATE INDEX events_inbox_quiet ON {schema}.events (session_id, seq) WHERE inbox_pending = 0;
 """
+    + LEASES_DDL
+)
 
 
 def _psycopg() -> Any:
@@ -98,7 +100,8 @@ def channel(schema: str) -> str:
 
 
 class PostgresStore(CheckedReads):
-    """One connection to the nbagent schema of one PostgreSQL database (see ``SessionStore``)."""
+    """The nbagent schema of one PostgreSQL database, reached through this process's pool of that
+    server (see ``SessionStore``)."""
 
     remedy = "restore it from a backup"
 
@@ -106,54 +109,38 @@ class PostgresStore(CheckedReads):
         psycopg = _psycopg()
         self.mode: Mode = mode
         self.where = where if isinstance(where, PostgresLocation) else PostgresLocation(where)
-        self._url = url = self.where.url
+        self._url = self.where.url
         self.location = self.path = self.where.shown
-        self.lock = threading.RLock()
-        self.broken: SessionWriteError | None = None
         self.closed = False
-        """Set by :meth:`close` (a closed store is not a lost connection)."""
-        self.stalled = False
-        """Set by the watchdog when it cut the connection of a call left unanswered."""
-        self.backend_pid: int | None = None
-        self.answer_s = answer_seconds(STATEMENT_TIMEOUT_MS)
-        """How long a call may go unanswered before the watchdog cuts the connection."""
-        self._depth = 0
-        kwargs: dict[str, Any] = {"autocommit": True}
-        if "connect_timeout" not in url and not os.environ.get("PGCONNECT_TIMEOUT"):
-            kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
-        if mode != "read":
-            kwargs["application_name"] = holder_name()
-        kwargs.update(connect_options(url, psycopg.pq.version()))
+        """Set by :meth:`close`."""
+        self.tokens: dict[str, int] = {}
+        """The fencing token of each session whose lease this store holds (``pg_lease``)."""
+        self._in_doubt: dict[str, tuple[int, int]] = {}
+        """Sessions whose last write lost its connection before its answer: its seq range."""
+        named, self.conninfo = split_schema(self._url)
         try:
-            self.conn: psycopg.Connection[Any] = psycopg.connect(url, **kwargs)
+            self.pool = pool_for(self.conninfo, holder_name())
         except psycopg.Error as exc:
             raise SessionFileError(
                 f"cannot connect to {self.location}: {self._say(exc)}; check the URL, the PG* "
                 "variables or ~/.pgpass, and that the server is running"
             ) from None
-        try:
-            self._setup(psycopg)
-        except BaseException:
-            self.conn.close()
-            raise
+        self.answer_s = answer_seconds(given_statement_timeout_ms(self.conninfo))
+        """How long a call may go unanswered before the watchdog cuts its connection."""
+        self._setup(psycopg, named)
 
     # -- opening --------------------------------------------------------------------------------
 
-    def _setup(self, psycopg: Any) -> None:
+    def _setup(self, psycopg: Any, named: str | None) -> None:
         from psycopg import sql
-        from psycopg.types.string import TextBinaryLoader, TextLoader
 
-        conn = self.conn
-        # events.data arrives as the stored text; nbagent decodes it (and copies it verbatim).
-        conn.adapters.register_loader("json", TextLoader)
-        conn.adapters.register_loader("json", TextBinaryLoader)
-        self._bound_calls()
         setting, encoding = self.run(
             lambda c: c.execute(
                 "SELECT current_setting(%s, true), current_setting('server_encoding')", (SCHEMA_SETTING,)
             ).fetchone()
         )
-        self.schema = (setting or "").strip() or DEFAULT_SCHEMA
+        self.schema = named or (setting or "").strip() or DEFAULT_SCHEMA
+        self.key = f"{self.conninfo}\0{self.schema}"
         if self.schema != DEFAULT_SCHEMA:
             self.location = self.path = f"{self.location} (schema {self.schema})"
         if encoding.upper() not in ("UTF8", "UTF-8"):
@@ -161,27 +148,40 @@ class PostgresStore(CheckedReads):
                 f"{self.location} uses the {encoding} encoding; nbagent needs a UTF8 database — "
                 "create one with CREATE DATABASE … ENCODING 'UTF8'"
             )
-        if self.mode == "read":
-            self.run(lambda c: c.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"))
         self.channel = channel(self.schema)
         s = sql.Identifier(self.schema)
+        cache: dict[str, bytes] = {}
 
         def q(text: str) -> bytes:
-            return sql.SQL(text).format(schema=s).as_bytes(conn)
+            """``text`` with ``{schema}`` filled in (cached: the same few statements recur)."""
+            found = cache.get(text)
+            if found is None:
+                found = sql.SQL(text).format(schema=s).as_string(None).encode()
+                if len(cache) < 256:
+                    cache[text] = found
+            return found
 
-        self._q = q
-        self._statements: dict[tuple[bool, int, bool], bytes] = {}
-        self.empty = self._identify(psycopg)
+        self.q = self._q = q
+        self._writes = Statements(q, self.channel)
+        version = self._identify(psycopg)
+        self.empty = version is None
         if self.empty:
             if self.mode == "create":
                 self._initialise(psycopg)
                 self.empty = False
             elif self.mode == "write":
                 raise SessionNotFoundError(f"{self.location} holds no session; start one with open_session()")
+        elif version < SCHEMA_VERSION and self.mode != "read":
+            self._migrate(psycopg)
 
-    def _identify(self, psycopg: Any) -> bool:
-        """Refuse a foreign or newer schema, changing nothing; return whether it is empty or missing."""
-        names = self.run(
+    def _identify(self, psycopg: Any, conn: psycopg.Connection[Any] | None = None) -> int | None:
+        """Refuse a foreign or newer schema, changing nothing; return its version (``None`` when it is
+        empty or missing). On ``conn`` when given (inside a transaction), else on a pooled one."""
+
+        def on(fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+            return fn(conn) if conn is not None else self.run(fn)
+
+        names = on(
             lambda c: {
                 r[0]
                 for r in c.execute(
@@ -192,7 +192,7 @@ class PostgresStore(CheckedReads):
             }
         )
         if not names:
-            return True
+            return None
         if "meta" not in names:
             raise SessionFileError(
                 f"schema {self.schema} of {self.location} holds tables that are not nbagent's "
@@ -201,13 +201,11 @@ class PostgresStore(CheckedReads):
                 f"(URL: ?options=-c%20{SCHEMA_SETTING}%3Dname)"
             )
         try:
-            meta = dict(
-                self.run(lambda c: c.execute(self._q("SELECT key, value FROM {schema}.meta")).fetchall())
-            )
-        except SessionFileError as exc:
+            meta = dict(on(lambda c: c.execute(self._q("SELECT key, value FROM {schema}.meta")).fetchall()))
+        except (SessionFileError, psycopg.Error) as exc:
             raise SessionFileError(
                 f"schema {self.schema} of {self.location} has a table `meta` nbagent cannot read "
-                f"({exc}); nbagent left it unchanged — use another schema or database"
+                f"({self._say(exc)}); nbagent left it unchanged — use another schema or database"
             ) from None
         if meta.get("application") != APPLICATION:
             raise SessionFileError(
@@ -226,12 +224,13 @@ class PostgresStore(CheckedReads):
                 f"schema {self.schema} of {self.location} has nbagent schema version {version}, newer than "
                 f"this nbagent understands ({SCHEMA_VERSION}); upgrade nbagent to open it"
             )
-        if not names >= TABLES:
+        wanted = TABLES if version >= SCHEMA_VERSION else TABLES_V1
+        if not names >= wanted:
             raise SessionCorruptError(
                 f"schema {self.schema} of {self.location} is nbagent's but misses tables "
-                f"{sorted(TABLES - names)}; restore it from a backup or use another schema"
+                f"{sorted(wanted - names)}; restore it from a backup or use another schema"
             )
-        return False
+        return version
 
     def _initialise(self, psycopg: Any) -> None:
         """Create the schema in one transaction, serialised with other first users by a lock."""
@@ -239,8 +238,8 @@ class PostgresStore(CheckedReads):
 
         def init(c: psycopg.Connection[Any]) -> None:
             with c.transaction():
-                c.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(self.schema, ""),))
-                if not self._identify(psycopg):
+                c.execute("SELECT pg_advisory_xact_lock(%s)", (_schema_lock(self.schema),))
+                if self._identify(psycopg, c) is not None:
                     return  # another process created it meanwhile
                 for stmt in _DDL.split(";"):
                     c.execute(q(stmt))
@@ -251,149 +250,196 @@ class PostgresStore(CheckedReads):
 
         self.run(init, doing="creating the nbagent schema in")
 
-    def _bound_calls(self) -> None:
-        """Give this connection the statement, lock and keepalive bounds it lacks (``pg_watchdog``)."""
-        pid, current = self.run(
-            lambda c: c.execute(
-                "SELECT pg_backend_pid(), (SELECT json_object_agg(name, CASE WHEN source = 'default' "
-                "THEN '0' ELSE setting END) FROM pg_settings WHERE name = ANY(%s))",
-                (["statement_timeout", "lock_timeout", *SERVER_KEEPALIVES],),
-            ).fetchone()
-        )
-        self.backend_pid = pid
-        current = {k: int(v) for k, v in _json.loads(current or "{}").items()}
-        wanted = session_settings(current)
-        if wanted:
-            calls = ", ".join("set_config(%s, %s, false)" for _ in wanted)
-            args = [x for k, v in wanted.items() for x in (k, str(v))]
-            self.run(lambda c: c.execute(f"SELECT {calls}", args))
-        statement_ms = wanted.get("statement_timeout") or current.get("statement_timeout", 0)
-        self.answer_s = answer_seconds(statement_ms)
+    def _migrate(self, psycopg: Any) -> None:
+        """Bring a version-1 schema to this version in one transaction (a writer does, once): the
+        ``leases`` table replaces the advisory locks of version 1, whose writers refuse version 2."""
+        q = self._q
+
+        def migrate(c: psycopg.Connection[Any]) -> None:
+            with c.transaction():
+                c.execute("SELECT pg_advisory_xact_lock(%s)", (_schema_lock(self.schema),))
+                if self._identify(psycopg, c) != 1:
+                    return  # migrated meanwhile
+                c.execute(q(LEASES_DDL))
+                c.execute(
+                    q("UPDATE {schema}.meta SET value = %s WHERE key = 'version'"), (str(SCHEMA_VERSION),)
+                )
+
+        self.run(migrate, doing="upgrading the nbagent schema in")
 
     # -- the connection -------------------------------------------------------------------------
 
-    def socket_fd(self) -> int | None:
-        """The connection's socket (for the watchdog), or ``None`` once closed."""
-        try:
-            return None if self.conn.closed else self.conn.pgconn.socket
-        except Exception:
-            return None
-
     def run(self, fn: Callable[[psycopg.Connection[Any]], T], *, doing: str = "reading") -> T:
-        """Run ``fn`` on the connection under the store's lock; database errors become nbagent's."""
+        """Run ``fn`` on a pooled connection (one transaction or statement); database errors become
+        nbagent's. A read that finds its connection dead (the server or pooler restarted) is tried
+        once more on a fresh one; a write is not (:meth:`write` settles it)."""
+        try:
+            return self._call(fn, doing)
+        except _LostError as lost:
+            if doing != "reading" or lost.stalled:
+                raise
+        return self._call(fn, doing)
+
+    def _call(self, fn: Callable[[psycopg.Connection[Any]], T], doing: str) -> T:
         psycopg = _psycopg()
-        with self.lock:
-            if self.broken is not None:
-                raise self.broken
-            if self.conn.closed and self.closed:
-                raise SessionFileError(f"the connection to {self.location} is closed")
-            self._depth += 1
-            if self._depth == 1:
-                WATCHDOG.arm(self, self.answer_s)
-            try:
-                return fn(self.conn)
-            except psycopg.Error as exc:
-                raise self._error(exc, doing) from exc
-            finally:
-                self._depth -= 1
-                if not self._depth:
-                    WATCHDOG.disarm(self)
+        if self.closed:
+            raise SessionFileError(f"the store {self.location} is closed")
+        call = WatchedCall()
+        try:
+            with self.pool.connection() as conn:
+                call.conn = conn
+                WATCHDOG.arm(call, self.answer_s)
+                try:
+                    return fn(conn)
+                finally:
+                    WATCHDOG.disarm(call)
+        except psycopg.Error as exc:
+            conn = call.conn
+            if conn is not None and not (conn.broken or conn.closed or call.stalled):
+                cls = SessionWriteError if doing.startswith("writing") else SessionFileError
+                tail = "; nothing was recorded" if cls is SessionWriteError else ""
+                raise cls(f"{doing} {self.location} failed: {self._say(exc)}{tail}") from exc
+            if not call.stalled:
+                self.pool.drop_dead()
+            raise self._lost(exc, call, doing) from exc
 
-    def _error(self, exc: BaseException, doing: str) -> SessionFileError:
-        if self.conn.broken or self.conn.closed:
-            return self._lost(exc)
-        cls = SessionWriteError if doing.startswith("writing") else SessionFileError
-        tail = "; nothing was recorded" if cls is SessionWriteError else ""
-        return cls(f"{doing} {self.location} failed: {self._say(exc)}{tail}")
-
-    def _lost(self, exc: BaseException) -> SessionWriteError:
-        if self.broken is None:
+    def _lost(self, exc: BaseException, call: WatchedCall, doing: str) -> _LostError:
+        if call.stalled:
             cause = (
                 f"no answer for {self.answer_s:g} s, so nbagent cut it: the server or the network "
                 "stopped responding"
-                if self.stalled
-                else self._say(exc)
             )
-            self.broken = SessionWriteError(
-                f"lost the connection to {self.location} ({cause}); the session's write lease "
-                "went with it, so this agent records nothing more — events it had not confirmed may or "
-                "may not be stored. Resume the session (resume_session() or %agent resume) once the "
-                "server is reachable"
-            )
-        return self.broken
+        elif call.conn is None:
+            cause = f"no connection within the pool's wait: {self._say(exc)}"
+        else:
+            cause = self._say(exc)
+        tail = (
+            "; what this call wrote is looked up on the next write. Try again once the server (or the "
+            "pooler) is back: the session need not be reopened"
+            if doing.startswith("writing")
+            else "; try again once the server (or the pooler) is back"
+        )
+        return _LostError(f"lost the connection to {self.location} ({cause}){tail}", stalled=call.stalled)
 
     def _say(self, exc: BaseException) -> str:
         """The first line of a database error, with any password masked."""
         text = str(exc).strip()
         line = text.splitlines()[0] if text else type(exc).__name__
-        for secret in _secrets(self._url):
+        for secret in url_secrets(self._url):
             line = line.replace(secret, "***")
         return line
 
-    def lease(self, session_id: str) -> AdvisoryLease:
-        return AdvisoryLease(self, session_id)
+    def lease(self, session_id: str) -> RowLease:
+        """Take the session's lease: a row with an expiry and a fencing token (``pg_lease``)."""
+        if self.mode == "read":
+            raise SessionFileError(f"{self.location} was opened read-only; it takes no write lease")
+        return RowLease(self, session_id)
 
     def reader(self) -> PostgresStore:
-        """Another, read-only connection to the same store (for lazy reads beside a writer)."""
+        """Another, read-only store of the same schema (sharing the process's pool)."""
         return PostgresStore(self.where, mode="read")
 
     def close(self, *, checkpoint: bool = True) -> None:
-        """Close the connection (releasing any lease it holds); never raises."""
-        with self.lock:
-            self.closed = True
-            try:
-                self.conn.close()
-            except Exception:
-                pass
+        """Stop using the store (the pool stays, for the process's other stores); never raises."""
+        self.closed = True
 
     # -- writes ---------------------------------------------------------------------------------
 
     def write(self, rows: Sequence[Row], *, session: tuple[Any, ...] | None = None) -> None:
-        """Insert ``rows`` (and optionally a new session row) atomically, notifying followers.
+        """Insert ``rows`` (and optionally a new session row) atomically, then notify followers.
 
         A batch of up to ``STATEMENT_ROWS`` rows is one statement (its own transaction: one round
-        trip); a bigger one is several statements in one transaction.
+        trip); a bigger one is several statements in one transaction. With the session's lease held
+        the first statement checks its token (``pg_writes``): a lost lease raises
+        :class:`SessionLockedError` and inserts nothing. A write whose connection was lost before
+        its answer is looked up on a fresh connection: done if it was stored, else written again;
+        if the server cannot be reached it raises, and the next write looks it up first.
         """
         if not rows and session is None:
             return
         sid = rows[0][0] if rows else session[0]  # type: ignore[index]
+        span = (rows[0][1], rows[-1][1]) if rows else (-1, -1)
+        doubt = self._in_doubt.pop(sid, None)
+        if doubt is not None:
+            self._settle(sid, doubt)
+        try:
+            self._write(sid, rows, session)
+            return
+        except _LostError as lost:
+            if lost.stalled:
+                self._in_doubt[sid] = span
+                raise
+            first = lost
+        try:
+            stored = self._stored(sid, span)
+        except NbagentError:
+            self._in_doubt[sid] = span
+            raise first from None
+        if stored:
+            NOTIFIER.tell(self, sid)
+            return
+        try:
+            self._write(sid, rows, session)
+        except _LostError:
+            self._in_doubt[sid] = span
+            raise
+
+    def _write(self, sid: str, rows: Sequence[Row], session: tuple[Any, ...] | None) -> None:
         chunks = [rows[i : i + STATEMENT_ROWS] for i in range(0, len(rows), STATEMENT_ROWS)] or [()]
+        token = self.tokens.get(sid)
+        fence = (lease_seconds(), sid, token) if token is not None else None
+        insert = self._writes.insert
 
-        def write(c: psycopg.Connection[Any]) -> None:
+        def write(c: psycopg.Connection[Any]) -> bool:
             if len(chunks) == 1:
-                c.execute(*self._insert(session, chunks[0], notify=sid))
-                return
-            with c.transaction():
-                c.execute(*self._insert(session, chunks[0], notify=None))
-                for chunk in chunks[1:-1]:
-                    c.execute(*self._insert(None, chunk, notify=None))
-                c.execute(*self._insert(None, chunks[-1], notify=sid))
+                if c.execute(*insert(session, chunks[0], fence=fence)).fetchone() is None:
+                    return False
+            else:
+                with c.transaction():
+                    if c.execute(*insert(session, chunks[0], fence=fence)).fetchone() is None:
+                        raise _FencedError
+                    for chunk in chunks[1:]:
+                        c.execute(*insert(None, chunk, fence=None))
+            return True
 
-        self.run(write, doing="writing to")
+        try:
+            appended = self.run(write, doing="writing to")
+        except _FencedError:
+            appended = False
+        if appended:
+            NOTIFIER.tell(self, sid)  # after the commit, off this path (see pg_writes)
+            return
+        holder = self.run(lambda c: c.execute(self._q(_LEASE_HOLDER), (sid,)).fetchone())
+        raise SessionLockedError(
+            f"session {sid} in {self.location} is no longer this agent's to write: its lease ran out "
+            f"while it went unrenewed (the server was unreachable, or this process was stopped) and "
+            f"{'was taken by ' + describe_holder(holder) if holder else 'it was given up'}; nothing "
+            "was recorded. Close this agent; resume the session once that writer has closed it"
+        )
 
-    def _insert(
-        self, session: tuple[Any, ...] | None, rows: Sequence[Row], *, notify: str | None
-    ) -> tuple[bytes, list[Any]]:
-        """One statement inserting ``session`` and ``rows`` (and notifying when ``notify`` is set)."""
-        key = (session is not None, len(rows), notify is not None)
-        text = self._statements.get(key)
-        if text is None:
-            parts = []
-            if session is not None:
-                parts.append("s AS (INSERT INTO {schema}.sessions VALUES (%s, %s, %s, %s, %s, %s, %s))")
-            if rows:
-                values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(rows))
-                parts.append(f"e AS (INSERT INTO {{schema}}.events VALUES {values})")
-            final = "SELECT pg_notify(%s, %s)" if notify is not None else "SELECT 1"
-            text = self._q(f"WITH {', '.join(parts)} {final}")
-            if len(self._statements) < 64:
-                self._statements[key] = text
-        args: list[Any] = list(session) if session is not None else []
-        for row in rows:
-            args.extend(row)
-        if notify is not None:
-            args += [self.channel, notify]
-        return text, args
+    def _stored(self, sid: str, span: tuple[int, int]) -> bool:
+        """Whether the write of ``span`` (seqs; ``(-1, -1)``: only the session row) is stored."""
+        if span[0] < 0:
+            text = self._q("SELECT 1 FROM {schema}.sessions WHERE id = %s")
+            return self.run(lambda c: c.execute(text, (sid,)).fetchone()) is not None
+        text = self._q("SELECT max(seq) FROM {schema}.events WHERE session_id = %s")
+        last = self.run(lambda c: c.execute(text, (sid,)).fetchone()[0])
+        return last is not None and last >= span[0]
+
+    def _settle(self, sid: str, span: tuple[int, int]) -> None:
+        """Before writing on: the write in doubt must not be stored (this agent wrote its seqs again)."""
+        try:
+            stored = self._stored(sid, span)
+        except NbagentError:
+            self._in_doubt[sid] = span
+            raise
+        if stored:
+            self._in_doubt[sid] = span
+            raise SessionWriteError(
+                f"a write to session {sid} in {self.location} whose answer was lost with the connection "
+                f"(seq {span[0]}-{span[1]}) was stored after all, so this agent's copy of the log is behind "
+                "it; close the agent and resume the session (resume_session() or %agent resume)"
+            )
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Update out-of-log metadata (title, model, notebook, metadata)."""
@@ -406,6 +452,17 @@ class PostgresStore(CheckedReads):
             sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in fields),
         )
         self.run(lambda c: c.execute(query, (*fields.values(), session_id)), doing="writing to")
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session's row, log and lease in one transaction (the caller holds its lease)."""
+        q = self._q
+
+        def delete(c: psycopg.Connection[Any]) -> None:
+            with c.transaction():
+                for table, column in (("events", "session_id"), ("sessions", "id"), ("leases", "session_id")):
+                    c.execute(q(f"DELETE FROM {{schema}}.{table} WHERE {column} = %s"), (session_id,))
+
+        self.run(delete, doing="writing to")
 
     def copy_within(self, parent: str, stop: int, session: Sequence[Any], own: Sequence[Row]) -> None:
         """Create ``session`` holding ``parent``'s rows up to ``stop`` and then ``own``, in one
@@ -506,17 +563,37 @@ class PostgresStore(CheckedReads):
         sql, args = self._select(columns, session_id, query)
         return self.run(lambda c: c.execute(sql, args).fetchall())
 
+    def last_seqs(self, session_ids: list[str]) -> dict[str, int | None]:
+        """The last seq of each session (one statement, an index probe each): what a rescan reads."""
+        text = self._q(
+            "SELECT s, (SELECT max(seq) FROM {schema}.events WHERE session_id = s) FROM unnest(%s::text[]) s"
+        )
+        return dict(self.run(lambda c: c.execute(text, (session_ids,)).fetchall()))
+
     def _fetch_stored_session(self, session_id: str) -> Fetched | None:
         sql = self._q("SELECT * FROM {schema}.sessions WHERE id = %s")
         return self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
 
 
-def _secrets(url: str) -> list[str]:
-    """The passwords that could appear in a libpq message: the URL's, and ``PGPASSWORD``."""
-    found = [os.environ.get("PGPASSWORD", "")]
-    try:
-        found.append(unquote(urlsplit(url.strip()).password or ""))
-    except ValueError:
-        pass
-    found += [unquote(v) for v in parse_qs(urlsplit(url.strip()).query).get("password", [])]
-    return [s for s in found if s]
+_LEASE_HOLDER = (
+    "SELECT token, host, pid, started, since, extract(epoch FROM expires_at - clock_timestamp()) "
+    "FROM {schema}.leases WHERE session_id = %s"
+)
+
+
+class _LostError(SessionWriteError):
+    """The connection died under a call (the server, the pooler or the network went away)."""
+
+    def __init__(self, message: str, *, stalled: bool) -> None:
+        super().__init__(message)
+        self.stalled = stalled
+
+
+class _FencedError(Exception):
+    """A multi-statement append found its lease lost (rolls its transaction back)."""
+
+
+def _schema_lock(schema: str) -> int:
+    """The transaction-level advisory lock key that serialises creating or upgrading ``schema``."""
+    digest = hashlib.blake2b(f"nbagent schema\0{schema}".encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)

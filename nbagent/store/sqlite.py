@@ -377,6 +377,24 @@ class SessionFile(CheckedReads):
             self._owed.settle(self.connection)
             _guard(self.path, "writing to", update)
 
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session's row and its whole log in one transaction (``nbagent sessions prune``;
+        the caller holds its lease)."""
+
+        def delete() -> None:
+            conn = self.connection
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                rollback(conn)
+                raise
+
+        with self.lock:
+            _guard(self.path, "writing to", delete)
+
     def copy_within(self, parent: str, stop: int, session: Sequence[Any], own: Sequence[Row]) -> None:
         """Create ``session`` holding ``parent``'s rows up to ``stop`` and then ``own``, in one
         transaction, the rows copied by SQLite itself (a fork within this file)."""
