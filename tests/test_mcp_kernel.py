@@ -67,6 +67,7 @@ def test_load_reads_the_common_json_and_list_says_why_a_server_failed(tmp_path: 
                 "mcpServers": {
                     "demo": {"command": sys.executable, "args": [DEMO, "--tag", tag]},
                     "broken": {"command": sys.executable, "args": [BROKEN]},
+                    "socket": {"type": "websocket", "url": "ws://127.0.0.1:9/ws"},
                 }
             }
         )
@@ -75,6 +76,11 @@ def test_load_reads_the_common_json_and_list_says_why_a_server_failed(tmp_path: 
         kernel.run("%load_ext nbagent")
         out = kernel.run(f"%agent mcp load {config}")
         assert "'demo'" in out and "'broken'" in out
+        # an entry that cannot be used is one line, and the others are still added
+        assert (
+            f"nbagent: {config}: MCP server 'socket': unknown type 'websocket'; use stdio, http or sse; not added"
+            in out
+        )
         listed = wait_listed(kernel, "broken · stdio")
         listed = wait_listed(kernel, "why:")
         assert "why: could not start" in listed and "DEMO_TOKEN is not set" in listed
