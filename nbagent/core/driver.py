@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from nbagent.core.chunk_timer import ChunkTimer
 from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
 from nbagent.core.estimate import Meter
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
@@ -106,8 +107,7 @@ class Driver:
         self._wake_lock = threading.Lock()
         self._cancels = self._woken_at = 0  # cancel() calls so far, and when the driver last started
         self._state_lock = threading.Lock()
-        self._chunk_timer: asyncio.TimerHandle | None = None
-        self._last_chunk_flush = 0.0
+        self.chunks = ChunkTimer(loop, self._timed_flush)
         self._started = False
         self._start_done: asyncio.Event | None = None
         self._start_task: asyncio.Task[None] | None = None
@@ -309,7 +309,7 @@ class Driver:
             await asyncio.wait({self._start_task})
         while self.task is not None and not self.task.done():
             await asyncio.wait({self.task})
-        self._cancel_chunk_timer()
+        self.chunks.written()
         # From here on deliveries raise SessionClosedError, and no write can touch the store.
         error = self.journal.close()
         self.notices.kick()
@@ -519,7 +519,7 @@ class Driver:
 
     def commit(self, change: Build | list[Record] | None = None, *, only_if_planned: bool = False) -> Any:
         """Commit what the driver staged (and ``change``) before an external effect."""
-        self._cancel_chunk_timer()
+        self.chunks.written()
         try:
             return self.journal.commit(change, only_if_planned=only_if_planned)
         finally:
@@ -528,28 +528,17 @@ class Driver:
     def stage_chunk(self, turn: int, step: int, chunk: Mapping[str, Any]) -> None:
         """Stage an ``assistant/chunk``; committed at most 100 ms later, or with the next write."""
         self.journal.stage([AssistantChunk(turn, step, chunk)])
-        now = self.loop.time()
-        if now - self._last_chunk_flush >= 0.1:
-            self.flush()
-        elif self._chunk_timer is None:
-            self._chunk_timer = self.loop.call_at(self._last_chunk_flush + 0.1, self._timed_flush)
+        self.chunks.staged()
 
     def _timed_flush(self) -> None:
-        self._chunk_timer = None
         try:
             self.flush()
         except SessionWriteError as exc:  # the chunks stay staged; the driver's next commit reports it
             log.warning("nbagent: writing streamed chunks failed: %s", exc)
 
-    def _cancel_chunk_timer(self) -> None:
-        if self._chunk_timer is not None:
-            self._chunk_timer.cancel()
-            self._chunk_timer = None
-        self._last_chunk_flush = self.loop.time()
-
     def flush(self) -> None:
         """Commit everything staged (driver events and batched chunks)."""
-        self._cancel_chunk_timer()
+        self.chunks.written()
         if self.journal.has_staged():
             self.commit()
 
