@@ -21,6 +21,7 @@ from nbagent.core.chunk_timer import ChunkTimer
 from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
 from nbagent.core.estimate import Meter
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
+from nbagent.core.header_state import HeaderState
 from nbagent.core.hooks import SessionStart
 from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splice
 from nbagent.core.journal import Build, Journal, Plan
@@ -30,7 +31,7 @@ from nbagent.core.ports import Releasable, SessionFile
 from nbagent.core.projections import Projections
 from nbagent.core.signal import CancelSignal
 from nbagent.core.tools import Tool
-from nbagent.core.vocabulary import HeaderReason, Target
+from nbagent.core.vocabulary import Target
 from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
 from nbagent.models.base import Model
 
@@ -92,10 +93,7 @@ class Driver:
         self.status: Status = "idle"
         """The status last published (``"status"`` notices go out when it changes)."""
         self.last_turn = resumed.last_turn if resumed else 0
-        self._last_header = resumed.last_header if resumed else None
-        self._header_reason: HeaderReason = (
-            "resume" if resumed and resumed.last_header is not None else "initial"
-        )
+        self.header = HeaderState(resumed.last_header if resumed else None)
         self.signal: CancelSignal | None = None
         """The running turn's signal: set exactly while a driver task is running."""
         self.task: asyncio.Task[None] | None = None
@@ -537,10 +535,10 @@ class Driver:
             log.warning("nbagent: writing streamed chunks failed: %s", exc)
 
     def flush(self) -> None:
-        """Commit everything staged (driver events and batched chunks)."""
-        self.chunks.written()
-        if self.journal.has_staged():
-            self.commit()
+        """Commit everything staged (driver events and batched chunks); ``commit`` stops the chunk timer."""
+        if not self.journal.has_staged():
+            return self.chunks.written()
+        self.commit()
 
     def fail(self, error: BaseException, turn: int | None) -> None:
         """The session cannot record its turn's end: stop taking deliveries (resume repairs it)."""
@@ -568,14 +566,7 @@ class Driver:
 
     def header_draft(self) -> RequestHeader | None:
         """The ``request/header`` record when the header is new or changed since the last one."""
-        reason = self._header_reason
-        header = RequestHeader(self.model.name, reason, self.system, self.tool_schemas)
-        last = self._last_header
-        if last is not None and reason == "change" and last == header.settings:
-            return None
-        self._last_header = header.settings
-        self._header_reason = "change"
-        return header
+        return self.header.draft(self.model.name, self.system, self.tool_schemas)
 
     # -- notices ----------------------------------------------------------------------------------
 
