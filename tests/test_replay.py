@@ -236,11 +236,12 @@ async def test_every_view_shows_the_edit_on_the_replayed_turn(tmp_path) -> None:
 def test_an_unnamed_fork_is_listed_by_its_last_replay(tmp_path) -> None:
     from fork_story import write_fork
 
-    from nbagent.labserver.sessions import file_sessions
+    from nbagent.labserver.listing import listing_page
+    from nbagent.store.budget import Budget
 
     path = tmp_path / "w.nbagent.sqlite"
     parent, fork = write_fork(path)
-    rows = {r["id"]: r for r in file_sessions(path, "w.nbagent.sqlite")}
+    rows = {r["id"]: r for r in listing_page([(path, "w.nbagent.sqlite")], Budget).entries}
     assert rows[fork]["label"] == "replay of turn 1: note seen by step 2"
     assert rows[fork]["replay_text"] == "replay of turn 1: note seen by step 2"
     assert rows[fork]["purpose"] is None and rows[parent]["replay_text"] is None
