@@ -19,6 +19,7 @@ import nbagent
 from nbagent.labserver.export import transcript as export_transcript
 from nbagent.views import inbox_html, inbox_model, live_turn_html, timeline_html, timeline_json, transcript
 from nbagent.views.escape import escape_html, escape_markdown
+from nbagent.views.html import DETAIL_MAX
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE_TAGS = {"script", "img", "svg", "iframe", "a", "u", "object", "embed", "math", "link", "meta"}
@@ -79,6 +80,30 @@ def test_escaped_markdown_renders_as_the_text_and_nothing_else(name: str) -> Non
     assert same_text("".join(rendered.text)) == same_text(text)
 
 
+@pytest.mark.parametrize("name", ITEMS)
+def test_escaped_markdown_renders_as_the_text_and_nothing_else_on_github(name: str) -> None:
+    """Rendered by GitHub's renderer (cmark-gfm, with its autolink extension): no bare URL, `www.`
+    name or e-mail address in data becomes a link either."""
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    text = ITEMS[name]
+    rendered = Tags(cmarkgfm.github_flavored_markdown_to_html(escape_markdown(text)))
+    assert rendered.names() <= {"p", "br", "code"}, rendered.tags
+    assert same_text("".join(rendered.text)) == same_text(text)
+
+
+def test_escaped_markdown_makes_no_autolink() -> None:
+    import cmarkgfm
+
+    text = "https://a.invalid/x http://b.invalid ftp://c.invalid www.d.invalid Www.e.invalid f@g.invalid"
+    escaped = escape_markdown(text)
+    assert escaped == (
+        "https\\://a.invalid/x http\\://b.invalid ftp\\://c.invalid www\\.d.invalid Www\\.e.invalid "
+        "f<!---->@g.invalid"
+    )
+    for html_out in (markdown2html_mistune(escaped), cmarkgfm.github_flavored_markdown_to_html(escaped)):
+        assert "<a" not in html_out and same_text("".join(Tags(html_out).text)) == text
+
+
 def test_escaped_markdown_keeps_lines_and_marks_no_block() -> None:
     assert escape_markdown("# a\n- b\n1. c\n    d\n\n> e") == (
         "\\# a\\\n\\- b\\\n1\\. c\\\n&nbsp;&nbsp;&nbsp;&nbsp;d\n\n&gt; e"
@@ -113,7 +138,7 @@ def test_a_hostile_sessions_static_html_is_inert_and_shows_every_payload(
 ) -> None:
     path, sid = hostile_file
     events = nbagent.read_events(path, sid)
-    bundle = timeline_json(events)
+    bundle = timeline_json(events, max_text=None)  # every payload whole
     pages = [
         timeline_html(bundle),
         live_turn_html(timeline_json(events, turn=1, headline=ITEMS["style"])),
@@ -126,6 +151,7 @@ def test_a_hostile_sessions_static_html_is_inert_and_shows_every_payload(
         assert parsed.handlers() == []
         assert not [name for name, text in ITEMS.items() if "<" in text and text in page]  # no raw markup
     shown = same_text("".join(Tags(pages[0]).text))
+    assert len(ALL) <= DETAIL_MAX, "the corpus must fit in one item of the static view to be seen whole"
     assert same_text(ALL) in shown and same_text(TOOL_NAME) in shown
 
 

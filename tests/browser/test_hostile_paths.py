@@ -142,7 +142,7 @@ def cli_markdown(page: Any, lab: Lab, hostile: str) -> tuple[Any, list[str]]:
 
 def static_html(page: Any, lab: Lab, hostile: str) -> tuple[Any, list[str]]:
     events = nbagent.read_events(lab.root / FILE, hostile)
-    bundle = timeline_json(events)
+    bundle = timeline_json(events, max_text=None)  # every payload whole
     pending = bundle["pending"]
     parts = [
         timeline_html(bundle),
@@ -216,5 +216,11 @@ def test_the_hostile_corpus_runs_nothing_and_reads_as_written(
     made = root.locator(INJECTED).evaluate_all("els => els.map(e => e.outerHTML.slice(0, 300))")
     assert made == []
     assert page.locator("a[href^='javascript']").count() == 0
+    # A bare URL, `www.` name or address in data is no link (GFM autolinks), except in a model's
+    # answer that a view renders as Markdown on purpose (`.nba-md`).
+    linked = root.locator("a[href*='evil.invalid']").evaluate_all(
+        "els => els.filter(a => !a.closest('.nba-md')).map(a => a.outerHTML)"
+    )
+    assert linked == []
     assert missing == []
     assert errors.uncaught == [] and errors.console == [], errors
