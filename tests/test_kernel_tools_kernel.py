@@ -74,7 +74,12 @@ def test_a_scripted_model_calls_each_tool_and_run_code_defines_a_variable_the_ne
     shown = kernel.run("%followup which region sells most?")
     assert "followup «which region sells most?»" in shown
     wait_for(kernel, "approval/asked")  # step 1's tools run on the main thread between cells first
-    assert "nbagent: approved run_code (%agent approve)\n" in kernel.run("%agent approve")
+    said = kernel.run("%agent approve")
+    # The cell says exactly what it approved: the approval, its turn, and the code.
+    assert re.search(r"nbagent: approved run_code \(%agent approve\) — approval approval-\w+ in turn 1", said)
+    assert (
+        "\n    top = sales.sort_values('units').region.iloc[-1]\n    print('top is', top)\n    top\n" in said
+    )
     assert "nbagent: idle" in kernel.run("%agent wait")
     assert kernel.run("print(top.upper())").endswith("NORTH\n")
 
@@ -220,6 +225,13 @@ def test_run_all_approves_and_denies_from_cells_queued_behind_the_followup(kerne
     ]
     result = kernel.run_all(cells)  # all at once, as Run All sends them
     assert [result.reply(i)["status"] for i in range(len(cells))] == ["ok"] * len(cells)
+    # Each typed decision says what it decided, code and all, even when it came before the question.
+    assert re.search(
+        r"nbagent: approved run_code \(%agent approve\) — approval [^\n]*, for:\n    a = 1\n", result.text(2)
+    )
+    assert re.search(
+        r"nbagent: denied run_code \(%agent deny\) — approval [^\n]*, for:\n    b = 2\n", result.text(3)
+    )
     assert kernel.run("print('a' in dir(), 'b' in dir())") == "True False\n"
     events = read_events(db(kernel))
     assert outcomes(events) == ["allowed-once", "rejected"]

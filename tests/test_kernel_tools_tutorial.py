@@ -50,8 +50,13 @@ def test_the_tutorial_runs_cell_by_cell_and_shows_one_approval_and_one_denial(tm
     shutil.copy(NOTEBOOK, path)
     nb = run_notebook(path, save=False, env={"NBAGENT_DB": ""})
     outs = {c.source.splitlines()[0]: output_text(c) for c in nb.cells if c.cell_type == "code"}
-    assert outs["%agent approve"] == "nbagent: approved run_code (%agent approve)\n"
-    assert outs["%agent deny"] == "nbagent: denied run_code (%agent deny)\n"
+    # Each says what it decided, code and all.
+    assert outs["%agent approve"].startswith(
+        "nbagent: approved run_code (%agent approve) — approval approval-"
+    )
+    assert "in turn 1" in outs["%agent approve"] and "\n    revenue = orders[" in outs["%agent approve"]
+    assert outs["%agent deny"].startswith("nbagent: denied run_code (%agent deny) — approval approval-")
+    assert "\n    orders = orders[orders.status != 'refunded']" in outs["%agent deny"]
     followup = outs["%followup What is the paid revenue per region?"]
     assert "turn 1: completed" in followup
     assert "approval (turn 1): run_code approved (%agent approve)\nrevenue = orders[" in followup

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import threading
 from typing import Any
 
@@ -14,7 +15,7 @@ from eventtrace import run, trace
 import nbagent
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.notebook import approvals as approvals_module
-from nbagent.notebook.approvals import Approvals, Question, Settled, default_timeout
+from nbagent.notebook.approvals import Approvals, Question, Settled, decided_call, default_timeout
 from nbagent.testing import check_invariants
 from nbagent.views.timeline import Timeline
 from nbagent.widgets.approval import ApprovalWidget, prompt_text, question_data, settled_bundle
@@ -358,10 +359,16 @@ def test_a_keyboard_decision_made_before_the_question_decides_it_when_asked(db):
         await agent.run("go")
         said = waiter.done.result(timeout=0)
         await agent.close()
+        assert waiter.question is not None and waiter.early  # what it approved, never shown before
+        said += " — " + decided_call(waiter.question, early=waiter.early)
         return agent, seen, said
 
     _agent, seen, said = run(main())
-    assert said == "approved run_code (%agent approve)"
+    assert re.fullmatch(
+        r"approved run_code \(%agent approve\) — approval approval-[0-9a-f]{16} in turn 1, which the model "
+        r"asked after this command ran, for:\n    x",
+        said,
+    ), said
     assert ran == ["x"]
     assert [type(s).__name__ for s in seen.seen] == ["Settled"]  # never shown: decided as it was asked
 

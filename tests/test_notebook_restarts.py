@@ -166,3 +166,27 @@ def test_a_turn_has_the_same_head_in_the_followup_cell_and_the_steer_cell_that_j
             heads.append((turn["turn"], turn["title"], turn["steps"], turn["duration_text"], turn["status"]))
     assert heads[0] == heads[1]
     assert heads[0][:3] == (1, "first question", 2)
+
+
+def test_the_resume_line_names_the_turn_a_restart_cut_short(kernel):
+    """Issue 35, item 6: the first magic after a restart says which turn the restart cut short."""
+    strand_a_followup(kernel)
+    said = kernel.run(SETUP)
+    assert "nbagent: resumed session " in said
+    assert "(1 turn; turn 1 was cut short by a kernel restart, last active " in said
+    assert "1 followup from before the restart is pending: «second»" in said
+
+
+def test_a_fork_does_not_say_its_pending_followups_come_from_before_a_restart(kernel):
+    """Issue 35, item 6: a fork carries its parent's pending followup; there was no restart."""
+    kernel.run(SETUP)
+    kernel.run("%followup first")
+    wait_for(kernel, "approval/asked")
+    kernel.run("%followup second")
+    kernel.run("%agent deny")
+    kernel.run("%agent wait")
+    forked = kernel.run("%agent fork --before-turn 2")  # «second» was pending before turn 2 took it
+    assert "from before the restart" not in forked
+    status = kernel.run("%agent status")
+    assert "pending: followup «second» (from the session it was forked from)" in status, status
+    assert "restart" not in status

@@ -47,7 +47,7 @@ def test_nbagent_transcript_reads_a_session_from_a_postgresql_url(dave) -> None:
     done = cli("transcript", dave, "--session", session_id[:8])
     assert done.returncode == 0, done.stderr
     assert "which currency?" in done.stdout
-    assert "postgresql://dave@127.0.0.1:" in done.stdout
+    assert "postgresql\\://dave<!---->@127.0.0.1:" in done.stdout  # escaped Markdown: no autolink
     assert PASSWORD not in done.stdout + done.stderr
 
 

@@ -18,9 +18,12 @@ from nbconvert.filters.markdown_mistune import markdown2html_mistune
 import nbagent
 from nbagent.labserver.export import transcript as export_transcript
 from nbagent.views import inbox_html, inbox_model, live_turn_html, timeline_html, timeline_json, transcript
-from nbagent.views.escape import escape_html, escape_markdown
+from nbagent.views.escape import escape_html, escape_markdown, visible_controls
+from nbagent.views.html import DETAIL_MAX
 
 ROOT = Path(__file__).resolve().parents[1]
+BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""A bidirectional control, raw."""
 HOSTILE_TAGS = {"script", "img", "svg", "iframe", "a", "u", "object", "embed", "math", "link", "meta"}
 
 
@@ -63,10 +66,11 @@ def test_escaped_html_is_text_that_reads_as_written(name: str) -> None:
     text = ITEMS[name]
     escaped = escape_html(text)
     assert not set("<>\"'") & set(escaped)
-    assert html.unescape(escaped) == text
+    shown = visible_controls(text)  # bidirectional controls as visible marks
+    assert html.unescape(escaped) == shown and not BIDI.search(escaped)
     page = Tags(f'<p title="{escaped}">{escaped}</p>')
-    assert page.tags == [("p", {"title": text})]
-    assert "".join(page.text) == text
+    assert page.tags == [("p", {"title": shown})]
+    assert "".join(page.text) == shown
 
 
 @pytest.mark.parametrize("name", ITEMS)
@@ -76,7 +80,60 @@ def test_escaped_markdown_renders_as_the_text_and_nothing_else(name: str) -> Non
     text = ITEMS[name]
     rendered = Tags(markdown2html_mistune(escape_markdown(text)))
     assert rendered.names() <= {"p", "br", "code"}, rendered.tags
-    assert same_text("".join(rendered.text)) == same_text(text)
+    assert same_text("".join(rendered.text)) == same_text(visible_controls(text))
+
+
+@pytest.mark.parametrize("name", ITEMS)
+def test_escaped_markdown_renders_as_the_text_and_nothing_else_on_github(name: str) -> None:
+    """Rendered by GitHub's renderer (cmark-gfm, with its autolink extension): no bare URL, `www.`
+    name or e-mail address in data becomes a link either."""
+    cmarkgfm = pytest.importorskip("cmarkgfm")
+    text = ITEMS[name]
+    rendered = Tags(cmarkgfm.github_flavored_markdown_to_html(escape_markdown(text)))
+    assert rendered.names() <= {"p", "br", "code"}, rendered.tags
+    assert same_text("".join(rendered.text)) == same_text(visible_controls(text))
+
+
+def test_escaped_markdown_makes_no_autolink() -> None:
+    import cmarkgfm
+
+    text = "https://a.invalid/x http://b.invalid ftp://c.invalid www.d.invalid Www.e.invalid f@g.invalid"
+    escaped = escape_markdown(text)
+    assert escaped == (
+        "https\\://a.invalid/x http\\://b.invalid ftp\\://c.invalid www\\.d.invalid Www\\.e.invalid "
+        "f<!---->@g.invalid"
+    )
+    for html_out in (markdown2html_mistune(escaped), cmarkgfm.github_flavored_markdown_to_html(escaped)):
+        assert "<a" not in html_out and same_text("".join(Tags(html_out).text)) == text
+
+
+def test_bidirectional_controls_show_as_visible_marks_in_every_python_painter() -> None:
+    spoof = "forked from \u202ebefore turn 2\u202c"
+    assert visible_controls(spoof) == "forked from ⟨RLO⟩before turn 2⟨PDF⟩"
+    assert visible_controls("\u2066\u2067\u2068\u2069\u202a\u202b\u202d\u200e\u200f\u061c") == (
+        "⟨LRI⟩⟨RLI⟩⟨FSI⟩⟨PDI⟩⟨LRE⟩⟨RLE⟩⟨LRO⟩⟨LRM⟩⟨RLM⟩⟨ALM⟩"
+    )
+    assert escape_html(spoof) == "forked from ⟨RLO⟩before turn 2⟨PDF⟩"
+    assert escape_markdown(spoof) == "forked from ⟨RLO⟩before turn 2⟨PDF⟩"
+    assert visible_controls("שלום, مرحبا") == "שלום, مرحبا"  # right-to-left text itself is left alone
+
+
+def test_the_plain_text_views_mark_bidirectional_controls(hostile_file: tuple[Path, str]) -> None:
+    from nbagent.views import inbox_text, live_turn_text, timeline_text
+
+    path, sid = hostile_file
+    events = nbagent.read_events(path, sid)
+    bundle = timeline_json(events, max_text=None)
+    pending = bundle["pending"]
+    texts = [
+        timeline_text(bundle),
+        live_turn_text(timeline_json(events, turn=1, headline=ITEMS["bidi"])),
+        inbox_text(inbox_model(pending["next_step"], pending["next_turn"], "idle")),
+        transcript(events, escape=False),
+    ]
+    for text in texts:
+        assert not BIDI.search(text)
+    assert "forked from ⟨RLO⟩before turn 2⟨PDF⟩" in texts[1]
 
 
 def test_escaped_markdown_keeps_lines_and_marks_no_block() -> None:
@@ -103,7 +160,8 @@ def test_a_hostile_sessions_markdown_transcripts_are_inert_and_show_every_payloa
         assert rendered.foreign() == []
         assert rendered.handlers() == []
         shown = same_text("".join(rendered.text))
-        assert same_text(ALL) in shown  # the model's answer, line by line
+        assert not BIDI.search(md)  # every bidirectional control a visible mark, fences included
+        assert same_text(visible_controls(ALL)) in shown  # the model's answer, line by line
         for name in (TOOL_NAME, MODEL_NAME, ITEMS["md-image"]):  # a tool's and the model's name, a prompt
             assert same_text(name) in shown
 
@@ -113,7 +171,7 @@ def test_a_hostile_sessions_static_html_is_inert_and_shows_every_payload(
 ) -> None:
     path, sid = hostile_file
     events = nbagent.read_events(path, sid)
-    bundle = timeline_json(events)
+    bundle = timeline_json(events, max_text=None)  # every payload whole
     pages = [
         timeline_html(bundle),
         live_turn_html(timeline_json(events, turn=1, headline=ITEMS["style"])),
@@ -125,8 +183,10 @@ def test_a_hostile_sessions_static_html_is_inert_and_shows_every_payload(
         assert parsed.foreign() == []
         assert parsed.handlers() == []
         assert not [name for name, text in ITEMS.items() if "<" in text and text in page]  # no raw markup
+        assert not BIDI.search(page)
     shown = same_text("".join(Tags(pages[0]).text))
-    assert same_text(ALL) in shown and same_text(TOOL_NAME) in shown
+    assert len(ALL) <= DETAIL_MAX, "the corpus must fit in one item of the static view to be seen whole"
+    assert same_text(visible_controls(ALL)) in shown and same_text(TOOL_NAME) in shown
 
 
 def test_views_build_html_and_markdown_from_data_only_through_the_one_escape() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from nbagent.widgets import InboxWidget, TimelineWidget
 from nbagent.widgets.approval import ApprovalWidget
-from nbagent.widgets.modules import PAINTER, ModuleError, assemble, widget_module
+from nbagent.widgets.modules import MARK, PAINTER, ModuleError, assemble, widget_module
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGETS = ROOT / "nbagent" / "widgets"
@@ -38,7 +38,16 @@ def test_each_widget_sends_its_file_with_the_painter_in_place_of_its_import(widg
     painter_body = re.sub(r"^export ", "", PAINTER.read_text(), flags=re.MULTILINE)
     assert painter_body in module
     before, _, after = own.partition(re.search(r"^import .*\n", own, re.MULTILINE).group(0))
-    assert module.startswith(before) and module.endswith(after)  # the widget's own text, unchanged
+    assert module.startswith(MARK + before) and module.endswith(after)  # the widget's own text, unchanged
+
+
+def test_every_widget_module_starts_with_the_mark_the_lab_extension_leaves_out_of_saved_state() -> None:
+    from nbagent.widgets.diff_widget import DiffWidget
+
+    savedstate = (ROOT / "labextension" / "src" / "savedstate.ts").read_text()
+    assert f"NBAGENT_MODULE = {MARK.rstrip(chr(10))!r};" in savedstate.replace('"', "'")
+    for widget in (TimelineWidget, InboxWidget, ApprovalWidget, DiffWidget):
+        assert widget._esm.startswith(MARK)
 
 
 def test_the_assembled_modules_parse_as_es_modules(tmp_path: Path) -> None:

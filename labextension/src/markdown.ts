@@ -10,6 +10,7 @@
  */
 
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { shown } from '../../nbagent/widgets/painter.js';
 
 /** Renders `source` as sanitized Markdown into `host` (replacing its children). */
 export type MarkdownFill = (source: string, host: HTMLElement) => Promise<void>;
@@ -48,7 +49,8 @@ export function markdownFill(registry: IRenderMimeRegistry | null): MarkdownFill
   }
   const sanitizer = registry.sanitizer;
   return async (source: string, host: HTMLElement): Promise<void> => {
-    const html = sanitizer.sanitize(await parser.render(source), {
+    // Bidirectional controls become visible marks first (`shown`), as everywhere data is shown.
+    const html = sanitizer.sanitize(await parser.render(shown(source)), {
       allowedTags: TAGS,
       allowedAttributes: ATTRIBUTES
     });

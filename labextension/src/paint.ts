@@ -24,10 +24,14 @@ import {
   pre,
   queueBox,
   repaintTurn,
+  shown,
   stepBox,
   turnBox
 } from '../../nbagent/widgets/painter.js';
 import type { IPainterNode } from '../../nbagent/widgets/painter.js';
+
+/** Data as a view shows it (bidirectional controls as visible marks): the painter's one function. */
+export { shown };
 
 export const TIMELINE_MIME = 'application/vnd.nbagent.timeline+json';
 export const SUPPORTED_VERSION = 1;

@@ -10,7 +10,7 @@ import { downloadIcon, LabIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { ago, download, fetchTranscript, ISession, IUnreadable, Listing, listSessions } from './api';
-import { el } from './paint';
+import { el, shown } from './paint';
 
 /** A session as the listing gives it, with the session it was forked from (in the same file). */
 export type ISessionRow = ISession & { parent?: string | null };
@@ -241,7 +241,7 @@ export class SessionsPanel extends Widget {
     const li = this._row(node.session);
     if (node.forks.length) {
       const forks = el('ul', 'jp-nbagent-forks');
-      forks.setAttribute('aria-label', this._trans.__('forks of %1', node.session.label));
+      forks.setAttribute('aria-label', shown(this._trans.__('forks of %1', node.session.label)));
       forks.append(...node.forks.map(f => this._tree(f)));
       li.append(forks);
     }
@@ -251,7 +251,9 @@ export class SessionsPanel extends Widget {
   private _row(s: ISessionRow): HTMLElement {
     const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
     li.tabIndex = 0;
-    li.title = this._trans.__('%1\n%2 · session %3\nDouble-click or Enter to open the timeline', s.label, s.file, s.id);
+    li.title = shown(
+      this._trans.__('%1\n%2 · session %3\nDouble-click or Enter to open the timeline', s.label, s.file, s.id)
+    );
     const label = el('div', 'jp-nbagent-row-label', s.label);
     const facts = [
       ...(s.parent ? [this._trans.__('fork')] : []),

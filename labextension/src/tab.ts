@@ -17,7 +17,7 @@ import { Widget } from '@lumino/widgets';
 import { download, fetchTranscript, fileSessions, ISession } from './api';
 import { DiffPane } from './diffpane';
 import { MarkdownFill } from './markdown';
-import { el, IBundle, INode, TimelineView } from './paint';
+import { el, IBundle, INode, shown, TimelineView } from './paint';
 import { fetchWindow, IWindowBundle } from './windows';
 
 type SessionRef = Pick<ISession, 'file' | 'id' | 'label'>;
@@ -286,7 +286,7 @@ function forkLine(
   }
   const link = el('button', 'jp-nbagent-link', parent.label, { session: id }) as HTMLButtonElement;
   link.type = 'button';
-  link.title = trans.__('Open the timeline of %1 (session %2)', parent.label, id);
+  link.title = shown(trans.__('Open the timeline of %1 (session %2)', parent.label, id));
   link.addEventListener('click', open);
   // The link takes the place of the parent in the translated sentence.
   const [before, after] = trans.__('forked from %1 %2', '\u0000', where).split('\u0000');
@@ -303,8 +303,9 @@ export function sessionTab(
   const widget = new MainAreaWidget({ content });
   widget.id = `nbagent-session-${session.id}`;
   const setLabel = (label: string): void => {
-    widget.title.label = label.length > 40 ? `${label.slice(0, 39)}…` : label;
-    widget.title.caption = trans.__('%1\n%2 · session %3', label, session.file, session.id);
+    const visible = shown(label);
+    widget.title.label = visible.length > 40 ? `${visible.slice(0, 39)}…` : visible;
+    widget.title.caption = shown(trans.__('%1\n%2 · session %3', label, session.file, session.id));
   };
   setLabel(session.label);
   content.onLabel = setLabel;

@@ -127,6 +127,10 @@ class Waiter:
     outcome: Outcome
     by: str
     done: concurrent.futures.Future[str] = field(default_factory=concurrent.futures.Future)
+    question: Question | None = None
+    """The question it decided (set before ``done``), so the cell can say exactly what that was."""
+    early: bool = False
+    """Whether the question was asked after the waiter was made (its code was never shown first)."""
 
 
 class Approvals:
@@ -182,6 +186,7 @@ class Approvals:
                 entry.decision = (waiter.outcome, waiter.by)
         if waiter is not None:
             entry.future.set_result((waiter.outcome, waiter.by))
+            waiter.question, waiter.early = question, True
             waiter.done.set_result(self._said(question, waiter.outcome, waiter.by))
         else:
             self._tell(question)
@@ -271,7 +276,11 @@ class Approvals:
             if all(e.decision is not None for e in self._open.values()):
                 self._waiters.append(waiter)
                 return waiter
-        waiter.done.set_result(self.decide(outcome, by=by))
+            entry = self._find(None)
+        said = self.decide(outcome, entry.question.id if entry is not None else None, by=by)
+        if entry is not None and entry.decision == (outcome, by):
+            waiter.question = entry.question
+        waiter.done.set_result(said)
         return waiter
 
     def forget(self, waiter: Waiter) -> None:
@@ -351,6 +360,16 @@ class Approvals:
                 import logging
 
                 logging.getLogger("nbagent.approvals").warning("approval listener failed", exc_info=True)
+
+
+def decided_call(question: Question, *, early: bool = False) -> str:
+    """What a typed decision was for, as its cell says it: the approval, its turn, and the code (or
+    the arguments) it decided, indented; ``early``: the model asked after the command was typed."""
+    where = f" in turn {question.turn}" if question.turn is not None else ""
+    when = ", which the model asked after this command ran" if early else ""
+    shown = question.code if question.code is not None else question.arguments
+    body = "\n".join(f"    {line}" for line in (shown.splitlines() or [""]))
+    return f"approval {question.id}{where}{when}, for:\n{body}"
 
 
 def _resolve(future: asyncio.Future[Any], value: Any) -> None:

@@ -16,9 +16,15 @@ from nbagent.views.labels import captured_in
 from nbagent.views.text import first_line, plural
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from nbagent.agent import Agent
+    from nbagent.core.events import Event
     from nbagent.core.messages import UserMessage
 
+RESTART = "from before the restart"
+"""Where followups carried into a resumed session come from, after a kernel restart (the default);
+``%agent resume`` and ``%agent fork`` say where theirs come from instead."""
 TITLE_LIMIT = 60
 """Characters of a pending message's first line shown in one-line summaries."""
 
@@ -34,8 +40,23 @@ def still_pending(agent: Agent, carried: list[UserMessage]) -> list[UserMessage]
     return [m for m in carried if m.id in waiting]
 
 
-def carried_line(agent: Agent, carried: list[UserMessage]) -> str | None:
-    """What the first magic after a resume says about the work left from before the restart."""
+def cut_short(events: Sequence[Event]) -> int | None:
+    """The number of the session's last turn if the kernel stopping cut it short: it was closed with
+    its session (``aborted``, cause ``closed``) or repaired on resume (``interrupted``)."""
+    for event in reversed(events):
+        if event.type != "turn/end":
+            continue
+        reason = event.data.get("reason") or {}
+        cause = (reason.get("reason") or {}).get("kind")
+        turn = event.data.get("turn")
+        if isinstance(turn, int) and (reason.get("kind") == "interrupted" or cause == "closed"):
+            return turn
+        return None
+    return None
+
+
+def carried_line(agent: Agent, carried: list[UserMessage], since: str = RESTART) -> str | None:
+    """What the first magic after a resume says about the work left from before it (``since``)."""
     steps = len(agent.inbox.next_step)
     if not carried and not steps:
         return None
@@ -43,7 +64,7 @@ def carried_line(agent: Agent, carried: list[UserMessage]) -> str | None:
     if carried:
         verb = "is" if len(carried) == 1 else "are"
         parts.append(
-            f"{plural(len(carried), 'followup')} from before the restart {verb} pending: "
+            f"{plural(len(carried), 'followup')} {since} {verb} pending: "
             + ", ".join(quoted(m) for m in carried)
         )
     if steps:
@@ -55,7 +76,7 @@ def carried_line(agent: Agent, carried: list[UserMessage]) -> str | None:
     )
 
 
-def pending_lines(agent: Agent, carried: list[UserMessage]) -> list[str]:
+def pending_lines(agent: Agent, carried: list[UserMessage], since: str = RESTART) -> list[str]:
     """``%agent status``: the running turn, each pending message, and what runs next."""
     lines = []
     carried_ids = {m.id for m in carried}
@@ -65,7 +86,7 @@ def pending_lines(agent: Agent, carried: list[UserMessage]) -> list[str]:
     for message in agent.inbox.next_step:
         lines.append(f"pending: next step {pending_item(message, NEXT_STEP)}")
     for message in agent.inbox.next_turn:
-        before = " (from before the restart)" if message.id in carried_ids else ""
+        before = f" ({since})" if message.id in carried_ids else ""
         lines.append(f"pending: followup {pending_item(message, NEXT_TURN)}{before}")
     if running is None and agent.inbox.has_pending:
         if carried_ids & {m.id for m in agent.inbox.next_turn}:

@@ -92,7 +92,7 @@ def _fork(session: Any, argv: list[str]) -> None:
         raise UsageError(str(exc)) from None
     session.run(child.close())
     with contextlib.redirect_stdout(io.StringIO()):  # one line of our own below
-        resumed = session.resume(child.session_id)
+        resumed = session.resume(child.session_id, carried_from="from the session it was forked from")
     for tool in parent.tools.values():  # the forking agent's tools (SPEC §11.1), the kernel's are there
         if tool.name not in resumed.tools:
             session.on_agent_loop(lambda tool=tool: resumed.add_tool(tool))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 from nbagent.notebook.agent_loop import AgentLoop, agent_loop
-from nbagent.notebook.carried import carried_line, pending_lines, still_pending
+from nbagent.notebook.carried import RESTART, carried_line, cut_short, pending_lines, still_pending
 from nbagent.notebook.location import notebook_path, session_file
 from nbagent.notebook.main_thread import MainThread
 from nbagent.notebook.meter_commands import usage_line
@@ -89,6 +89,8 @@ class KernelSession:
         self.delivery_patience = DELIVERY_PATIENCE
         self.in_use_elsewhere: str | None = None
         self.carried: list[UserMessage] = []
+        self.carried_from = RESTART
+        """Where :attr:`carried` comes from, as ``%agent status`` says it (a restart, a fork…)."""
         """Followups pending when the session was resumed: the next waking magic shows them first."""
         """The latest session's id when ``ensure`` last found it open in another process."""
         self.runner = find_runner()
@@ -337,7 +339,9 @@ class KernelSession:
             print(GITIGNORE_HINT)
         return self.agent
 
-    def resume(self, session_id: str | None, *, rows: list[SessionRow] | None = None) -> Agent:
+    def resume(
+        self, session_id: str | None, *, rows: list[SessionRow] | None = None, carried_from: str = RESTART
+    ) -> Agent:
         """Close the current agent and resume ``session_id`` (a unique prefix of 4 or more characters
         is enough; ``None``: the latest).
 
@@ -379,12 +383,16 @@ class KernelSession:
             if after.events > row.events
             else ""
         )
+        short = cut_short(agent.events) if carried_from == RESTART else None
+        cut = f"; turn {short} was cut short by a kernel restart" if short is not None else ""
         print(
             f"nbagent: resumed session {row.id[:8]} from {_shown(path)} "
-            f"({row.turns} turn{'s' if row.turns != 1 else ''}, last active {when(row.last_activity)}){repaired}"
+            f"({row.turns} turn{'s' if row.turns != 1 else ''}{cut}, last active {when(row.last_activity)})"
+            f"{repaired}"
         )
         self.carried = list(agent.inbox.next_turn)
-        line = carried_line(agent, self.carried)
+        self.carried_from = carried_from
+        line = carried_line(agent, self.carried, carried_from)
         if line is not None:
             print(line)
         return agent
@@ -473,7 +481,7 @@ class KernelSession:
             f"inbox: {len(inbox.next_step)} next-step, {len(inbox.next_turn)} next-turn",
             f"turns: {turns}",
             usage_line(agent),
-            *pending_lines(agent, still_pending(agent, self.carried)),
+            *pending_lines(agent, still_pending(agent, self.carried), self.carried_from),
         ]
 
 

@@ -304,7 +304,8 @@ class AgentMagics(Magics):
 
         views = []
         for message in self.session.take_carried(agent):
-            print(f"nbagent: runs first, in this cell: followup {quoted(message)} (from before the restart)")
+            since = self.session.carried_from
+            print(f"nbagent: runs first, in this cell: followup {quoted(message)} ({since})")
             view = LiveTurn(agent, message, "followup", DisplaySurface(), on_final=self.forget_view)
             view.start()
             self.tools.prompts.reserve(view)
@@ -415,7 +416,7 @@ class AgentMagics(Magics):
         self.session.new()
 
     def _agent_resume(self, session_id: str | None = None, *, keep_inbox: bool) -> None:
-        self.session.resume(session_id)
+        self.session.resume(session_id, carried_from="from when it was last open")
 
     def _agent_sessions(self, *, keep_inbox: bool) -> None:
         rows = self.session.rows()

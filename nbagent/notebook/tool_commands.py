@@ -2,7 +2,8 @@
 
 ``%agent approve`` decides the pending approval; typed while a turn runs and before it asks (Run All
 runs the next cell at once), it waits for that turn's next question, or for the turn to end, so a
-notebook that approves from a cell behaves the same at any pace. ■ stops the wait.
+notebook that approves from a cell behaves the same at any pace. ■ stops the wait. Either way the
+cell says exactly what it decided: the approval, its turn and the code.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from nbagent.notebook.approvals import Outcome
+from nbagent.notebook.approvals import Outcome, decided_call
 from nbagent.notebook.kernel_tools import TOOL_NAMES, NotebookTools, desk_of
 
 if TYPE_CHECKING:
@@ -48,7 +49,9 @@ def decide(session: KernelSession, outcome: Outcome, value: list[str]) -> None:
             desk.forget(waiter)
             idle.cancel()
     if waiter.done.done():
-        print(f"nbagent: {waiter.done.result()}")
+        decided = waiter.question
+        what = f" — {decided_call(decided, early=waiter.early)}" if decided is not None else ""
+        print(f"nbagent: {waiter.done.result()}{what}")
     else:
         print(f"nbagent: nothing to {verb}: the agent is {agent.status} and no approval is pending")
 

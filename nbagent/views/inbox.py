@@ -7,6 +7,7 @@ from typing import Any
 
 from nbagent.core.estimate import CHARS, TokenCounter, content_tokens
 from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.views.escape import visible_controls
 from nbagent.views.labels import describe_message
 from nbagent.views.text import plural
 
@@ -63,4 +64,4 @@ def inbox_text(inbox: Mapping[str, Any]) -> str:
             lines.append(
                 f"    [{m['badge']}] {m['label'] or m['first_line']}{line}{more} · {m['size_text']}{tokens}"
             )
-    return "\n".join(lines)
+    return visible_controls("\n".join(lines))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nbagent.core.events import Event
-from nbagent.views.escape import escape_markdown
+from nbagent.views.escape import escape_markdown, visible_controls
 
 Node = Mapping[str, Any]
 Escape = Callable[[str], str]
@@ -124,7 +124,7 @@ def transcript_markdown(bundle: Mapping[str, Any], *, title: str | None = None, 
     usage = bundle.get("usage")
     if usage and usage.get("requests"):
         out.append(f"## Totals\n\n{_one_line(usage['text'], esc)}")
-    return "\n\n".join(out) + "\n"
+    return visible_controls("\n\n".join(out) + "\n")  # fenced blocks and the unescaped form too
 
 
 def _queues(bundle: Mapping[str, Any]) -> list[dict[str, Any]]:

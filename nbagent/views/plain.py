@@ -1,10 +1,12 @@
-"""The plain-text rendering of the view model: ``text/plain`` of live cells, terminal reprs."""
+"""The plain-text rendering of the view model: ``text/plain`` of live cells, terminal reprs (bidirectional
+controls shown as visible marks, as every view shows them)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nbagent.views.escape import visible_controls
 from nbagent.views.proposals import proposal_lines
 from nbagent.views.text import clip
 
@@ -70,7 +72,7 @@ def live_turn_text(bundle: Mapping[str, Any]) -> str:
     lines = [bundle["headline"] or ""]
     if nodes:
         lines.extend(turn_lines(nodes, nodes[0]))
-    return "\n".join(lines)
+    return visible_controls("\n".join(lines))
 
 
 def timeline_text(bundle: Mapping[str, Any], *, last: int = 10) -> str:
@@ -86,4 +88,4 @@ def timeline_text(bundle: Mapping[str, Any], *, last: int = 10) -> str:
         lines.append(f"  Turn {n['turn']}{title} · {outcome} · {n['steps_text']}{replayed}")
     if not turns:
         lines.append("  no turns yet")
-    return "\n".join(lines)
+    return visible_controls("\n".join(lines))

@@ -8,6 +8,10 @@ the painter's text wrapped in a function scope (its ``export`` keywords dropped,
 exports returned) and a destructuring of the names the widget imported. The painter's private
 helpers stay out of the widget's scope, so neither file can shadow the other. The JupyterLab
 extension imports the same ``painter.js`` through webpack (``labextension/src/paint.ts``).
+
+Every module starts with :data:`MARK`: the lab extension leaves a model whose ``_esm`` starts so out
+of the widget state it saves (``labextension/src/savedstate.ts``), so a notebook nbagent wrote
+carries no widget code (each nbagent output paints without it).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 PAINTER = HERE / "painter.js"
+MARK = "// nbagent widget module (nbagent/widgets/modules.py)\n"
+"""The first line of every module :func:`widget_module` makes (``NBAGENT_MODULE`` in savedstate.ts)."""
 IMPORT = re.compile(r'^import \{([^}]*)\} from "\./painter\.js";\n', re.MULTILINE)
 ANY_IMPORT = re.compile(r"^\s*import\b", re.MULTILINE)
 EXPORT = re.compile(r"^export (?=(?:async )?function |const |let |class )", re.MULTILINE)
@@ -71,5 +77,7 @@ def assemble(widget: str, source: str, painter: str) -> str:
 
 @cache
 def widget_module(name: str) -> str:
-    """The module anywidget sends for the widget file ``name`` (read once per process)."""
-    return assemble(name, (HERE / name).read_text(encoding="utf-8"), PAINTER.read_text(encoding="utf-8"))
+    """The module anywidget sends for the widget file ``name`` (read once per process), marked."""
+    return MARK + assemble(
+        name, (HERE / name).read_text(encoding="utf-8"), PAINTER.read_text(encoding="utf-8")
+    )

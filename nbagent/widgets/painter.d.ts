@@ -28,6 +28,8 @@ export interface IPainterContext {
 export type Data = Record<string, string | number | null | undefined>;
 
 export const PAINTED: string;
+/** `value` as the text a view shows: each bidirectional control a visible mark. */
+export function shown(value: unknown): string;
 export function el(tag: string, cls?: string | null, text?: string | null, data?: Data): HTMLElement;
 export function badge(kind: string, text: string, role?: string): HTMLElement;
 export function pill(status: string, text: string): HTMLElement;

@@ -11,18 +11,35 @@
 /** What a painted root carries once its first paint is done (a signal, not words). */
 export const PAINTED = "nbaPainted";
 
-/** An element with a class and, optionally, text (always as text) and data attributes. */
+/**
+ * The bidirectional controls, each with the name its visible mark shows (BIDI_MARKS of
+ * nbagent/views/escape.py): data cannot reorder what a view shows around it.
+ */
+const BIDI = {
+  "\u202a": "LRE", "\u202b": "RLE", "\u202c": "PDF", "\u202d": "LRO", "\u202e": "RLO",
+  "\u2066": "LRI", "\u2067": "RLI", "\u2068": "FSI", "\u2069": "PDI",
+  "\u200e": "LRM", "\u200f": "RLM", "\u061c": "ALM",
+};
+const BIDI_RE = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g;
+
+/** `value` as the text a view shows: each bidirectional control a visible mark (`⟨RLO⟩`). */
+export function shown(value) {
+  if (value === undefined || value === null) return "";
+  return String(value).replace(BIDI_RE, (c) => `⟨${BIDI[c]}⟩`);
+}
+
+/** An element with a class and, optionally, text (always as text, through `shown`) and data attributes. */
 export function el(tag, cls, text, data) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (text !== undefined && text !== null) e.textContent = shown(text);
   for (const [key, value] of Object.entries(data || {})) {
     if (value !== undefined && value !== null) e.dataset[key] = String(value);
   }
   return e;
 }
 
-const str = (value) => (value === undefined || value === null ? "" : String(value));
+const str = shown;
 
 export function badge(kind, text, role) {
   return el("span", "nba-badge", text, { kind: kind || "unknown", role: role || undefined });
@@ -192,7 +209,7 @@ const LINK_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 const ALIGN = new Set(["left", "center", "right"]);
 
 function mdText(t) {
-  if (typeof t === "string") return t;
+  if (typeof t === "string") return shown(t);
   return Array.isArray(t) ? t.slice(2).map(mdText).join("") : "";
 }
 
@@ -301,7 +318,7 @@ export function setWhy(body, n) {
   if (old) old.remove();
   if (!n.why) return;
   const why = el("div", "nba-why");
-  why.append(el("b", null, "Why:"), document.createTextNode(` ${n.why}`));
+  why.append(el("b", null, "Why:"), document.createTextNode(` ${shown(n.why)}`));
   body.prepend(why);
 }
 
@@ -334,7 +351,7 @@ export function meterLegend(nodes) {
     const item = el("span", "nba-legend-item", null, { part: k });
     const swatch = el("span", "nba-swatch");
     swatch.style.background = kindColour(k);
-    item.append(swatch, document.createTextNode(LEGEND_WORDS[k] || k));
+    item.append(swatch, document.createTextNode(shown(LEGEND_WORDS[k] || k)));
     legend.append(item);
   }
   return legend;
@@ -421,8 +438,8 @@ const ROW_PX = 20; // a row's height, for the room a step not built yet keeps
 function diffRow(m) {
   const row = el("div", "nba-diff-msg", null, { mark: m.mark, id: m.id, kind: m.kind });
   const symbol = el("span", "nba-diff-mark", m.symbol);
-  symbol.title = m.mark_text;
-  symbol.setAttribute("aria-label", m.mark_text);
+  symbol.title = shown(m.mark_text);
+  symbol.setAttribute("aria-label", shown(m.mark_text));
   row.append(symbol, badge(str(m.kind), str(m.badge), m.role === "user" ? "" : str(m.role)));
   if (m.label) row.append(el("span", "nba-label", str(m.label)));
   const line = el("span", "nba-line", str(m.first_line));

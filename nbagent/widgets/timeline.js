@@ -6,7 +6,7 @@
 // widget model: what the user opened and where they scrolled live there, and survive the output
 // being re-published.
 
-import { badge, el as h, leaf, markdownNodes, markPainted, meterLegend, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, stepBox, turnBox } from "./painter.js";
+import { badge, el as h, leaf, markdownNodes, markPainted, meterLegend, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, shown, stepBox, turnBox } from "./painter.js";
 
 const KEEP_OPEN = 3; // the last turns shown opened at first render (older ones start collapsed)
 
@@ -177,7 +177,7 @@ class TimelineView {
       if (!n) return;
       n[op[2]] = (n[op[2]] || "") + op[3];
       const text = this.texts.get(n.id);
-      if (text && op[2] === "text") text.appendData(op[3]);
+      if (text && op[2] === "text") text.appendData(shown(op[3]));
       else this.refresh(n);
     }
   }

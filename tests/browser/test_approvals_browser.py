@@ -252,3 +252,38 @@ def test_a_prompt_is_announced_without_taking_focus_and_a_decision_keeps_focus_i
     assert prompt.count() == 0
     shot(page, "approvals-08-keyboard-focus-kept", cell(page, 1))
     assert [e for e in errors.console if "nbagent" in e or "nba-" in e] == [], errors
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def test_a_notebook_saved_with_a_pending_prompt_carries_no_widget_code(lab: Lab, page: Any) -> None:
+    """This lab saves widget state ("Save Widget State Automatically" on). A pending prompt's model
+    (its `_esm` module, the turn view's `context_html`) and every other nbagent model stay out of
+    it: a notebook nbagent wrote holds no widget code (issue 32, item 1)."""
+    name = lab.write_notebook(
+        "approve-pending-saved",
+        [setup(["waiting = 1"]), "%followup go", "import ipywidgets\nipywidgets.Label('own')"],
+    )
+    open_notebook(page, lab.lab_url(name, "approve-pending-saved"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    pending_prompt(page, 1, "waiting = 1")
+    run_cell(page, 2)  # a widget of the user's own: its state is saved as usual
+    cell(page, 2).locator(".widget-label", has_text="own").wait_for()
+    save(page)
+    page.wait_for_function(
+        "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000, polling=200
+    )
+    saved = json.loads((lab.root / name).read_text())
+    state = saved["metadata"]["widgets"][WIDGET_STATE]["state"]
+    assert any(m["state"].get("value") == "own" for m in state.values())  # widget state was saved
+    assert [
+        m["model_name"] for m in state.values() if "_esm" in m["state"] or "context_html" in m["state"]
+    ] == []
+    prompt_ids = [
+        o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for o in saved["cells"][1]["outputs"]
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert prompt_ids and not set(prompt_ids) & set(state)

@@ -11,6 +11,7 @@ built with DOM calls) and the sessions panel. Each payload sets ``window.__nbage
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import urllib.parse
@@ -27,9 +28,12 @@ from page_errors import PageErrors
 
 import nbagent
 from nbagent.views import inbox_html, inbox_model, live_turn_html, timeline_html, timeline_json
+from nbagent.views.escape import visible_controls
 
 pytestmark = pytest.mark.browser
 
+BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+"""A bidirectional control, raw (every view shows each as a visible mark instead)."""
 INJECTED = (
     "img, script, iframe, object, embed, u, [onerror], [onload], [srcdoc], "
     "a[href^='javascript'], a[href^='JAVASCRIPT'], a[href='x'], mjx-container"
@@ -142,7 +146,7 @@ def cli_markdown(page: Any, lab: Lab, hostile: str) -> tuple[Any, list[str]]:
 
 def static_html(page: Any, lab: Lab, hostile: str) -> tuple[Any, list[str]]:
     events = nbagent.read_events(lab.root / FILE, hostile)
-    bundle = timeline_json(events)
+    bundle = timeline_json(events, max_text=None)  # every payload whole
     pending = bundle["pending"]
     parts = [
         timeline_html(bundle),
@@ -210,11 +214,21 @@ def test_the_hostile_corpus_runs_nothing_and_reads_as_written(
     root.first.wait_for(state="attached")  # a payload may have hidden it
     page.wait_for_function("el => el.textContent.trim() !== ''", arg=root.first.element_handle())  # painted
     shown = same_text(" ".join(root.evaluate_all(TEXT_JS)))
-    missing = [text for text in expected if same_text(text) not in shown]
+    # Every bidirectional control shows as a visible mark (text, titles and other attributes).
+    markup = "".join(root.evaluate_all("els => els.map(e => e.outerHTML)"))
+    raw_bidi = sorted({f"U+{ord(c):04X}" for c in BIDI.findall(markup + shown)})
+    missing = [text for text in expected if same_text(visible_controls(text)) not in shown]
     shot(page, f"hostile-{path}")
     assert page.evaluate(FLAG_JS) is None  # names the payload that ran, if one did
     made = root.locator(INJECTED).evaluate_all("els => els.map(e => e.outerHTML.slice(0, 300))")
     assert made == []
     assert page.locator("a[href^='javascript']").count() == 0
+    # A bare URL, `www.` name or address in data is no link (GFM autolinks), except in a model's
+    # answer that a view renders as Markdown on purpose (`.nba-md`).
+    linked = root.locator("a[href*='evil.invalid']").evaluate_all(
+        "els => els.filter(a => !a.closest('.nba-md')).map(a => a.outerHTML)"
+    )
+    assert linked == []
     assert missing == []
+    assert raw_bidi == []
     assert errors.uncaught == [] and errors.console == [], errors
