@@ -18,7 +18,7 @@ every rendering then shows it (a renderer skips node types it does not know).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nbagent._json import thaw
@@ -154,66 +154,69 @@ class Timeline:
 
     def _fold(self, ev: Any) -> None:
         result_before, self._last_result = self._last_result, None
-        match ev:
-            case TurnStart(turn=turn):
-                self._open_turn(turn, ev.seq, ev.time)
-            case TurnEnd():
-                self._end_turn(ev)
-            case StepStart(turn=turn, step=step):
-                parent = self._ensure_turn(turn, ev.seq, ev.time)
-                self._step = f"step-{turn}-{step}"
-                self._answer, self._attempt = None, 1
-                self._add({"id": self._step, "type": "step", "parent": parent, "seq": ev.seq,
-                           "turn": turn, "step": step, "label": f"step {step}"})  # fmt: skip
-                self._set(parent, steps=step, steps_text=plural(step, "step"))
-            case StepEnd():
-                if self._answer is not None and self.nodes[self._answer]["streaming"]:
-                    self._settle(self._answer)
-                self._step = self._answer = None
-            case UserMessageEvent():
-                self._message(ev)
-            case AssistantChunk(kind="text" | "reasoning" as kind, text=text) if text:
-                self._append(self._answer_node(ev), "text" if kind == "text" else "reasoning", text)
-            case AssistantMessageEvent():
-                self._answered(ev)
-            case ToolCallEvent():
-                node_id = f"tool-{ev.turn}-{ev.step}-{ev.call_id}"
-                self._tools[ev.call_id] = node_id
-                if ev.name == PROPOSE_CELL:
-                    self._proposals[ev.call_id] = proposal_id(ev.turn, len(self._proposals) + 1)
-                self._add({"id": node_id, "type": "tool", "parent": self._step or self._turn, "seq": ev.seq,
-                           "name": ev.name, "call_id": ev.call_id, "arguments": ev.arguments,
-                           "arguments_text": clip(" ".join(ev.arguments.split()), LINE_MAX), "result": None,
-                           "result_line": "", "is_error": False, "error_code": None, "outcome": "running"})  # fmt: skip
-            case ToolResultEvent():
-                self._tool_result(ev)
-            case Splice():
-                self._splice(ev, result_before)
-            case LlmRetry():
-                self._retry(ev)
-            case ApprovalAsked():
-                node_id = f"approval-{ev.seq}"
-                self._approvals[ev.id] = node_id
-                self._add({"id": node_id, "type": "approval", "parent": self._step or self._turn,
-                           "seq": ev.seq, "tool": ev.tool, "call_id": ev.call_id, "outcome": None,
-                           "text": approval_text(ev.tool, None)})  # fmt: skip
-            case SessionForked():
-                where = f"before turn {ev.turn}" if ev.turn is not None else f"at seq {ev.at}"
-                self._add({"id": f"forked-{ev.seq}", "type": "forked", "parent": None, "seq": ev.seq,
-                           "parent_session": ev.parent, "at": ev.at, "turn": ev.turn,
-                           "text": f"forked from {ev.parent} {where}"})  # fmt: skip
-            case SessionReplayed():  # written just before the turn it replays: shown on that turn
-                self._replayed = {"id": f"replayed-{ev.seq}", "type": "replayed", "seq": ev.seq,
-                                  "parent_turn": ev.parent_turn, "text": replay_text(ev)}  # fmt: skip
-            case ApprovalDecided():
-                node_id = self._approvals.pop(ev.id, None)
-                if node_id in self.nodes:
-                    shown = ev.shown_outcome
-                    self._set(node_id, outcome=shown, text=approval_text(ev.tool, shown))
-            case RequestEstimate():
-                self._estimate(ev)
-            case RequestHeader():
-                self.counter = counter_from_model_name(ev.model)
+        if isinstance(ev, Splice):  # a splice right after a tool result came with that result
+            self._splice(ev, result_before)
+            return
+        fold = _FOLDS.get(type(ev))
+        if fold is not None:
+            fold(self, ev)
+
+    def _turn_start(self, ev: TurnStart) -> None:
+        self._open_turn(ev.turn, ev.seq, ev.time)
+
+    def _step_start(self, ev: StepStart) -> None:
+        turn, step = ev.turn, ev.step
+        parent = self._ensure_turn(turn, ev.seq, ev.time)
+        self._step = f"step-{turn}-{step}"
+        self._answer, self._attempt = None, 1
+        self._add({"id": self._step, "type": "step", "parent": parent, "seq": ev.seq,
+                   "turn": turn, "step": step, "label": f"step {step}"})  # fmt: skip
+        self._set(parent, steps=step, steps_text=plural(step, "step"))
+
+    def _step_end(self, ev: StepEnd) -> None:
+        if self._answer is not None and self.nodes[self._answer]["streaming"]:
+            self._settle(self._answer)
+        self._step = self._answer = None
+
+    def _chunk(self, ev: AssistantChunk) -> None:
+        if ev.kind in ("text", "reasoning") and ev.text:
+            self._append(self._answer_node(ev), "text" if ev.kind == "text" else "reasoning", ev.text)
+
+    def _tool_call(self, ev: ToolCallEvent) -> None:
+        node_id = f"tool-{ev.turn}-{ev.step}-{ev.call_id}"
+        self._tools[ev.call_id] = node_id
+        if ev.name == PROPOSE_CELL:
+            self._proposals[ev.call_id] = proposal_id(ev.turn, len(self._proposals) + 1)
+        self._add({"id": node_id, "type": "tool", "parent": self._step or self._turn, "seq": ev.seq,
+                   "name": ev.name, "call_id": ev.call_id, "arguments": ev.arguments,
+                   "arguments_text": clip(" ".join(ev.arguments.split()), LINE_MAX), "result": None,
+                   "result_line": "", "is_error": False, "error_code": None, "outcome": "running"})  # fmt: skip
+
+    def _approval_asked(self, ev: ApprovalAsked) -> None:
+        node_id = f"approval-{ev.seq}"
+        self._approvals[ev.id] = node_id
+        self._add({"id": node_id, "type": "approval", "parent": self._step or self._turn,
+                   "seq": ev.seq, "tool": ev.tool, "call_id": ev.call_id, "outcome": None,
+                   "text": approval_text(ev.tool, None)})  # fmt: skip
+
+    def _approval_decided(self, ev: ApprovalDecided) -> None:
+        node_id = self._approvals.pop(ev.id, None)
+        if node_id in self.nodes:
+            shown = ev.shown_outcome
+            self._set(node_id, outcome=shown, text=approval_text(ev.tool, shown))
+
+    def _forked(self, ev: SessionForked) -> None:
+        where = f"before turn {ev.turn}" if ev.turn is not None else f"at seq {ev.at}"
+        self._add({"id": f"forked-{ev.seq}", "type": "forked", "parent": None, "seq": ev.seq,
+                   "parent_session": ev.parent, "at": ev.at, "turn": ev.turn,
+                   "text": f"forked from {ev.parent} {where}"})  # fmt: skip
+
+    def _replayed_turn(self, ev: SessionReplayed) -> None:  # written just before the turn it replays
+        self._replayed = {"id": f"replayed-{ev.seq}", "type": "replayed", "seq": ev.seq,
+                          "parent_turn": ev.parent_turn, "text": replay_text(ev)}  # fmt: skip
+
+    def _header(self, ev: RequestHeader) -> None:
+        self.counter = counter_from_model_name(ev.model)
 
     def _open_turn(self, turn: int, seq: int, time: int) -> str:
         self._turn = f"turn-{turn}"
@@ -379,6 +382,27 @@ class Timeline:
         names = [m["summary"] for m in items] or [plural(count, "message")]
         self._add({"id": f"mark-{ev.seq}", "type": "mark", "parent": self._turn, "seq": ev.seq, "mark": mark,
                    "queue": ev.target, "items": names, "text": f"{words}: {', '.join(names)}"})  # fmt: skip
+
+
+_FOLDS: dict[type, Callable[[Timeline, Any], None]] = {
+    TurnStart: Timeline._turn_start,
+    TurnEnd: Timeline._end_turn,
+    StepStart: Timeline._step_start,
+    StepEnd: Timeline._step_end,
+    UserMessageEvent: Timeline._message,
+    AssistantChunk: Timeline._chunk,
+    AssistantMessageEvent: Timeline._answered,
+    ToolCallEvent: Timeline._tool_call,
+    ToolResultEvent: Timeline._tool_result,
+    LlmRetry: Timeline._retry,
+    ApprovalAsked: Timeline._approval_asked,
+    ApprovalDecided: Timeline._approval_decided,
+    SessionForked: Timeline._forked,
+    SessionReplayed: Timeline._replayed_turn,
+    RequestEstimate: Timeline._estimate,
+    RequestHeader: Timeline._header,
+}
+"""What each record type adds to the fold (a splice is folded apart: it needs the result before it)."""
 
 
 def compact(patches: list[Patch]) -> list[Patch]:
