@@ -111,3 +111,28 @@ def test_the_lab_server_answers_with_it(jp_root_dir: Path, jp_fetch: Any, jp_asy
             what,
             params,
         )
+
+
+@pytest.mark.kernel
+def test_followup_wait_show_and_transcript_in_a_kernel(tmp_path: Path) -> None:
+    from kernel_helpers import Kernel
+
+    setup = (
+        "import nbagent.notebook.live_document as live_document\n"
+        "live_document.TIMEOUT = 0.01  # no front end answers here: propose as IPython's next input\n"
+        "from nbagent.models import Response, ScriptedModel, ToolCall\n"
+        "from nbagent.notebook import current_agent\n"
+        "current_agent().set_model(ScriptedModel([Response(tool_calls=[ToolCall('propose_cell', "
+        f"{ARGUMENTS!r}, id='a')]), 'proposed']))\n"
+    )
+    with Kernel(tmp_path, "work.ipynb") as k:
+        outputs = [k.run("%load_ext nbagent"), k.run(setup)]
+        outputs.append(k.run("%followup --wait plot it"))
+        outputs.append(k.run("%agent status"))
+        outputs.append(k.run("%agent transcript"))
+        outputs.append(k.run("%agent show"))
+        assert k.run("print(6 * 7)") == "42\n"
+    shown = "".join(outputs)
+    assert "UnicodeEncodeError" not in shown and "Traceback" not in shown and "Error" not in shown, shown
+    assert "running" not in outputs[3], outputs[3]
+    assert "a\ufffdb" in outputs[4]
