@@ -112,5 +112,8 @@ def test_go_to_turn_one_and_find_a_turn_by_its_title(lab: Lab, page: Any) -> Non
     find.fill("no such title")
     find.press("Enter")
     tab.locator('.jp-nbagent-jump-status[data-state="none"]').wait_for()
-    assert tab.locator(".jp-nbagent-jump-status").inner_text() == "no turn\u2019s title holds \u201cno such title\u201d"
+    assert (
+        tab.locator(".jp-nbagent-jump-status").inner_text()
+        == "no turn\u2019s title holds \u201cno such title\u201d"
+    )
     assert errors.uncaught == [] and errors.console == [], errors
