@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from conftest import Lab, shot
 from lab_sessions import XSS, write_synthetic
+from notebook_page import set_theme
 from page_errors import PageErrors
+from test_lab_a11y import low_contrast
 from test_lab_tab_follow import open_tab
 from test_lab_tab_restore import open_workspace
 
@@ -73,6 +75,22 @@ def test_go_to_turn_one_and_find_a_turn_by_its_title(lab: Lab, page: Any) -> Non
         "Turn 1234Plot REFUNDS by region",
     ]
     assert tab.locator(".jp-nbagent-jump-status").inner_text() == "2 turns found"
+    # Its words read at AA in both themes (measured in the page).
+    jump_text = (
+        ".jp-nbagent-jump :is(.jp-nbagent-jump-label, .jp-nbagent-jump-status, .jp-nbagent-jump-result)"
+    )
+    try:
+        for theme in ("JupyterLab Dark", "JupyterLab Light"):
+            set_theme(page, theme)
+            page.wait_for_function(
+                "light => (getComputedStyle(document.querySelector('.jp-nbagent-jump')).backgroundColor"
+                " === 'rgb(255, 255, 255)') === light",
+                arg="Light" in theme,
+            )
+            assert low_contrast(page, jump_text) == [], theme
+            shot(page, f"tab-jump-search-{theme.split()[-1].lower()}", tab.locator(".jp-nbagent-jump"))
+    finally:
+        set_theme(page, "JupyterLab Light")
     find.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     assert page.evaluate("() => document.activeElement.dataset.turn") == "1234"
