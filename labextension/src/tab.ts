@@ -263,6 +263,9 @@ export class SessionTimeline extends Widget {
   async goToTurn(turn: number): Promise<void> {
     const shown = (t: number): boolean =>
       t >= this._windowFrom || (t >= this._shownFrom && t < this._laterFrom) || this._turnNode(t) !== null;
+    if (this._windowFrom === 0) {
+      throw new Error(this._trans.__('the session is still loading; try again in a moment'));
+    }
     if (!shown(turn)) {
       this._pages.forEach(p => p.remove());
       this._pages = [];
