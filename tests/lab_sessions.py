@@ -64,10 +64,13 @@ def write_family(path: Path) -> tuple[str, str]:
         return pool.submit(asyncio.run, _family(path)).result()
 
 
-def write_synthetic(path: Path, turns: int, pending: int = 0) -> tuple[str, int]:
+def write_synthetic(
+    path: Path, turns: int, pending: int = 0, titles: dict[int, str] | None = None
+) -> tuple[str, int]:
     """A session of ``turns`` whole turns and then ``pending`` notes left in next-step, written
     straight into the file with the store's own writer (as the benchmarks build long histories:
-    the rows real ``ScriptedModel`` turns write). Returns (id, event count)."""
+    the rows real ``ScriptedModel`` turns write); turn ``t`` of ``titles`` is prompted with its
+    text instead of the benchmark's prompt. Returns (id, event count)."""
     import time
     import uuid
 
@@ -81,7 +84,11 @@ def write_synthetic(path: Path, turns: int, pending: int = 0) -> tuple[str, int]
     now = int(time.time() * 1000)
     rows: list[tuple[object, ...]] = []
     for turn in range(1, turns + 1):
-        for type_, data, inbox in synth_turn(turn, header=turn == 1):
+        events = synth_turn(turn, header=turn == 1)
+        if titles and turn in titles:
+            prompt = next(data for type_, data, _ in events if type_ == "user/message")
+            prompt["content"][0]["text"] = titles[turn]  # the splice holds the same prompt
+        for type_, data, inbox in events:
             rows.append((sid, len(rows), now, type_, _json.dumps(data), inbox))
     for i in range(pending):
         note = {"id": uuid.uuid4().hex, "role": "user", "content": [{"type": "text", "text": f"note {i}"}],

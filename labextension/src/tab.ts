@@ -18,6 +18,7 @@ import { download, fetchTranscript, fileSessions, ISession } from './api';
 import { DiffPane } from './diffpane';
 import { MarkdownFill } from './markdown';
 import { el, IBundle, INode, shown, TimelineView } from './paint';
+import { TurnJump } from './jump';
 import { fetchWindow, IWindowBundle } from './windows';
 
 type SessionRef = Pick<ISession, 'file' | 'id' | 'label'>;
@@ -57,6 +58,7 @@ export class SessionTimeline extends Widget {
     this._fork = el('div', 'jp-nbagent-tab-fork');
     this._fork.hidden = true;
     this.node.append(this._status, this._fork, this._view.node);
+    this.node.prepend(new TurnJump(this, trans).node); // "Go to turn" (jump.ts)
     // Like a log viewer: open at the newest turns and keep following them while the view is at
     // the end; scrolled up, it stays where the user put it.
     this.node.addEventListener('scroll', () => {
@@ -120,7 +122,8 @@ export class SessionTimeline extends Widget {
     if (bundle.first_turn !== this._windowFrom) {
       this._pages.forEach(p => p.remove());
       this._pages = [];
-      this._windowFrom = this._shownFrom = bundle.first_turn;
+      this._windowFrom = this._shownFrom = this._laterFrom = bundle.first_turn;
+      this._updateLater();
     }
     this._view.render(bundle);
     this.node.dataset.seq = String(bundle.seq);
@@ -252,6 +255,119 @@ export class SessionTimeline extends Widget {
     });
   }
 
+  /**
+   * Show turn `turn` and scroll it into view. A turn not shown replaces the earlier pages with the
+   * window around it (`turn=N`); "Show later turns" below that window pages forwards (`after=T`)
+   * until it meets the newest turns, and "Show earlier turns" pages backwards from it as before.
+   */
+  async goToTurn(turn: number): Promise<void> {
+    const shown = (t: number): boolean =>
+      t >= this._windowFrom || (t >= this._shownFrom && t < this._laterFrom) || this._turnNode(t) !== null;
+    if (this._windowFrom === 0) {
+      throw new Error(this._trans.__('the session is still loading; try again in a moment'));
+    }
+    if (!shown(turn)) {
+      this._pages.forEach(p => p.remove());
+      this._pages = [];
+      this._shownFrom = this._laterFrom = this._windowFrom;
+      if (turn >= this._windowFrom - PAGE_TURNS) {
+        while (this._shownFrom > turn && this._shownFrom > 1) {
+          const from = this._shownFrom;
+          await this.showEarlier();
+          if (this._shownFrom === from) {
+            break; // refused: the status line says why
+          }
+        }
+      } else {
+        const page = await fetchWindow(this.session.file, this.session.id, { window: PAGE_TURNS, turn });
+        if (!page || this.isDisposed) {
+          return;
+        }
+        this._earlier.after(this._pageOf(page));
+        this._shownFrom = page.first_turn;
+        this._laterFrom = (page.last_turn ?? page.first_turn) + 1;
+        this._updateEarlier();
+        this._updateLater();
+      }
+    }
+    const node = this._turnNode(turn);
+    if (!node) {
+      throw new Error(this._trans.__('turn %1 is not in this session', turn));
+    }
+    node.open = true;
+    this._stick = false;
+    // Its head just below the sticky "Go to turn" bar, not under it.
+    const bar = this.node.querySelector<HTMLElement>(':scope > .jp-nbagent-jump')?.getBoundingClientRect().bottom;
+    const top = bar ?? this.node.getBoundingClientRect().top;
+    this.node.scrollTop += node.getBoundingClientRect().top - top - 4;
+    node.querySelector<HTMLElement>('summary')?.focus({ preventScroll: true });
+  }
+
+  /** Paint the page of turns after the jumped-to window, below it, towards the newest turns. */
+  async showLater(): Promise<void> {
+    const after = this._laterFrom - 1;
+    const count = Math.min(PAGE_TURNS, this._windowFrom - this._laterFrom);
+    if (count <= 0 || this._later.disabled) {
+      return;
+    }
+    this._later.disabled = true;
+    try {
+      const page = await fetchWindow(this.session.file, this.session.id, { window: count, after });
+      if (page && !this.isDisposed && after === this._laterFrom - 1) {
+        this._later.before(this._pageOf(page));
+        this._laterFrom = (page.last_turn ?? after) + 1;
+      }
+    } catch (error) {
+      this._status.textContent = `${this.session.file}: ${(error as Error).message}`;
+      this._status.dataset.state = 'error';
+    } finally {
+      this._later.disabled = false;
+      this._updateLater();
+    }
+  }
+
+  private _turnNode(turn: number): HTMLDetailsElement | null {
+    return this.node.querySelector<HTMLDetailsElement>(`details.nba-turn[data-id="turn-${turn}"]`);
+  }
+
+  /** A page's turns, closed (their bodies are built when opened), as a block of the view. */
+  private _pageOf(page: IWindowBundle): HTMLElement {
+    const view = new TimelineView({ markdown: this._markdown });
+    view.render(page);
+    view.node.querySelectorAll<HTMLDetailsElement>('details.nba-turn[open]').forEach(d => (d.open = false));
+    const turns = view.node.querySelector<HTMLElement>(':scope > .nba-scroll')!;
+    turns.classList.add('jp-nbagent-page');
+    turns.dataset.from = String(page.first_turn);
+    this._pages.push(turns);
+    return turns;
+  }
+
+  /** "Show later turns" sits below a jumped-to window while turns lie between it and the newest. */
+  private _updateLater(): void {
+    const count = Math.max(0, this._windowFrom - this._laterFrom);
+    this.node.dataset.later = String(count);
+    if (count === 0) {
+      this._later.remove(); // out of the DOM: "Show earlier turns" anchors on the next block
+      return;
+    }
+    this._view.node.insertBefore(this._later, this._view.node.querySelector(':scope > .nba-scroll:not(.jp-nbagent-page)'));
+    this._later.textContent = this._trans._n(
+      'Show %1 later turn (%2 before turn %3)',
+      'Show %1 later turns (%2 before turn %3)',
+      Math.min(PAGE_TURNS, count),
+      count.toLocaleString(),
+      this._windowFrom
+    );
+  }
+
+  private _later = ((): HTMLButtonElement => {
+    const button = el('button', 'jp-Button jp-mod-styled jp-mod-small jp-nbagent-later') as HTMLButtonElement;
+    button.type = 'button';
+    button.addEventListener('click', () => void this.showLater());
+    return button;
+  })();
+  /** The first turn after the jumped-to pages that is not shown (`_windowFrom` when none). */
+  private _laterFrom = 0;
   private _markdown: MarkdownFill | null;
   private _trans: TranslationBundle;
   private _earlier: HTMLButtonElement;

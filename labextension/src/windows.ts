@@ -1,7 +1,8 @@
 /**
  * The session tab's windows of turns (`timeline?window=K`, see nbagent/labserver/window.py): the
- * newest turns of a session without the server folding its whole log, and earlier turns a page at
- * a time.
+ * newest turns of a session without the server folding its whole log, earlier turns a page at
+ * a time, the turns around turn N and those after it (nbagent/labserver/jump.py), and a search
+ * over turn titles (`timeline?find=TEXT`).
  */
 
 import { URLExt } from '@jupyterlab/coreutils';
@@ -15,26 +16,54 @@ export interface IWindowBundle extends IBundle {
   first_turn: number;
   /** Events in the log when the server read it (`seq` is how far it has folded). */
   log_seq: number;
+  /** The last turn a page (`before`, `turn`, `after`) holds. */
+  last_turn?: number;
 }
 
 export interface IWindowQuery {
-  /** Turns asked for: the newest ones, or those before turn `before`. */
+  /** Turns asked for: the newest ones, those before turn `before`, around turn `turn`, or after turn `after`. */
   window: number;
   before?: number;
+  turn?: number;
+  after?: number;
   /** The `seq` of the bundle the caller holds: the answer is `null` while it is current. */
   known?: number;
 }
 
 /** A window of a session's timeline, or `null` when `known` is still current. */
 export async function fetchWindow(file: string, id: string, query: IWindowQuery): Promise<IWindowBundle | null> {
-  const settings = ServerConnection.makeSettings();
   const params: Record<string, string> = { file, window: String(query.window) };
-  if (query.before !== undefined) {
-    params.before = String(query.before);
+  for (const key of ['before', 'turn', 'after', 'known'] as const) {
+    if (query[key] !== undefined) {
+      params[key] = String(query[key]);
+    }
   }
-  if (query.known !== undefined) {
-    params.known = String(query.known);
-  }
+  const response = await timeline(id, params);
+  return response.status === 204 ? null : response.json();
+}
+
+/** A turn whose title holds the text searched for. */
+export interface ITurnMatch {
+  turn: number;
+  title: string;
+}
+
+/** A page of a search over turn titles: `next` is where to go on (`after`), `null` at the end. */
+export interface IFound {
+  matches: ITurnMatch[];
+  next: number | null;
+  /** The session's turns. */
+  turns: number;
+}
+
+/** The turns after turn `after` whose title holds `text` (case-blind), a bounded page of them. */
+export async function findTurns(file: string, id: string, text: string, after = 0, limit = 20): Promise<IFound> {
+  const params = { file, find: text, after: String(after), limit: String(limit) };
+  return (await timeline(id, params)).json();
+}
+
+async function timeline(id: string, params: Record<string, string>): Promise<Response> {
+  const settings = ServerConnection.makeSettings();
   const url =
     URLExt.join(settings.baseUrl, 'nbagent', 'api', 'sessions', encodeURIComponent(id), 'timeline') +
     URLExt.objectToQueryString(params);
@@ -42,5 +71,5 @@ export async function fetchWindow(file: string, id: string, query: IWindowQuery)
   if (!response.ok) {
     throw await ServerConnection.ResponseError.create(response);
   }
-  return response.status === 204 ? null : response.json();
+  return response;
 }

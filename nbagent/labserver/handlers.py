@@ -13,7 +13,13 @@
   bundle's ``seq`` says how far; poll with ``known`` to get the rest.
 - ``GET nbagent/api/sessions/<id>/timeline?file=FILE&window=K&known=SEQ`` — the session tab's
   bundle: the newest ``K`` turns (and every later one), folded without reading the whole log
-  (:mod:`nbagent.labserver.window`); with ``before=T``, the ``K`` turns before turn ``T``.
+  (:mod:`nbagent.labserver.window`); with ``before=T``, the ``K`` turns before turn ``T``; with
+  ``turn=N``, the ``K`` turns around turn ``N``; with ``after=T``, the ``K`` turns after turn ``T``
+  (:mod:`nbagent.labserver.jump`: going to a turn, and paging forwards from it to the newest).
+- ``GET nbagent/api/sessions/<id>/timeline?file=FILE&find=TEXT&after=T&limit=L`` — the turns after
+  turn ``T`` whose title holds ``TEXT``: ``{"matches": [{"turn", "title"}], "next", "turns"}``, at
+  most ``L`` (default 20, at most 100), the search bounded in rows, bytes and time (``next``: go on
+  with ``after=next``).
 - ``GET nbagent/api/sessions/<id>/transcript?file=FILE&format=md|html`` — the transcript.
 
 Paths are API paths of the contents manager (relative to its root, under its hidden-file rules;
@@ -45,6 +51,7 @@ from nbagent.core.record import EventParseError
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.diffs import diff_answer
 from nbagent.labserver.export import FORMATS, transcript
+from nbagent.labserver.jump import MAX_FIND, MAX_MATCHES, SCAN_BYTES, around, find_turns, later
 from nbagent.labserver.listing import MAX_PAGE_SESSIONS, PAGE_SESSIONS, listing_page
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.sessions import TimelineCache, event_json, session_files
@@ -67,9 +74,11 @@ FOLD_EVENTS = 20_000
 MAX_RESPONSE = 32 << 20
 """Bytes of one answer at most: a bigger timeline is windowed to its last turns, else refused."""
 WINDOWS = (None, 50, 10, 1)
+"""The timeline windows tried, widest first, until the bundle fits in ``MAX_RESPONSE``."""
 MAX_WINDOW = 1000
 """Turns one ``window=`` request may ask for."""
-"""The timeline windows tried, widest first, until the bundle fits in ``MAX_RESPONSE``."""
+DEFAULT_MATCHES = 20
+"""Matches a ``find=`` answer holds unless ``limit`` says otherwise."""
 
 MAX_FILES = 500
 """Session files one folder listing reads at most (each under a budget of its own)."""
@@ -252,9 +261,24 @@ class TimelineHandler(_Base):
         turn = self._int("turn", None, 1, MAX_SEQ)
         turns = self._int("turns", None, 1, MAX_SEQ)
         window = self._int("window", None, 1, MAX_WINDOW)
-        if window is not None:
+        find = self.get_argument("find", None)
+        if find is not None:
+            after = self._int("after", 0, 0, MAX_SEQ) or 0
+            limit = self._int("limit", DEFAULT_MATCHES, 1, MAX_MATCHES) or DEFAULT_MATCHES
+            if not find.strip() or len(find) > MAX_FIND:
+                raise web.HTTPError(
+                    422, f"find must be 1 to {MAX_FIND} characters of a turn's title, not {len(find)}"
+                )
+            body = await self._run(self._find, target.real, session_id, find.strip(), after, limit)
+        elif window is not None:
             before = self._int("before", None, 1, MAX_SEQ)
-            body = await self._run(self._window, target.real, session_id, known, window, before)
+            after = self._int("after", None, 0, MAX_SEQ)
+            if sum(x is not None for x in (before, after, turn)) > 1:
+                raise web.HTTPError(422, "a window is around one place: give one of turn, before and after")
+            if turn is not None or after is not None:
+                body = await self._run(self._jump, target.real, session_id, window, turn, after)
+            else:
+                body = await self._run(self._window, target.real, session_id, known, window, before)
         else:
             body = await self._run(self._bundle, target.real, session_id, known, turn, turns)
         if body is None:
@@ -282,6 +306,29 @@ class TimelineHandler(_Base):
             "one answer may hold; ask for one turn (turn=N), or export its transcript outside the "
             "server (nbagent transcript PATH)"
         )
+
+    def _find(self, path: Path, session_id: str, text: str, after: int, limit: int) -> bytes:
+        budget = Budget(page_bytes=PAGE_BYTES, max_bytes=SCAN_BYTES * 2)
+        return orjson.dumps(find_turns(path, session_id, text=text, after=after, limit=limit, budget=budget))
+
+    def _jump(self, path: Path, session_id: str, turns: int, turn: int | None, after: int | None) -> bytes:
+        """The window around ``turn``, or the page after ``after``: too long for one answer (or
+        one fold), it holds fewer turns (still around ``turn``, still right after ``after``)."""
+        while True:
+            page = Budget(page_events=FOLD_EVENTS, page_bytes=PAGE_BYTES * 4)
+            if turn is not None:
+                bundle = around(path, session_id, turn=turn, turns=turns, max_text=TAB_TEXT, page=page)
+            else:
+                bundle = later(path, session_id, after=after or 0, turns=turns, max_text=TAB_TEXT, page=page)
+            body = orjson.dumps(bundle)
+            if bundle["complete"] and len(body) <= MAX_RESPONSE:
+                return body
+            if turns == 1:
+                raise ReadLimitError(
+                    f"a turn of session {session_id} in {path} is larger than the {size_text(MAX_RESPONSE)} "
+                    "one answer may hold; export its transcript outside the server (nbagent transcript PATH)"
+                )
+            turns = max(1, turns // 4)
 
     def _window(
         self, path: Path, session_id: str, known: int | None, turns: int, before: int | None

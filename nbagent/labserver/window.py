@@ -209,30 +209,38 @@ def earlier(
 ) -> dict[str, Any]:
     """The bundle of the ``turns`` turns before turn ``before`` (fewer at the log's start)."""
     with bounded(page):  # every read of the request, the connection's limits included
-        return _earlier(path, session_id, before=before, turns=turns, max_text=max_text)
+        return span(path, session_id, first=max(1, before - turns), until=before, max_text=max_text)
 
 
-def _earlier(path: Path, session_id: str, *, before: int, turns: int, max_text: int | None) -> dict[str, Any]:
+def span(
+    path: Path, session_id: str, *, first: int, until: int | None, max_text: int | None
+) -> dict[str, Any]:
+    """The bundle of turns ``first`` up to (not including) turn ``until`` (``None``: to the log's end),
+    folded from the last quiet point before turn ``first`` and read under the caller's budget.
+    Its ``pending`` is empty (the inbox is the newest window's); ``complete`` says whether the fold
+    reached the end of the span (a page budget may stop it early: ask for fewer turns)."""
     store = open_store(path, "read")
     try:
         if store.session_row(session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
         log_seq = store.tail(session_id)[0]
-        stop = turn_start(store, session_id, before, stop=log_seq)
+        stop = log_seq if until is None else turn_start(store, session_id, until, stop=log_seq)
         if stop is None:
-            raise SessionNotFoundError(f"session {session_id} has no turn {before}")
-        first = max(1, before - turns)
-        cut = turn_start(store, session_id, first, stop=stop) if first < before else None
+            raise SessionNotFoundError(f"session {session_id} has no turn {until}")
+        cut = turn_start(store, session_id, first, stop=stop) if until is None or first < until else None
         if cut is None:
-            window = Window(Timeline(), 0, before, stop, before - 1)
+            if until is None:
+                raise SessionNotFoundError(f"session {session_id} has no turn {first}")
+            window = Window(Timeline(), 0, until, stop, until - 1)
             return {**_bundle(window, max_text=max_text, log_seq=log_seq, high=stop), "complete": True}
         timeline, start = _fold_start(store, session_id, cut)
         events = store.events(session_id, start=start, stop=stop)
         timeline.feed(events)
-        window = Window(timeline, start, first, cut, before - 1)
+        window = Window(timeline, start, first, cut, last_turn(store, session_id))
         bundle = _bundle(window, max_text=max_text, log_seq=log_seq, high=stop)
         bundle["pending"] = {"next_step": [], "next_turn": []}  # the inbox is the newest window's
         bundle["complete"] = not events or events[-1].seq == stop - 1
+        bundle["last_turn"] = _last_turn(bundle["nodes"])
         return bundle
     finally:
         store.close()

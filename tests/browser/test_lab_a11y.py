@@ -37,7 +37,7 @@ CONTRAST_JS = """e => {
 }"""
 """The contrast ratio of an element's text against what is painted behind it."""
 PANEL_TEXT = ".jp-nbagent-row-label, .jp-nbagent-row-meta, .jp-nbagent-row-file, .jp-nbagent-button span"
-TAB_TEXT = ".jp-nbagent-tab-status, .nba-head .nba-muted, .nba-head .nba-title, .nba-pill, .nba-raw-toggle"
+TAB_TEXT = ".jp-nbagent-tab-status, .jp-nbagent-jump-label, .nba-head .nba-muted, .nba-head .nba-title, .nba-pill, .nba-raw-toggle"
 
 
 def low_contrast(page: Any, selector: str) -> list[tuple[str, float]]:
