@@ -9,7 +9,7 @@ long texts are cut at a word.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -89,54 +89,72 @@ def message_row(n: Node) -> str:
 
 
 def _node(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
-    t = n["type"]
-    if t == "message":
-        return _details(
-            "nba-msg", message_row(n), _pre(n["text"]), id=n["id"], kind=n["kind"], role=n["role"]
-        )
-    if t == "assistant":
-        row = badge("assistant", "assistant")
-        if n["outcome"]:
-            row += _span("nba-outcome", n["outcome"])
-        row += _span("nba-answer-text", clip(n["text"], DETAIL_MAX) or n["first_line"])
-        if n["calls_text"]:
-            row += _span("nba-muted", n["calls_text"])
-        detail = f'<div class="nba-source">reasoning</div>{_pre(n["reasoning"])}' if n["reasoning"] else ""
-        cls = "nba-answer" + (" nba-failed" if n["failed"] else "")
-        return _details(cls, row, detail, id=n["id"])
-    if t == "tool":
-        row = (
-            badge("tool", "tool")
-            + f"<b>{escape_html(n['name'])}</b>"
-            + _span("nba-tool-args", n["arguments_text"])
-        )
-        status = n["outcome"] if n["is_error"] or n["result"] is None else "→"
-        row += _span("nba-outcome", status) + _span("nba-line", n["result_line"])
-        detail = f'<div class="nba-source">arguments</div>{_pre(n["arguments"])}'
-        if n["result"] is not None:
-            detail += (
-                f'<div class="nba-source">{"error" if n["is_error"] else "result"}</div>{_pre(n["result"])}'
-            )
-        cls = "nba-tool" + (" nba-tool-error" if n["is_error"] else "")
-        return _details(cls, row, detail, id=n["id"], outcome=n["outcome"])
-    if t == "step":
-        inner = "".join(_node(k, kids) for k in kids.get(n["id"], ()))
-        head = f"{escape_html(n['label'])} {bar_html(n)}".rstrip()
-        return f'<div class="nba-step" data-id="{escape_html(n["id"])}"><div class="nba-step-head">{head}</div>{inner}</div>'
-    if t == "turn":
-        return turn_html(n, kids, opened=True)
-    if t == "retry":
-        text = n["text"] + (f" — {clip(n['why'], ROW_MAX)}" if n.get("why") else "")
-        return f'<div class="nba-mark" data-mark="retry">{escape_html(text)}</div>'
-    if t == "proposal":
-        return proposal_html(n)
-    if t == "approval":
-        return f'<div class="nba-mark" data-mark="approval" data-outcome="{escape_html(n.get("outcome") or "asked")}">{escape_html(n["text"])}</div>'
-    if t == "mark":
-        return f'<div class="nba-mark" data-mark="{escape_html(n["mark"])}">{escape_html(n["text"])}</div>'
+    paint = _PAINTERS.get(n["type"])
+    if paint is not None:
+        return paint(n, kids)
     if isinstance(n.get("text"), str):  # a node type this renderer has no case for: its words
-        return f'<div class="nba-mark" data-mark="{escape_html(t)}">{escape_html(n["text"])}</div>'
+        return _mark_html(n["type"], n["text"])
     return ""
+
+
+def _mark_html(mark: str, text: str, **data: str) -> str:
+    more = "".join(f' data-{k}="{escape_html(v)}"' for k, v in data.items())
+    return f'<div class="nba-mark" data-mark="{escape_html(mark)}"{more}>{escape_html(text)}</div>'
+
+
+def _message_html(n: Node, _kids: Mapping[str | None, list[Node]]) -> str:
+    return _details("nba-msg", message_row(n), _pre(n["text"]), id=n["id"], kind=n["kind"], role=n["role"])
+
+
+def _answer_html(n: Node, _kids: Mapping[str | None, list[Node]]) -> str:
+    row = badge("assistant", "assistant")
+    if n["outcome"]:
+        row += _span("nba-outcome", n["outcome"])
+    row += _span("nba-answer-text", clip(n["text"], DETAIL_MAX) or n["first_line"])
+    if n["calls_text"]:
+        row += _span("nba-muted", n["calls_text"])
+    detail = f'<div class="nba-source">reasoning</div>{_pre(n["reasoning"])}' if n["reasoning"] else ""
+    cls = "nba-answer" + (" nba-failed" if n["failed"] else "")
+    return _details(cls, row, detail, id=n["id"])
+
+
+def _tool_html(n: Node, _kids: Mapping[str | None, list[Node]]) -> str:
+    row = (
+        badge("tool", "tool")
+        + f"<b>{escape_html(n['name'])}</b>"
+        + _span("nba-tool-args", n["arguments_text"])
+    )
+    status = n["outcome"] if n["is_error"] or n["result"] is None else "→"
+    row += _span("nba-outcome", status) + _span("nba-line", n["result_line"])
+    detail = f'<div class="nba-source">arguments</div>{_pre(n["arguments"])}'
+    if n["result"] is not None:
+        detail += f'<div class="nba-source">{"error" if n["is_error"] else "result"}</div>{_pre(n["result"])}'
+    cls = "nba-tool" + (" nba-tool-error" if n["is_error"] else "")
+    return _details(cls, row, detail, id=n["id"], outcome=n["outcome"])
+
+
+def _step_html(n: Node, kids: Mapping[str | None, list[Node]]) -> str:
+    inner = "".join(_node(k, kids) for k in kids.get(n["id"], ()))
+    head = f"{escape_html(n['label'])} {bar_html(n)}".rstrip()
+    return f'<div class="nba-step" data-id="{escape_html(n["id"])}"><div class="nba-step-head">{head}</div>{inner}</div>'
+
+
+def _retry_html(n: Node, _kids: Mapping[str | None, list[Node]]) -> str:
+    return _mark_html("retry", n["text"] + (f" — {clip(n['why'], ROW_MAX)}" if n.get("why") else ""))
+
+
+_PAINTERS: dict[str, Callable[[Node, Mapping[str | None, list[Node]]], str]] = {
+    "message": _message_html,
+    "assistant": _answer_html,
+    "tool": _tool_html,
+    "step": _step_html,
+    "turn": lambda n, kids: turn_html(n, kids, opened=True),
+    "retry": _retry_html,
+    "proposal": lambda n, _kids: proposal_html(n),
+    "approval": lambda n, _kids: _mark_html("approval", n["text"], outcome=n.get("outcome") or "asked"),
+    "mark": lambda n, _kids: _mark_html(n["mark"], n["text"]),
+}
+"""The static painting of each node type (others show their words as a mark, as painter.js does)."""
 
 
 def turn_head(n: Node) -> str:
