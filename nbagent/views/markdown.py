@@ -73,11 +73,7 @@ def _node(n: Node, esc: Escape) -> str | None:
             model = f" · {_one_line(n['model'], esc)}" if n["model"] else ""
             return f"**Assistant**{model}{mark}\n\n{esc(n['text'])}"
         case "tool":
-            head = f"🔧 **{_one_line(n['name'], esc)}**\n\n{fence(n['arguments'], 'json')}"
-            if n["result"] is None:
-                return head + "\n\n↳ *still running*"
-            label = _one_line(n["outcome"], esc) if n["is_error"] else "result"
-            return f"{head}\n\n↳ {label}\n\n{fence(n['result'])}"
+            return _tool_markdown(n, esc)
         case "mark" if n["mark"] != "claim":
             return _emphasis(f"{n['text'][:1].upper()}{n['text'][1:]}", esc)
         case "proposal":
@@ -87,6 +83,14 @@ def _node(n: Node, esc: Escape) -> str | None:
         case _ if isinstance(n.get("text"), str) and n["type"] not in ("mark", "assistant"):
             return _emphasis(n["text"], esc)  # a node type this renderer has no case for: its words
     return None
+
+
+def _tool_markdown(n: Node, esc: Escape) -> str:
+    head = f"🔧 **{_one_line(n['name'], esc)}**\n\n{fence(n['arguments'], 'json')}"
+    if n["result"] is None:
+        return head + "\n\n↳ *still running*"
+    label = _one_line(n["outcome"], esc) if n["is_error"] else "result"
+    return f"{head}\n\n↳ {label}\n\n{fence(n['result'])}"
 
 
 def _emphasis(text: str, esc: Escape) -> str:

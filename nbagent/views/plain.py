@@ -20,10 +20,7 @@ def _node_lines(n: Node, indent: str) -> list[str]:
     if t == "step":
         return [f"{indent}{n['label']}"]
     if t == "message":
-        label = n["label"] or n["first_line"]
-        extra = f" — {n['first_line']}" if n["label"] and n["first_line"] else ""
-        via = f" (via {n['via']})" if n.get("via") else ""
-        return [f"{indent}  ← [{n['badge']}] {label}{extra}{via}"]
+        return [_message_line(n, indent)]
     if t == "assistant":
         if not (n["text"] or n["reasoning"]):
             return []
@@ -31,13 +28,7 @@ def _node_lines(n: Node, indent: str) -> list[str]:
         body = n["text"] or "(reasoning)"
         return [f"{indent}  assistant:{mark}", *(f"{indent}    {x}" for x in body.splitlines())]
     if t == "tool":
-        lines = [f"{indent}  ⚙ {n['name']}({clip(n['arguments'], ARGS_MAX)})"]
-        if n["result"] is None:
-            lines.append(f"{indent}    … running")
-        else:
-            mark = f"✗ {n['outcome']}:" if n["is_error"] else "→"
-            lines.append(f"{indent}    {mark} {clip(n['result_line'], RESULT_MAX)}")
-        return lines
+        return _tool_lines(n, indent)
     if t == "mark" and n["mark"] == "claim":
         return []  # the claimed messages follow as ``←`` lines
     if t in ("mark", "approval"):
@@ -50,6 +41,21 @@ def _node_lines(n: Node, indent: str) -> list[str]:
     if isinstance(n.get("text"), str):  # a node type this renderer has no case for: its words
         return [f"{indent}  · {n['text']}"]
     return []
+
+
+def _message_line(n: Node, indent: str) -> str:
+    label = n["label"] or n["first_line"]
+    extra = f" — {n['first_line']}" if n["label"] and n["first_line"] else ""
+    via = f" (via {n['via']})" if n.get("via") else ""
+    return f"{indent}  ← [{n['badge']}] {label}{extra}{via}"
+
+
+def _tool_lines(n: Node, indent: str) -> list[str]:
+    call = f"{indent}  ⚙ {n['name']}({clip(n['arguments'], ARGS_MAX)})"
+    if n["result"] is None:
+        return [call, f"{indent}    … running"]
+    mark = f"✗ {n['outcome']}:" if n["is_error"] else "→"
+    return [call, f"{indent}    {mark} {clip(n['result_line'], RESULT_MAX)}"]
 
 
 def turn_lines(nodes: Sequence[Node], turn: Node) -> list[str]:
