@@ -11,7 +11,7 @@ text. Raw HTML in an answer stays text; a link keeps its target only for ``http`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,47 +77,72 @@ def _children(tokens: Any, depth: int) -> Tree:
 
 def _token(t: Mapping[str, Any], depth: int) -> Tree:
     kind = t.get("type")
-    attrs = t.get("attrs") or {}
     if kind == "blank_line":
         return []
     if kind in ("text", "block_html", "inline_html") or depth > MAX_DEPTH:
         return [_text(t)]  # raw HTML is shown as the text it is
-    if kind == "softbreak":
-        return ["\n"]
-    if kind == "linebreak":
-        return [["br", {}]]
-    if kind == "thematic_break":
-        return [["hr", {}]]
-    if kind == "codespan":
-        return [["code", {}, _text(t)]]
-    if kind == "block_code":
-        return [["pre", {}, ["code", {}, _text(t)]]]
+    leaf = _LEAVES.get(kind)  # type: ignore[arg-type]
+    if leaf is not None:
+        return leaf(t)
+    build = _BUILDERS.get(kind)  # type: ignore[arg-type]
+    if build is not None:
+        return build(t, t.get("attrs") or {}, _children(t.get("children"), depth))
     if kind == "block_text":
         return _children(t.get("children"), depth)
-    if kind == "heading":
-        level = attrs.get("level")
-        tag = f"h{level}" if level in (1, 2, 3, 4, 5, 6) else "p"
-        return [[tag, {}, *_children(t.get("children"), depth)]]
-    if kind == "list":
-        start = attrs.get("start")
-        tag_attrs = {"start": start} if attrs.get("ordered") and isinstance(start, int) else {}
-        return [["ol" if attrs.get("ordered") else "ul", tag_attrs, *_children(t.get("children"), depth)]]
-    if kind == "link":
-        href = link_target(attrs.get("url"))
-        kids = _children(t.get("children"), depth)
-        return [["a", {"href": href}, *kids]] if href else kids
-    if kind == "image":
-        alt = _text(t)
-        return [f"[image: {alt}]" if alt else "[image]"]
-    if kind == "table_head":
-        return [["thead", {}, ["tr", {}, *_children(t.get("children"), depth)]]]
-    if kind == "table_cell":
-        align = attrs.get("align")
-        cell_attrs = {"align": align} if align in ("left", "center", "right") else {}
-        return [["th" if attrs.get("head") else "td", cell_attrs, *_children(t.get("children"), depth)]]
-    if kind in SIMPLE:
-        return [[SIMPLE[kind], {}, *_children(t.get("children"), depth)]]
     return [_text(t)]  # a token this module has no case for: its text
+
+
+def _heading(_t: Mapping[str, Any], attrs: Mapping[str, Any], kids: Tree) -> Tree:
+    level = attrs.get("level")
+    return [[f"h{level}" if level in (1, 2, 3, 4, 5, 6) else "p", {}, *kids]]
+
+
+def _list(_t: Mapping[str, Any], attrs: Mapping[str, Any], kids: Tree) -> Tree:
+    start = attrs.get("start")
+    tag_attrs = {"start": start} if attrs.get("ordered") and isinstance(start, int) else {}
+    return [["ol" if attrs.get("ordered") else "ul", tag_attrs, *kids]]
+
+
+def _link(_t: Mapping[str, Any], attrs: Mapping[str, Any], kids: Tree) -> Tree:
+    href = link_target(attrs.get("url"))
+    return [["a", {"href": href}, *kids]] if href else kids
+
+
+def _cell(_t: Mapping[str, Any], attrs: Mapping[str, Any], kids: Tree) -> Tree:
+    align = attrs.get("align")
+    cell_attrs = {"align": align} if align in ("left", "center", "right") else {}
+    return [["th" if attrs.get("head") else "td", cell_attrs, *kids]]
+
+
+def _wrapping(tag: str) -> Callable[[Mapping[str, Any], Mapping[str, Any], Tree], Tree]:
+    """The builder of a token that is one element around its children."""
+    return lambda _t, _a, kids: [[tag, {}, *kids]]
+
+
+def _image(t: Mapping[str, Any]) -> Tree:
+    alt = _text(t)
+    return [f"[image: {alt}]" if alt else "[image]"]
+
+
+_LEAVES: dict[str, Callable[[Mapping[str, Any]], Tree]] = {
+    "softbreak": lambda _t: ["\n"],
+    "linebreak": lambda _t: [["br", {}]],
+    "thematic_break": lambda _t: [["hr", {}]],
+    "codespan": lambda t: [["code", {}, _text(t)]],
+    "block_code": lambda t: [["pre", {}, ["code", {}, _text(t)]]],
+    "image": _image,
+}
+"""Tokens whose tree is made from the token alone (their children, if any, are not read)."""
+
+_BUILDERS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any], Tree], Tree]] = {
+    **{kind: _wrapping(tag) for kind, tag in SIMPLE.items()},
+    "heading": _heading,
+    "list": _list,
+    "link": _link,
+    "table_head": lambda _t, _a, kids: [["thead", {}, ["tr", {}, *kids]]],
+    "table_cell": _cell,
+}
+"""Tokens whose tree wraps their children's (read once, depth first)."""
 
 
 class AnswerTrees:
