@@ -132,11 +132,16 @@ def turn_steps(events: Iterable[Event], turn: int) -> list[_Step]:
             if inside and steps:
                 steps[-1].answer = _answer(record.message if record.message.content else None)
         elif inside and isinstance(record, TurnEnd):
-            if steps and steps[-1].answer is None and record.error is not None:
-                code, message = record.error.get("code"), record.error.get("message", "")
-                steps[-1].answer = Answer("", (), f"{code}: {message}" if code else str(message))
+            _failed_step(steps, record)
             break
     return steps
+
+
+def _failed_step(steps: list[_Step], end: TurnEnd) -> None:
+    """A turn that ended in an error before its last step answered: that step's answer is the error."""
+    if steps and steps[-1].answer is None and end.error is not None:
+        code, message = end.error.get("code"), end.error.get("message", "")
+        steps[-1].answer = Answer("", (), f"{code}: {message}" if code else str(message))
 
 
 def _answer(message: Message | None) -> Answer:

@@ -29,10 +29,8 @@ def _node_lines(n: Node, indent: str) -> list[str]:
         return [f"{indent}  assistant:{mark}", *(f"{indent}    {x}" for x in body.splitlines())]
     if t == "tool":
         return _tool_lines(n, indent)
-    if t == "mark" and n["mark"] == "claim":
-        return []  # the claimed messages follow as ``←`` lines
-    if t in ("mark", "approval"):
-        return [f"{indent}  · {n['text']}"]
+    if t in ("mark", "approval"):  # a claim's messages follow as ``←`` lines
+        return [] if n.get("mark") == "claim" else [f"{indent}  · {n['text']}"]
     if t == "proposal":
         return proposal_lines(n, indent)
     if t == "retry":
