@@ -55,6 +55,23 @@ class ServerSpec:
         return str(self.url)
 
 
+def _check_headers(name: str, headers: Any, url: str | None) -> None:
+    if url is None:
+        raise ValueError(f"MCP server {name!r}: headers= is for an HTTP server (url=), not a command")
+    if not isinstance(headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise TypeError(
+            f"MCP server {name!r}: headers must map header names to string values, e.g. {{'Authorization': 'Bearer …'}}"
+        )
+
+
+def _check_url(name: str, url: Any) -> None:
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"MCP server {name!r}: url {url!r} is not an http:// or https:// URL")
+
+
 def server_spec(
     name: str,
     *,
@@ -80,21 +97,11 @@ def server_spec(
     if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise TypeError(f"MCP server {name!r}: env must map names to string values")
     if headers is not None:
-        if url is None:
-            raise ValueError(f"MCP server {name!r}: headers= is for an HTTP server (url=), not a command")
-        if not isinstance(headers, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-        ):
-            raise TypeError(
-                f"MCP server {name!r}: headers must map header names to string values, "
-                "e.g. {'Authorization': 'Bearer …'}"
-            )
+        _check_headers(name, headers, url)
     if command is not None and (not isinstance(command, str) or not command.strip()):
         raise ValueError(f"MCP server {name!r}: command must be a program name or path")
     if url is not None:
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"MCP server {name!r}: url {url!r} is not an http:// or https:// URL")
+        _check_url(name, url)
     for label, value in (("start_timeout", start_timeout), ("call_timeout", call_timeout)):
         if not value > 0:
             raise ValueError(f"MCP server {name!r}: {label} must be more than 0 seconds")
