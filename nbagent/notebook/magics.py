@@ -88,6 +88,21 @@ def cassette_note(model: object) -> str:
     return f", with the cassette {model.cassette.name} (mode {model.mode}: {does})"
 
 
+def _check_arguments(command: str, value: list[str], keep_inbox: bool) -> None:
+    """``UsageError`` for an unknown ``%agent`` command, or arguments it does not take."""
+    if command not in _COMMANDS:
+        raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(_COMMANDS)}")
+    wants_value = command in ("resume", "model", "context-limit")
+    if command == "resume" and len(value) > 1:
+        raise UsageError("%agent resume takes at most one argument: a session id (none: the latest)")
+    if wants_value and command != "resume" and len(value) != 1:
+        raise UsageError(f"%agent {command} takes exactly one argument")
+    if not wants_value and value and command not in ("approve", "deny", "tools", "approvals"):
+        raise UsageError(f"%agent {command} takes no argument (got {' '.join(value)!r})")
+    if keep_inbox and command != "cancel":
+        raise UsageError("--keep-inbox goes with `%agent cancel`")
+
+
 @magics_class
 class AgentMagics(Magics):
     """The kernel's agent session, driven from cells."""
@@ -395,17 +410,7 @@ class AgentMagics(Magics):
                 print(f"nbagent: using {self.session.shown_path}{self.session.missing_folder_note()}")
                 return
         command = args.command or "status"
-        if command not in _COMMANDS:
-            raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(_COMMANDS)}")
-        wants_value = command in ("resume", "model", "context-limit")
-        if command == "resume" and len(args.value) > 1:
-            raise UsageError("%agent resume takes at most one argument: a session id (none: the latest)")
-        if wants_value and command != "resume" and len(args.value) != 1:
-            raise UsageError(f"%agent {command} takes exactly one argument")
-        if not wants_value and args.value and command not in ("approve", "deny", "tools", "approvals"):
-            raise UsageError(f"%agent {command} takes no argument (got {' '.join(args.value)!r})")
-        if args.keep_inbox and command != "cancel":
-            raise UsageError("--keep-inbox goes with `%agent cancel`")
+        _check_arguments(command, args.value, args.keep_inbox)
         getattr(self, f"_agent_{command.replace('-', '_')}")(*args.value, keep_inbox=args.keep_inbox)
 
     def _agent_status(self, *, keep_inbox: bool) -> None:
