@@ -12,7 +12,7 @@ removal of dropped pending context and the arrivals due before the turn (``Agent
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -272,26 +272,7 @@ async def replay(
     by_step: dict[int, list[_Delivery]] = {}
     for d in edit.deliveries:
         by_step.setdefault(d.arrival.step, []).append(d)
-    before = by_step.pop(0, [])
-
-    def prelude(state: InboxState, number: int) -> Plan:
-        """The replay's first commit, ahead of ``turn/start``: dropped pending context removed, the
-        arrivals due before the turn delivered, and the edit recorded."""
-        drafts: list[Any] = []
-        for mid in edit.drop_pending:
-            found = state.find(mid)
-            planned = None if found is None else plan_splice(state, found[0], found[1], 1, ())
-            if planned is not None:
-                drafts.append(planned.event)
-                state = planned.after
-        for d in before:
-            planned = _planned(state, d)
-            if planned is not None:
-                drafts.append(planned.event)
-                state = planned.after
-        drafts.append(SessionReplayed(number, turn, edit.drop, edit.move, edit.add, edit.labels))
-        return Plan(drafts=drafts, inbox=state)
-
+    prelude = _prelude(edit, by_step.pop(0, []), turn)
     opened: list[int] = []  # the turn the wake opens (its number is the parent's when forked before it)
 
     async def deliver_during_step(step: PreStep, next: Any) -> Any:
@@ -315,6 +296,29 @@ async def replay(
     return replace(
         fold_run(agent.driver.projections.since(start)), late=tuple(d.arrival.message_id for d in late)
     )
+
+
+def _prelude(edit: Edit, before: list[_Delivery], turn: int) -> Callable[[InboxState, int], Plan]:
+    """The replay's first commit, ahead of ``turn/start``: dropped pending context removed, the
+    arrivals due before the turn delivered, and the edit recorded."""
+
+    def prelude(state: InboxState, number: int) -> Plan:
+        drafts: list[Any] = []
+        for mid in edit.drop_pending:
+            found = state.find(mid)
+            planned = None if found is None else plan_splice(state, found[0], found[1], 1, ())
+            if planned is not None:
+                drafts.append(planned.event)
+                state = planned.after
+        for d in before:
+            planned = _planned(state, d)
+            if planned is not None:
+                drafts.append(planned.event)
+                state = planned.after
+        drafts.append(SessionReplayed(number, turn, edit.drop, edit.move, edit.add, edit.labels))
+        return Plan(drafts=drafts, inbox=state)
+
+    return prelude
 
 
 def _pending(inbox: InboxState) -> dict[str, tuple[UserMessage, str]]:
