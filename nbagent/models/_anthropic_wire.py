@@ -169,36 +169,44 @@ class AnthropicStreamState:
         if kind == "message_start":
             self._usage(getattr(event.message, "usage", None))
         elif kind == "content_block_start":
-            block = event.content_block
-            self.blocks[event.index] = _Block(
-                kind=block.type,
-                id=getattr(block, "id", "") or "",
-                name=getattr(block, "name", "") or "",
-                signature=getattr(block, "signature", "") or "",
-                data=getattr(block, "data", "") or "",
-            )
-            if block.type == "thinking" and getattr(block, "thinking", None):
-                self.blocks[event.index].thinking_parts.append(block.thinking)
-            text = getattr(block, "text", None) or getattr(block, "thinking", None)
-            if text:
-                return [TextDelta(text) if block.type == "text" else ReasoningDelta(text)]
+            return self._start(event.index, event.content_block)
         elif kind == "content_block_delta":
             return self._delta(event.index, event.delta)
         elif kind == "content_block_stop":
-            block = self.blocks.get(event.index)
-            if block is not None and block.kind == "tool_use":
-                self.tool_ids.append(block.id)
-                return [ToolCallChunk(block.id, block.name, "".join(block.json_parts) or "{}")]
-            if block is not None and block.kind == "thinking" and block.signature:
-                thinking = "".join(block.thinking_parts)
-                self.thinking.append({"type": "thinking", "thinking": thinking, "signature": block.signature})
-            elif block is not None and block.kind == "redacted_thinking":
-                self.thinking.append({"type": "redacted_thinking", "data": block.data})
+            return self._stop(self.blocks.get(event.index))
         elif kind == "message_delta":
             self.stop_reason = getattr(event.delta, "stop_reason", None) or self.stop_reason
             self._usage(getattr(event, "usage", None))
         elif kind == "message_stop":
             self.stopped = True
+        return []
+
+    def _start(self, index: int, block: Any) -> list[Chunk]:
+        """A content block opens: remembered by its index; text it opens with is a delta already."""
+        self.blocks[index] = _Block(
+            kind=block.type,
+            id=getattr(block, "id", "") or "",
+            name=getattr(block, "name", "") or "",
+            signature=getattr(block, "signature", "") or "",
+            data=getattr(block, "data", "") or "",
+        )
+        if block.type == "thinking" and getattr(block, "thinking", None):
+            self.blocks[index].thinking_parts.append(block.thinking)
+        text = getattr(block, "text", None) or getattr(block, "thinking", None)
+        if text:
+            return [TextDelta(text) if block.type == "text" else ReasoningDelta(text)]
+        return []
+
+    def _stop(self, block: _Block | None) -> list[Chunk]:
+        """A content block closes: a tool call is whole; thinking is kept to send back with tool use."""
+        if block is not None and block.kind == "tool_use":
+            self.tool_ids.append(block.id)
+            return [ToolCallChunk(block.id, block.name, "".join(block.json_parts) or "{}")]
+        if block is not None and block.kind == "thinking" and block.signature:
+            thinking = "".join(block.thinking_parts)
+            self.thinking.append({"type": "thinking", "thinking": thinking, "signature": block.signature})
+        elif block is not None and block.kind == "redacted_thinking":
+            self.thinking.append({"type": "redacted_thinking", "data": block.data})
         return []
 
     def end(self) -> list[Chunk]:
