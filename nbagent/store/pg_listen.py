@@ -94,13 +94,7 @@ class Listener:
         retry_at = 0.0
         last_rescan = time.monotonic()
         while True:
-            with self._cond:
-                while not self._followers:
-                    if conn is not None:
-                        conn.close()
-                        conn, self.listening = None, set()
-                    self._cond.wait()
-                followers = list(self._followers)
+            conn, followers = self._await_followers(conn)
             now = time.monotonic()
             if conn is None and self.listen_conninfo is not None and now >= retry_at:
                 conn = self._connect()
@@ -114,11 +108,7 @@ class Listener:
                     self._listen(conn, channels - self.listening, followers)
                     self._deliver(conn, followers)
                 else:
-                    for f in followers:
-                        if not f.ready.is_set():
-                            f.wake(ready=True)  # no listening: the rescan is all there is
-                    with self._cond:
-                        self._cond.wait(POLL_S)
+                    self._poll(followers)
             except Exception:
                 if conn is not None:
                     conn.close()
@@ -128,6 +118,26 @@ class Listener:
             if time.monotonic() - last_rescan >= bound:
                 last_rescan = time.monotonic()
                 self._rescan(followers)
+
+    def _await_followers(
+        self, conn: psycopg.Connection[Any] | None
+    ) -> tuple[psycopg.Connection[Any] | None, list[Follower]]:
+        """Wait until some session is followed; the listening connection is closed while none is."""
+        with self._cond:
+            while not self._followers:
+                if conn is not None:
+                    conn.close()
+                    conn, self.listening = None, set()
+                self._cond.wait()
+            return conn, list(self._followers)
+
+    def _poll(self, followers: list[Follower]) -> None:
+        """No listening connection: followers are ready at once, and the rescan is all there is."""
+        for f in followers:
+            if not f.ready.is_set():
+                f.wake(ready=True)
+        with self._cond:
+            self._cond.wait(POLL_S)
 
     def _connect(self) -> psycopg.Connection[Any] | None:
         import psycopg
