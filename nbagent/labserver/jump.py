@@ -91,6 +91,19 @@ def find_turns(
             store.close()
 
 
+def _read_row(ev: Any, turn: int, titled: bool, after: int) -> tuple[int, bool, str | None]:
+    """What one ``turn/start`` or ``user/message`` row says: the turn being read, whether its title
+    was seen, and the title this row gives (the turn's first typed prompt), if any."""
+    if ev.type == TURN_START:
+        return int(ev.data.get("turn", turn + 1)), False, None
+    if titled or turn <= after:
+        return turn, titled, None
+    label = describe_message(ev.data)
+    if label.kind != "user":
+        return turn, titled, None
+    return turn, True, clip(label.first_line, LINE_MAX)
+
+
 def _scan(store: Any, session_id: str, needle: str, after: int, limit: int, budget: Budget) -> dict[str, Any]:
     log_seq = store.tail(session_id)[0]
     last = last_turn(store, session_id)
@@ -107,17 +120,8 @@ def _scan(store: Any, session_id: str, needle: str, after: int, limit: int, budg
         if not rows:
             break
         for ev in rows:
-            if ev.type == TURN_START:
-                turn, titled = int(ev.data.get("turn", turn + 1)), False
-                continue
-            if titled or turn <= after:
-                continue
-            label = describe_message(ev.data)
-            if label.kind != "user":
-                continue
-            titled = True
-            title = clip(label.first_line, LINE_MAX)
-            if needle in title.casefold():
+            turn, titled, title = _read_row(ev, turn, titled, after)
+            if title is not None and needle in title.casefold():
                 answer["matches"].append({"turn": turn, "title": title})
                 if len(answer["matches"]) >= limit:
                     answer["next"] = turn if turn < last else None
