@@ -19,7 +19,7 @@ every rendering then shows it (a renderer skips node types it does not know).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from nbagent._json import thaw
 from nbagent.core.events import (
@@ -157,7 +157,7 @@ class Timeline:
         if isinstance(ev, Splice):  # a splice right after a tool result came with that result
             self._splice(ev, result_before)
             return
-        fold = _FOLDS.get(type(ev))
+        fold = self._FOLDS.get(type(ev))
         if fold is not None:
             fold(self, ev)
 
@@ -383,26 +383,25 @@ class Timeline:
         self._add({"id": f"mark-{ev.seq}", "type": "mark", "parent": self._turn, "seq": ev.seq, "mark": mark,
                    "queue": ev.target, "items": names, "text": f"{words}: {', '.join(names)}"})  # fmt: skip
 
-
-_FOLDS: dict[type, Callable[[Timeline, Any], None]] = {
-    TurnStart: Timeline._turn_start,
-    TurnEnd: Timeline._end_turn,
-    StepStart: Timeline._step_start,
-    StepEnd: Timeline._step_end,
-    UserMessageEvent: Timeline._message,
-    AssistantChunk: Timeline._chunk,
-    AssistantMessageEvent: Timeline._answered,
-    ToolCallEvent: Timeline._tool_call,
-    ToolResultEvent: Timeline._tool_result,
-    LlmRetry: Timeline._retry,
-    ApprovalAsked: Timeline._approval_asked,
-    ApprovalDecided: Timeline._approval_decided,
-    SessionForked: Timeline._forked,
-    SessionReplayed: Timeline._replayed_turn,
-    RequestEstimate: Timeline._estimate,
-    RequestHeader: Timeline._header,
-}
-"""What each record type adds to the fold (a splice is folded apart: it needs the result before it)."""
+    _FOLDS: ClassVar[dict[type, Callable[[Timeline, Any], None]]] = {
+        TurnStart: _turn_start,
+        TurnEnd: _end_turn,
+        StepStart: _step_start,
+        StepEnd: _step_end,
+        UserMessageEvent: _message,
+        AssistantChunk: _chunk,
+        AssistantMessageEvent: _answered,
+        ToolCallEvent: _tool_call,
+        ToolResultEvent: _tool_result,
+        LlmRetry: _retry,
+        ApprovalAsked: _approval_asked,
+        ApprovalDecided: _approval_decided,
+        SessionForked: _forked,
+        SessionReplayed: _replayed_turn,
+        RequestEstimate: _estimate,
+        RequestHeader: _header,
+    }
+    """What each record type adds to the fold (a splice is folded apart: it needs the result before it)."""
 
 
 def compact(patches: list[Patch]) -> list[Patch]:
