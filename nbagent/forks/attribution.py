@@ -82,17 +82,19 @@ def _turn_events(events: Sequence[Event], turn: int) -> tuple[InboxState, list[E
     out: list[Event] = []
     inside = ended = False
     for ev in events:
-        if ev.type == TurnStart.type and ev.data.get("turn") == turn:
+        record = parse_event(ev) if ev.type in (TurnStart.type, TurnEnd.type) else None
+        if isinstance(record, TurnStart) and record.turn == turn:
             inside = True
         if inside:
             out.append(ev)
-            if ev.type == TurnEnd.type and ev.data.get("turn") == turn:
+            if isinstance(record, TurnEnd) and record.turn == turn:
                 ended = True
                 break
         elif ev.type == Splice.type:
             inbox = replay_splice(inbox, ev.data, ev.seq)
     if not ended:
-        turns = [e.data.get("turn") for e in events if e.type == TurnEnd.type]
+        ends = (parse_event(e) for e in events if e.type == TurnEnd.type)
+        turns = [r.turn for r in ends if isinstance(r, TurnEnd)]
         have = ", ".join(map(str, turns)) or "none yet"
         raise ValueError(f"the session has no finished turn {turn} (its finished turns: {have})")
     return inbox, out
@@ -136,8 +138,9 @@ def _tool_carried(events: list[Event]) -> set[str]:
     after_result = False
     for ev in events:
         if ev.type == Splice.type:
-            if after_result and ev.data.get("inserted") and not ev.data.get("removed_count"):
-                out.update(str(m.get("id")) for m in ev.data["inserted"])
+            splice = parse_event(ev)
+            if after_result and isinstance(splice, Splice) and splice.inserted and not splice.removed_count:
+                out.update(m.id for m in splice.inserted)
                 continue
             after_result = False
         else:

@@ -23,6 +23,7 @@ from nbagent.core.events import (
     TURN_END,
     TURN_START,
     Event,
+    SessionForked,
     SessionReplayed,
     Splice,
     StepStart,
@@ -145,7 +146,9 @@ def _parent_turn(agent: Agent, turn: int) -> tuple[InboxState, list[Event]]:
     forked = next((e for e in reversed(agent.events) if e.type == SESSION_FORKED), None)
     if forked is None:
         raise NbagentError(f"session {agent.session_id} is not a fork: there is no parent turn to replay")
-    parent = str(forked.data["parent"])
+    record = parse_event(forked)
+    assert isinstance(record, SessionForked)  # found by its type
+    parent = record.parent
     store = agent.driver.file
     if store is None:
         raise NbagentError("an in-memory session has no parent log")
@@ -166,7 +169,7 @@ def turn_log(reader: StoreReader, session_id: str, turn: int) -> tuple[InboxStat
     (``turn/start`` .. ``turn/end``); ``ValueError`` when it has no such finished turn."""
     start = end = None
     for ev in reader.events(session_id, types=[TURN_START, TURN_END]):
-        if ev.data.get("turn") == turn:
+        if getattr(parse_event(ev), "turn", None) == turn:  # a turn/start or turn/end record
             start, end = (ev.seq, end) if ev.type == TURN_START else (start, ev.seq)
     if start is None or end is None:
         raise ValueError(f"the session {session_id} has no finished turn {turn}")

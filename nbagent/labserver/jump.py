@@ -17,7 +17,7 @@ from typing import Any
 
 from nbagent.core.events import TURN_START, USER_MESSAGE
 from nbagent.errors import SessionNotFoundError
-from nbagent.labserver.window import last_turn, span, turn_start
+from nbagent.labserver.window import last_turn, span, turn_number, turn_start
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store
 from nbagent.views.labels import describe_message
@@ -95,7 +95,7 @@ def _read_row(ev: Any, turn: int, titled: bool, after: int) -> tuple[int, bool, 
     """What one ``turn/start`` or ``user/message`` row says: the turn being read, whether its title
     was seen, and the title this row gives (the turn's first typed prompt), if any."""
     if ev.type == TURN_START:
-        return int(ev.data.get("turn", turn + 1)), False, None
+        return turn_number(ev), False, None
     if titled or turn <= after:
         return turn, titled, None
     label = describe_message(ev.data)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nbagent.core.events import REQUEST_HEADER, TURN_START
+from nbagent.core.events import REQUEST_HEADER, TURN_START, Event, TurnStart, parse_event
 from nbagent.errors import SessionNotFoundError
 from nbagent.store.base import SessionStore
 from nbagent.store.budget import Budget, bounded
@@ -59,7 +59,7 @@ def turn_start(store: SessionStore, session_id: str, turn: int, *, stop: int) ->
     while low < high:
         mid = (low + high) // 2
         found = store.events(session_id, start=mid, stop=stop, types=[TURN_START], limit=1)
-        number = int(found[0].data.get("turn", 0)) if found else None
+        number = turn_number(found[0]) if found else None
         if number is None or number > turn:
             high = mid
         elif number < turn:
@@ -72,7 +72,13 @@ def turn_start(store: SessionStore, session_id: str, turn: int, *, stop: int) ->
 def last_turn(store: SessionStore, session_id: str) -> int:
     """The number of the session's last turn (0 before its first)."""
     event = store.last_of_type(session_id, TURN_START)
-    return 0 if event is None else int(event.data.get("turn", 0))
+    return 0 if event is None else turn_number(event)
+
+
+def turn_number(event: Event) -> int:
+    """The number a ``turn/start`` event opens (its typed record's)."""
+    record = parse_event(event)
+    return record.turn if isinstance(record, TurnStart) else 0
 
 
 def quiet_before(store: SessionStore, session_id: str, seq: int) -> int:
