@@ -43,14 +43,14 @@ def still_pending(agent: Agent, carried: list[UserMessage]) -> list[UserMessage]
 def cut_short(events: Sequence[Event]) -> int | None:
     """The number of the session's last turn if the kernel stopping cut it short: it was closed with
     its session (``aborted``, cause ``closed``) or repaired on resume (``interrupted``)."""
+    from nbagent.core.events import TurnEnd, parse_event
+
     for event in reversed(events):
         if event.type != "turn/end":
             continue
-        reason = event.data.get("reason") or {}
-        cause = (reason.get("reason") or {}).get("kind")
-        turn = event.data.get("turn")
-        if isinstance(turn, int) and (reason.get("kind") == "interrupted" or cause == "closed"):
-            return turn
+        end = parse_event(event)
+        if isinstance(end, TurnEnd) and (end.kind == "interrupted" or end.cause == "closed"):
+            return end.turn
         return None
     return None
 
