@@ -17,7 +17,7 @@ from nbagent.widgets.whatif import edits
 
 pytest.importorskip("anywidget")
 
-from nbagent.widgets import TimelineWidget  # noqa: E402
+from nbagent.widgets import TimelineWidget
 
 
 async def _until(sent: list[dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -36,9 +36,13 @@ async def test_the_plan_groups_a_finished_turns_arrivals_by_the_step_that_saw_th
     plan = editor_plan(agent.events, 1)
     assert [s["step"] for s in plan["steps"]] == [1, 2]
     rows = {a["label"]: a for a in plan["arrivals"]}
-    assert rows["customer"]["seen_by"] == 1 and rows["customer"]["pending"] and not rows["customer"]["movable"]
+    assert (
+        rows["customer"]["seen_by"] == 1 and rows["customer"]["pending"] and not rows["customer"]["movable"]
+    )
     assert rows["currency note"]["seen_by"] == 2 and rows["currency note"]["movable"]
-    assert rows["currency note"]["preview"] == "prices are in EUR" and rows["currency note"]["source"] == "note"
+    assert (
+        rows["currency note"]["preview"] == "prices are in EUR" and rows["currency note"]["source"] == "note"
+    )
     with pytest.raises(ValueError, match=r"no finished turn 4 \(finished turns: 1\)"):
         editor_plan(agent.events, 4)
     await agent.close()
