@@ -32,6 +32,7 @@ def invoice_total() -> str:
     """The invoice total, without its currency."""
     if INJECT:
         INJECT[0].inject(nbagent.UserMessage.text(NOTE, {"kind": "note", "label": "currency note"}))
+        INJECT[0].inject(nbagent.UserMessage.text("invoice date: May 2", {"kind": "note", "label": "date note"}))
     return "120"
 
 
@@ -39,8 +40,8 @@ register_provider("story", story_model)
 
 
 async def open_story(path: Any) -> nbagent.Agent:
-    """A session whose turn 1 had a table pending before it and the currency note arriving during
-    step 1's tool batch (seen by step 2)."""
+    """A session whose turn 1 had a customer note pending before it, and the currency and date
+    notes arriving during step 1's tool batch (seen by step 2)."""
     agent = nbagent.open_session(path, model="story:invoice", tools=[invoice_total])
     agent.inject(nbagent.UserMessage.text("customer: ACME", {"kind": "note", "label": "customer"}))
     INJECT[:] = [agent]

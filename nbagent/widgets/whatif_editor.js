@@ -116,7 +116,7 @@ export function whatIfEditor(plan, host) {
 
   const addedRow = (m) => {
     const row = el("div", "nba-whatif-arrival nba-whatif-added", null, { seenBy: m.seen_by, kind: "user" });
-    row.append(badge("note", "added"), el("span", "nba-line", m.text));
+    row.append(badge("user", "added"), el("span", "nba-line", m.text));
     row.append(wiButton("Remove", "jp-mod-minimal", () => {
       state.added.splice(state.added.indexOf(m), 1);
       paint();
