@@ -31,7 +31,8 @@ import nbagent
 from nbagent import _json
 from nbagent.core.events import Event
 from nbagent.store.sqlite import SessionFile
-from nbagent.views.diff import diff_markdown, turn_diff
+from nbagent.views.diff import turn_diff
+from nbagent.views.diff_paint import diff_markdown
 
 perf = time.perf_counter
 

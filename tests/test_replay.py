@@ -122,3 +122,91 @@ async def test_each_edit_changes_exactly_what_it_names(db) -> None:
         for child in children:
             await child.close()
         await parent.close()
+
+
+async def test_an_arrival_says_when_and_what_in_words(db) -> None:
+    parent, _, ids = await _parent(db)
+    child = parent.fork(before_turn=2, model=ScriptedModel(_script()))
+    try:
+        s1, note, s2 = child.replay_plan(turn=2)
+        assert (s1.seen_by, note.seen_by, s2.seen_by) == (2, 2, 3)
+        assert (note.label, note.source, note.preview) == ("note", "note", "a note")
+        assert (s1.label, s1.source, s1.preview) == ("steer", "user", "s1")
+        assert repr(note) == f"<Arrival inject note 'a note' seen by step 2 id={ids['note']}>"
+    finally:
+        await child.close()
+        await parent.close()
+
+
+async def test_the_edit_is_recorded_in_the_commit_of_turn_start_and_drop_removes_pending_context(
+    db,
+) -> None:
+    from test_commits_per_step import CommitLog
+
+    parent, _, ids = await _parent(db)
+    pending_note = next(
+        e.data["inserted"][0]["id"]
+        for e in parent.events
+        if e.type == "agent/inbox/spliced"
+        and e.data["inserted"]
+        and e.data["inserted"][0]["content"][0].get("text") == "context before turn two"
+    )
+    child_model = ScriptedModel(_script())
+    child = parent.fork(before_turn=2, model=child_model)
+    try:
+        log = CommitLog(child)
+        extra = nbagent.UserMessage.text("a snapshot", {"kind": "dataframe"})
+        await child.replay(turn=2, drop=[pending_note, ids["s1"]], move={ids["s2"]: 0}, add=[(extra, 0)])
+        first = log.take()[0]
+        assert first[:4] == ["agent/inbox/spliced", "agent/inbox/spliced", "agent/inbox/spliced",
+                             "session/replayed"]  # fmt: skip
+        assert first[4] == "turn/start"
+        replayed = next(e for e in child.events if e.type == "session/replayed")
+        assert replayed.data == {
+            "turn": 2,
+            "parent_turn": 2,
+            "drop": [pending_note, ids["s1"]],
+            "move": {ids["s2"]: 0},
+            "add": [{"id": extra.id, "step": 0}],
+            "labels": {pending_note: "note", ids["s1"]: "steer", ids["s2"]: "steer", extra.id: "dataframe"},
+        }
+        assert next(e for e in child.events if e.seq == replayed.seq + 1).type == "turn/start"
+        first_request = [m.id for m in child_model.requests[0].messages]
+        assert pending_note not in first_request and ids["s1"] not in first_request
+        assert ids["s2"] in first_request and extra.id in first_request
+        check_invariants(child.events)
+    finally:
+        await child.close()
+        await parent.close()
+
+
+async def test_an_arrival_moved_past_the_last_step_is_pending_afterwards_and_listed_late(db) -> None:
+    parent, _, ids = await _parent(db)
+    child = parent.fork(before_turn=2, model=ScriptedModel(_script()))
+    try:
+        run = await child.replay(turn=2, move={ids["note"]: 7})
+        assert run.late == (ids["note"],) and run.outcome == "completed"
+        assert [m.id for m in child.inbox.next_step] == [ids["note"]]
+        assert child.status == "idle" and run.turns == (2,)  # appended without waking
+    finally:
+        await child.close()
+        await parent.close()
+
+
+async def test_bad_edits_raise_before_anything_is_written(db) -> None:
+    parent, _, ids = await _parent(db)
+    child = parent.fork(before_turn=2, model=ScriptedModel(_script()))
+    try:
+        count = len(child.events)
+        with pytest.raises(ValueError, match="not arrivals of this turn: nope"):
+            await child.replay(turn=2, move={"nope": 1})
+        with pytest.raises(ValueError, match="not arrivals of this turn: gone"):
+            await child.replay(turn=2, drop=["gone"])
+        with pytest.raises(ValueError, match="a replay step is a number >= 0"):
+            await child.replay(turn=2, move={ids["s1"]: -1})
+        with pytest.raises(ValueError, match="a replay step is a number >= 0"):
+            await child.replay(turn=2, add=[("extra", -2)])
+        assert len(child.events) == count and child.status == "idle"
+    finally:
+        await child.close()
+        await parent.close()

@@ -13,7 +13,7 @@ from nbagent.core.driver import Driver, in_driver
 from nbagent.core.driver_state import Approver, DriverConfig, Resumed
 from nbagent.core.events import NEXT_STEP, NEXT_TURN, Event
 from nbagent.core.hooks import Hooks
-from nbagent.core.inbox import Inbox
+from nbagent.core.inbox import Inbox, InboxState
 from nbagent.core.journal import Plan
 from nbagent.core.loop import drive
 from nbagent.core.messages import UserMessage
@@ -170,11 +170,12 @@ class AgentCore:
         """Queue context for the nearest later boundary without starting the model."""
         return self.driver.deliver(message, NEXT_STEP, wake=False)
 
-    def wake(self) -> bool:
+    def wake(self, *, prelude: Callable[[InboxState, int], Plan] | None = None) -> bool:
         """Start a turn when idle and either queue holds something; return whether one started.
 
         No message is added: a resumed session's parked followup runs (``%agent run``). Call it on
-        the agent's loop thread.
+        the agent's loop thread. ``prelude(inbox, turn)`` plans drafts (inbox splices, a record)
+        written in the turn's first commit just before its ``turn/start`` (a replay's edit, §11.2).
         """
         driver = self.driver
         driver.check_can_mutate()
@@ -183,7 +184,12 @@ class AgentCore:
         driver.projections.materialise()  # a resumed log is read before a turn opens (SPEC §6.3)
         if driver.driving or driver.stopping or not driver.journal.staged_inbox.pending:
             return False
-        driver.start()
+        driver.prelude = prelude  # taken by the turn's first commit (open_turn)
+        try:
+            driver.start()
+        except BaseException:
+            driver.prelude = None
+            raise
         return driver.driving
 
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:

@@ -65,6 +65,8 @@ class Driver:
         """The offered tools by name (shared with ``agent.tools``)."""
         self.stand_in: Callable[[str], Tool | None] | None = None
         """Answers a call of a tool not offered now (an MCP server's, while it starts or after it failed)."""
+        self.prelude: Callable[[InboxState, int], Plan] | None = None
+        """Drafts (and their inbox) written in the next turn's first commit, before ``turn/start``."""
         self._schemas: tuple[Any, ...] | None = None
         self.system = system
         self.approver: Approver | None = None
@@ -390,9 +392,12 @@ class Driver:
             return None
         number = self.last_turn + 1
 
+        prelude, self.prelude = self.prelude, None
+
         def build(state: InboxState) -> Plan:
-            plan = Plan(drafts=[TurnStart(number)])
-            plan.result = self._plan_claim(state, plan, number, first=True)
+            pre = prelude(state, number) if prelude is not None else Plan()
+            plan = Plan(drafts=[*pre.drafts, TurnStart(number)])
+            plan.result = self._plan_claim(pre.inbox or state, plan, number, first=True)
             return plan if plan.result else Plan()
 
         try:

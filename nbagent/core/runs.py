@@ -30,6 +30,9 @@ class Run:
     """The last non-empty assistant text in the interval."""
     dropped_unrun: bool
     """After ``end``, a pending message was canceled with nothing inserted."""
+    late: tuple[str, ...] = ()
+    """A replay's arrivals whose step the turn never reached: appended to their queues, pending
+    for a later turn (SPEC §11.2)."""
 
     @property
     def outcome(self) -> str | None:

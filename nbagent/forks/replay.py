@@ -5,12 +5,15 @@ turn's first claim, before its ``turn/end``), each with the step it arrived in. 
 "delivered while step k runs", so step k+1's request claims it; an arrival between a claim for
 step k+1 and that step's ``step/start`` belongs to step k+1 already. Context a tool result carried
 (a splice right after a ``tool/result``) is not an arrival: the replayed tool produces it again.
+People count "seen by step N" (N = k + 1, the first request that can hold it); the Python ``move``
+keeps k. The edit is written as ``session/replayed`` in the replayed turn's first commit, with the
+removal of dropped pending context and the arrivals due before the turn (``Agent.wake``'s prelude).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from nbagent.core.agent import AgentCore
@@ -20,17 +23,21 @@ from nbagent.core.events import (
     TURN_END,
     TURN_START,
     Event,
+    SessionReplayed,
     Splice,
     StepStart,
     ToolResultEvent,
     parse_event,
 )
 from nbagent.core.hooks import PreStep
-from nbagent.core.inbox import InboxState, replay_splice
+from nbagent.core.inbox import InboxState, plan_splice, replay_splice
+from nbagent.core.journal import Plan
 from nbagent.core.messages import UserMessage
 from nbagent.core.runs import Run, fold_run
 from nbagent.errors import NbagentError
 from nbagent.models.base import Model
+from nbagent.views.labels import describe_message
+from nbagent.views.text import clip
 
 Agent = AgentCore
 """A fork's agent: the core's surface is all a replay drives."""
@@ -38,19 +45,52 @@ Agent = AgentCore
 Action = Literal["inject", "steer", "followup", "remove"]
 
 
+PREVIEW_MAX = 80
+
+
 @dataclass(frozen=True)
 class Arrival:
-    """One inbox change the parent received during the turn: which message, what, and when."""
+    """One inbox change the parent received during the turn: which message, what, and when.
+
+    Compares by ``(message_id, action, step)``; the words are there for people."""
 
     message_id: str
     action: Action
     step: int
+    """Delivered while step ``step`` runs (0 = before the turn): the Python ``move`` number."""
+    label: str = field(default="", compare=False)
+    """A short name: the source's label, else its badge word (``note``, ``steer``, ``dataframe``)."""
+    source: str = field(default="", compare=False)
+    """The message's source kind."""
+    preview: str = field(default="", compare=False)
+    """The message's first line, at most 80 characters."""
+
+    @property
+    def seen_by(self) -> int:
+        """The first step whose request can hold it (1-based, as every view counts steps)."""
+        return self.step + 1
+
+    def __repr__(self) -> str:
+        what = f"{self.action} {self.label or self.source}".rstrip()
+        return f"<Arrival {what} {self.preview!r} seen by step {self.seen_by} id={self.message_id}>"
 
 
 @dataclass(frozen=True)
 class _Delivery:
     arrival: Arrival
-    message: UserMessage | None  # None for a removal
+    message: UserMessage | None  # for a removal: the message it removed (None if unknown)
+
+
+def _arrival(
+    message_id: str, action: Action, step: int, message: UserMessage | None, queue: str | None = None
+) -> Arrival:
+    if message is None:
+        return Arrival(message_id, action, step)
+    if queue is None:
+        queue = "next-turn" if action == "followup" else "next-step"
+    label = describe_message(message, queue=queue)
+    return Arrival(message_id, action, step, label.label or label.badge, label.kind,
+                   clip(label.first_line, PREVIEW_MAX))  # fmt: skip
 
 
 def replay_plan(agent: Agent, turn: int) -> tuple[Arrival, ...]:
@@ -89,12 +129,12 @@ def plan_from_events(inbox: InboxState, events: Iterable[Event]) -> list[_Delive
 
 
 def _arrivals(splice: Splice, removed: tuple[UserMessage, ...], step: int) -> list[_Delivery]:
-    out = [_Delivery(Arrival(m.id, "remove", step), None) for m in removed]
+    out = [_Delivery(_arrival(m.id, "remove", step, m, splice.target), m) for m in removed]
     for m in splice.inserted:
         action: Action = (
             "followup" if splice.target == "next-turn" else "steer" if m.kind == "user" else "inject"
         )
-        out.append(_Delivery(Arrival(m.id, action, step), m))
+        out.append(_Delivery(_arrival(m.id, action, step, m), m))
     return out
 
 
@@ -128,33 +168,71 @@ def _parent_turn(agent: Agent, turn: int) -> tuple[InboxState, list[Event]]:
         reader.close(checkpoint=False)
 
 
+@dataclass(frozen=True)
+class Edit:
+    """A checked edit of a parent's turn: the deliveries to make, the pending ids to remove first,
+    and the ``session/replayed`` record's fields."""
+
+    deliveries: list[_Delivery]
+    drop_pending: tuple[str, ...]
+    drop: tuple[str, ...]
+    move: dict[str, int]
+    add: tuple[dict[str, Any], ...]
+    labels: dict[str, str]
+
+
 def edited(
     plan: list[_Delivery],
     *,
     drop: Iterable[str] = (),
     move: Mapping[str, int] | None = None,
     add: Iterable[tuple[UserMessage | str, int]] = (),
-) -> list[_Delivery]:
+    pending: Mapping[str, tuple[UserMessage, str]] | None = None,
+) -> Edit:
     """The plan with ``drop``ped ids left out, ``move``d ids at their new step, ``add``ed injects;
-    stable by step (same-step arrivals keep their order; additions come after them)."""
-    dropped = set(drop)
-    moved = dict(move or {})
-    known = {d.arrival.message_id for d in plan}
-    unknown = (dropped | set(moved)) - known
+    stable by step (same-step arrivals keep their order; additions come after them). A dropped id
+    may also be ``pending`` (context waiting before the turn): it is removed before the turn opens.
+    Raises ``ValueError`` for an unknown id or a step below 0, before anything is written."""
+    if isinstance(drop, str):
+        drop = [drop]
+    dropped = list(dict.fromkeys(drop))
+    moved = {str(k): _step(v) for k, v in dict(move or {}).items()}
+    known = {d.arrival.message_id: d for d in plan}
+    waiting = dict(pending or {})
+    unknown = [i for i in dropped if i not in known and i not in waiting]
+    unknown += [i for i in moved if i not in known]
     if unknown:
-        raise ValueError(f"not arrivals of this turn: {', '.join(sorted(unknown))} (see replay_plan())")
+        raise ValueError(
+            f"not arrivals of this turn: {', '.join(sorted(set(unknown)))} (see replay_plan(); "
+            "a dropped id may also be context pending before the turn)"
+        )
+    added = [(UserMessage.text(m) if isinstance(m, str) else m, _step(k)) for m, k in add]
+    labels = {i: known[i].arrival.label if i in known else _pending_label(*waiting[i])
+              for i in [*dropped, *moved]}  # fmt: skip
     out = []
     for d in plan:
         mid = d.arrival.message_id
         if mid in dropped:
             continue
         if mid in moved:
-            d = _Delivery(Arrival(mid, d.arrival.action, _step(moved[mid])), d.message)
+            d = _Delivery(replace(d.arrival, step=moved[mid]), d.message)
         out.append(d)
-    for message, step in add:
-        m = UserMessage.text(message) if isinstance(message, str) else message
-        out.append(_Delivery(Arrival(m.id, "inject", _step(step)), m))
-    return sorted(out, key=lambda d: d.arrival.step)
+    for m, step in added:
+        out.append(_Delivery(_arrival(m.id, "inject", step, m), m))
+        labels[m.id] = out[-1].arrival.label
+    return Edit(
+        sorted(out, key=lambda d: d.arrival.step),
+        tuple(i for i in dropped if i not in known and i in waiting),
+        tuple(dropped),
+        moved,
+        tuple({"id": m.id, "step": k} for m, k in added),
+        labels,
+    )
+
+
+def _pending_label(m: UserMessage, queue: str) -> str:
+    label = describe_message(m, queue=queue)
+    return label.label or label.badge
 
 
 def _step(step: Any) -> int:
@@ -173,18 +251,38 @@ async def replay(
 ) -> Run:
     """Wake ``agent`` (a fork made before ``turn``) and re-deliver the parent's arrivals of that
     turn at their (edited) steps; returns the run once the agent is idle again (``Agent.replay``
-    documents the edits)."""
-    plan = edited(_deliveries(agent, turn), drop=drop, move=move, add=add)
+    documents the edits). Arrivals due at a step the turn never reached are appended to their
+    queues without waking, and listed in ``run.late``."""
     if agent.status != "idle":
         raise NbagentError(f"session {agent.session_id} is {agent.status}; replay needs an idle fork")
+    inbox = agent.driver.staged_inbox
+    edit = edited(_deliveries(agent, turn), drop=drop, move=move, add=add,
+                  pending=_pending(inbox))  # fmt: skip
     if model is not None:
         agent.set_model(model)
     start = agent.driver.committed
     by_step: dict[int, list[_Delivery]] = {}
-    for d in plan:
+    for d in edit.deliveries:
         by_step.setdefault(d.arrival.step, []).append(d)
-    for d in by_step.pop(0, []):
-        _deliver(agent, d, running=False)
+    before = by_step.pop(0, [])
+
+    def prelude(state: InboxState, number: int) -> Plan:
+        """The replay's first commit, ahead of ``turn/start``: dropped pending context removed, the
+        arrivals due before the turn delivered, and the edit recorded."""
+        drafts: list[Any] = []
+        for mid in edit.drop_pending:
+            found = state.find(mid)
+            planned = None if found is None else plan_splice(state, found[0], found[1], 1, ())
+            if planned is not None:
+                drafts.append(planned.event)
+                state = planned.after
+        for d in before:
+            planned = _planned(state, d)
+            if planned is not None:
+                drafts.append(planned.event)
+                state = planned.after
+        drafts.append(SessionReplayed(number, turn, edit.drop, edit.move, edit.add, edit.labels))
+        return Plan(drafts=drafts, inbox=state)
 
     opened: list[int] = []  # the turn the wake opens (its number is the parent's when forked before it)
 
@@ -198,12 +296,32 @@ async def replay(
 
     remove = agent.hooks.pre_step.add(deliver_during_step)
     try:
-        if not agent.wake():
+        if not agent.wake(prelude=prelude):
             raise NbagentError(f"session {agent.session_id} has nothing pending: turn {turn} cannot start")
         await agent.when_idle()
     finally:
         remove()
-    return fold_run(agent.driver.projections.since(start))
+    late = [d for k in sorted(by_step) for d in by_step[k]]
+    for d in late:  # never reached: pending for a later turn, never lost silently
+        _deliver(agent, d, running=False)
+    return replace(
+        fold_run(agent.driver.projections.since(start)), late=tuple(d.arrival.message_id for d in late)
+    )
+
+
+def _pending(inbox: InboxState) -> dict[str, tuple[UserMessage, str]]:
+    return {m.id: (m, q) for q in ("next-turn", "next-step") for m in inbox.queue(q)}
+
+
+def _planned(state: InboxState, d: _Delivery) -> Any:
+    action, m = d.arrival.action, d.message
+    if action == "remove":
+        found = state.find(d.arrival.message_id)
+        return None if found is None else plan_splice(state, found[0], found[1], 1, ())
+    if m is None:
+        return None
+    target = "next-turn" if action == "followup" else "next-step"
+    return plan_splice(state, target, len(state.queue(target)), 0, (m,))
 
 
 def _deliver(agent: Agent, d: _Delivery, *, running: bool) -> None:

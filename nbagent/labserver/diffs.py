@@ -13,21 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nbagent.core.events import TurnStart, parse_event
 from nbagent.errors import SessionNotFoundError
 from nbagent.store.reading import list_sessions, read_events
-from nbagent.views.diff import diff_json, turn_diff
-
-
-def _turns(events: list[Any]) -> list[int]:
-    return [r.turn for r in map(parse_event, events) if isinstance(r, TurnStart)]
+from nbagent.views.diff import diff_json, turn_diff, turn_numbers
 
 
 def diff_answer(
     path: Path, session_id: str, turn: int | None, against: str | None, against_turn: int | None
 ) -> dict[str, Any]:
     """The diff view model of ``session_id`` against its parent (or ``against``), with the turns of
-    both sides; raises ``SessionNotFoundError`` naming what is missing."""
+    both sides; raises ``SessionNotFoundError`` naming what is missing (a turn: with the turns that
+    side has, answered 404 with that message)."""
     rows = {r.id: r for r in list_sessions(path)}
     if session_id not in rows:
         raise SessionNotFoundError(f"no session {session_id} in {path.name}")
@@ -41,14 +37,18 @@ def diff_answer(
     if other not in rows:
         raise SessionNotFoundError(f"no session {other} in {path.name} (the parent of {session_id[:8]})")
     events_b, events_a = read_events(path, session_id), read_events(path, other)
-    turns_b, turns_a = _turns(events_b), _turns(events_a)
+    turns_b, turns_a = turn_numbers(events_b), turn_numbers(events_a)
     if not turns_b:
         why = f"session {session_id[:8]} has no turn yet to compare (replay one: %agent replay N)"
         return {"diff": None, "why": why}
     turn_b = turn if turn is not None else turns_b[-1]
     turn_a = against_turn if against_turn is not None else turn_b
-    for sid, wanted, known in ((session_id, turn_b, turns_b), (other, turn_a, turns_a)):
-        if wanted not in known:
-            raise SessionNotFoundError(f"session {sid[:8]} has no turn {wanted} (its turns: 1–{len(known)})")
-    model = diff_json(turn_diff(events_a, events_b, turn_a=turn_a, turn_b=turn_b, names=(other, session_id)))
+    if turn_b not in turns_b:  # the session asked about first
+        have = ", ".join(map(str, turns_b))
+        raise SessionNotFoundError(f"session {session_id[:8]} has no turn {turn_b} (its turns: {have})")
+    try:  # a turn a side does not have: the page shows the message (it names the turns it has)
+        d = turn_diff(events_a, events_b, turn_a=turn_a, turn_b=turn_b, names=(other, session_id))
+    except ValueError as exc:
+        raise SessionNotFoundError(str(exc)) from None
+    model = diff_json(d)
     return {"diff": model, "turns_a": turns_a, "turns_b": turns_b, "turn_a": turn_a, "turn_b": turn_b}

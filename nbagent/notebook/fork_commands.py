@@ -124,7 +124,8 @@ def _one_id(ids: list[str], given: str) -> str:
 
 
 def _diff(session: Any, argv: list[str]) -> None:
-    from nbagent.views.diff import DIFF_MIME, diff_json, diff_markdown, diff_text, turn_diff
+    from nbagent.views.diff import DIFF_MIME, diff_json, turn_diff
+    from nbagent.views.diff_paint import diff_html, diff_markdown, diff_text
 
     if len(argv) != 2:
         raise UsageError("%agent diff takes two turns: [SESSION:]TURN [SESSION:]TURN")
@@ -146,15 +147,20 @@ def _diff(session: Any, argv: list[str]) -> None:
         parent = next((r.parent for r in rows if r.id == agent.session_id), None)
         a = parent or a
     events = {sid: session.read_events(sid) for sid in {a, b}}
-    diff = turn_diff(events[a], events[b], turn_a=turn_a, turn_b=turn_b, names=(a, b))
+    try:
+        diff = turn_diff(events[a], events[b], turn_a=turn_a, turn_b=turn_b, names=(a, b))
+    except ValueError as exc:  # a turn a side does not have: the message names the turns it has
+        print(f"nbagent: %agent diff: {exc}")
+        return
     from IPython.display import display
 
     try:  # live, painted by the shared painter (nbagent/widgets/painter.js)
         from nbagent.widgets.diff_widget import DiffWidget
     except ImportError:  # no anywidget: the same view model as Markdown
         display(
-            {DIFF_MIME: diff_json(diff), "text/plain": diff_text(diff), "text/markdown": diff_markdown(diff)},
+            {DIFF_MIME: diff_json(diff), "text/plain": diff_text(diff), "text/markdown": diff_markdown(diff),
+             "text/html": diff_html(diff)},
             raw=True,
-        )
+        )  # fmt: skip
         return
     display(DiffWidget(diff))

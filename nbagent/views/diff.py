@@ -9,6 +9,7 @@ order of the messages both sides share in that step (an insertion before it is n
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -26,7 +27,6 @@ from nbagent.core.events import (
     parse_event,
 )
 from nbagent.core.messages import Message, message_text
-from nbagent.views.escape import escape_markdown
 from nbagent.views.labels import describe_message
 from nbagent.views.text import clip
 
@@ -48,14 +48,21 @@ class DiffMessage:
     mark: Mark
     badge: str = ""
     """The badge's word, as the timeline shows it (``followup``, ``dataframe``…)."""
+    carried: bool = False
+    """The same side's previous step's request already held it (history the step repeats)."""
 
 
 @dataclass(frozen=True)
 class Answer:
-    """A step's answer: its text and its tool calls (``name(arguments)``)."""
+    """A step's answer: its text and its tool calls (``name(arguments)``); ``error`` when the step
+    started and its request failed (``AUTH: invalid key``)."""
 
     text: str
     tool_calls: tuple[str, ...]
+    error: str = ""
+
+
+DiffOp = tuple[Literal["=", "+", "-"], str]
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,9 @@ class StepDiff:
     answer_a: Answer | None
     answer_b: Answer | None
     answer_changed: bool
+    answer_diff: tuple[DiffOp, ...] = ()
+    """Word by word from a's answer text to b's (``=`` kept, ``-`` only in a, ``+`` only in b), when
+    the answer changed and both have text."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,14 @@ class TurnDiff:
     turn_b: int
     steps: tuple[StepDiff, ...]
 
+    @property
+    def identical(self) -> bool:
+        """Both turns sent the same requests and got the same answers."""
+        return all(
+            not s.answer_changed and len(s.a) == len(s.b) and all(m.mark == "same" for m in (*s.a, *s.b))
+            for s in self.steps
+        )
+
 
 @dataclass
 class _Step:
@@ -84,8 +102,14 @@ class _Step:
     answer: Answer | None = None
 
 
+def turn_numbers(events: Iterable[Event]) -> list[int]:
+    """The turns a log has opened, in order."""
+    return [r.turn for r in map(parse_event, events) if isinstance(r, TurnStart)]
+
+
 def turn_steps(events: Iterable[Event], turn: int) -> list[_Step]:
-    """The requests (the history at dispatch) and answers of each step of ``turn``."""
+    """The requests (the history at dispatch) and answers of each step of ``turn``; a step whose
+    request failed has an answer with only its ``error``."""
     history: list[Message] = []
     steps: list[_Step] = []
     inside = waiting = False
@@ -108,6 +132,9 @@ def turn_steps(events: Iterable[Event], turn: int) -> list[_Step]:
             if inside and steps:
                 steps[-1].answer = _answer(record.message if record.message.content else None)
         elif inside and isinstance(record, TurnEnd):
+            if steps and steps[-1].answer is None and record.error is not None:
+                code, message = record.error.get("code"), record.error.get("message", "")
+                steps[-1].answer = Answer("", (), f"{code}: {message}" if code else str(message))
             break
     return steps
 
@@ -124,7 +151,13 @@ def _answer(message: Message | None) -> Answer:
 def turn_diff(
     events_a: Sequence[Event], events_b: Sequence[Event], *, turn_a: int, turn_b: int, names: tuple[str, str]
 ) -> TurnDiff:
-    """Align turn ``turn_a`` of one log with turn ``turn_b`` of another, step by step."""
+    """Align turn ``turn_a`` of one log with turn ``turn_b`` of another, step by step; a turn a
+    side does not have raises ``ValueError`` naming the turns it has."""
+    for events, turn, name in ((events_a, turn_a, names[0]), (events_b, turn_b, names[1])):
+        have = turn_numbers(events)
+        if turn not in have:
+            listed = ", ".join(map(str, have)) if have else "none yet"
+            raise ValueError(f"session {name[:8]} has no turn {turn} (its turns: {listed})")
     a, b = turn_steps(events_a, turn_a), turn_steps(events_b, turn_b)
     keys: dict[int, Key] = {}
     ka = [[_key(m, keys) for m in s.request] for s in a]
@@ -135,22 +168,65 @@ def turn_diff(
     for i in range(max(len(a), len(b))):
         sa, sb = (a[i].request if i < len(a) else []), (b[i].request if i < len(b) else [])
         kai, kbi = (ka[i] if i < len(a) else []), (kb[i] if i < len(b) else [])
-        # A step on one side only: all its messages added or removed (SPEC §11.3).
-        marks_a = _marks(kai, kbi, first_a, first_b, "removed") if i < len(b) else ["removed"] * len(sa)
-        marks_b = _marks(kbi, kai, first_b, first_a, "added") if i < len(a) else ["added"] * len(sb)
+        # A step on one side only: its messages added or removed, except those the other side
+        # first holds in another step: moved, on both sides (SPEC §11.3).
+        marks_a = _marks(kai, kbi, first_a, first_b, "removed", alone=i >= len(b))
+        marks_b = _marks(kbi, kai, first_b, first_a, "added", alone=i >= len(a))
+        carried_a = _carried(kai, ka[i - 1] if 0 < i <= len(a) else [])
+        carried_b = _carried(kbi, kb[i - 1] if 0 < i <= len(b) else [])
         ans_a = a[i].answer if i < len(a) else None
         ans_b = b[i].answer if i < len(b) else None
+        changed = ans_a != ans_b
         out.append(
             StepDiff(
                 i + 1,
-                tuple(_row(m, k, described) for m, k in zip(sa, marks_a)),
-                tuple(_row(m, k, described) for m, k in zip(sb, marks_b)),
+                tuple(_row(m, k, c, described) for m, k, c in zip(sa, marks_a, carried_a)),
+                tuple(_row(m, k, c, described) for m, k, c in zip(sb, marks_b, carried_b)),
                 ans_a,
                 ans_b,
-                ans_a != ans_b,
+                changed,
+                answer_words(ans_a.text, ans_b.text) if changed and ans_a and ans_b else (),
             )
         )
     return TurnDiff(names[0], turn_a, names[1], turn_b, tuple(out))
+
+
+def _carried(request: list[Key], previous: list[Key]) -> list[bool]:
+    """Which messages of ``request`` the previous request of the same side already held."""
+    left = Counter(previous)
+    out = []
+    for key in request:
+        out.append(left[key] > 0)
+        left[key] -= 1
+    return out
+
+
+_WORDS = re.compile(r"\s+|[^\s]+")
+
+
+def answer_words(a: str, b: str) -> tuple[DiffOp, ...]:
+    """A word-level diff of two answer texts (``()`` unless both have text); whitespace stays with
+    the words around it, so joining the ``=`` and ``-`` parts gives ``a`` back, ``=`` and ``+`` ``b``."""
+    if not a.strip() or not b.strip():
+        return ()
+    wa, wb = _WORDS.findall(a), _WORDS.findall(b)
+    ops: list[DiffOp] = []
+
+    def put(op: Literal["=", "+", "-"], words: list[str]) -> None:
+        if not words:
+            return
+        if ops and ops[-1][0] == op:
+            ops[-1] = (op, ops[-1][1] + "".join(words))
+        else:
+            ops.append((op, "".join(words)))
+
+    for tag, i1, i2, j1, j2 in SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            put("=", wa[i1:i2])
+        else:
+            put("-", wa[i1:i2])
+            put("+", wb[j1:j2])
+    return tuple(ops)
 
 
 Key = tuple[bool, str]
@@ -177,8 +253,19 @@ def _first_steps(steps: list[list[Key]]) -> dict[Key, int]:
 
 
 def _marks(
-    mine: list[Key], theirs: list[Key], first_mine: dict[Key, int], first_theirs: dict[Key, int], alone: Mark
+    mine: list[Key],
+    theirs: list[Key],
+    first_mine: dict[Key, int],
+    first_theirs: dict[Key, int],
+    unmatched: Mark,
+    *,
+    alone: bool,
 ) -> list[Mark]:
+    if alone:  # the other side has no such step
+        return [
+            "moved" if k[0] and k in first_theirs and first_theirs[k] != first_mine.get(k) else unmatched
+            for k in mine
+        ]
     their_ids = {k for k in theirs if k[0]}
     their_content = Counter(k for k in theirs if not k[0])
     shared = [k for k in mine if k in their_ids]
@@ -189,17 +276,17 @@ def _marks(
     out: list[Mark] = []
     for key in mine:
         if not key[0]:
-            out.append("same" if their_content[key] > 0 else alone)
+            out.append("same" if their_content[key] > 0 else unmatched)
             their_content[key] -= 1
         elif key in their_ids:
             moved = first_mine.get(key) != first_theirs.get(key) or key not in in_order
             out.append("moved" if moved else "same")
         else:
-            out.append("moved" if key in first_theirs else alone)
+            out.append("moved" if key in first_theirs else unmatched)
     return out
 
 
-def _row(m: Message, mark: Mark, described: dict[int, DiffMessage]) -> DiffMessage:
+def _row(m: Message, mark: Mark, carried: bool, described: dict[int, DiffMessage]) -> DiffMessage:
     """The message's row; each message object (shared by every later request) is described once."""
     row = described.get(id(m))
     if row is None:
@@ -210,55 +297,46 @@ def _row(m: Message, mark: Mark, described: dict[int, DiffMessage]) -> DiffMessa
         tokens = -(-len(label.text) // 4)
         row = DiffMessage(m.id, m.role, label.kind, label.label, line, tokens, "same", badge=label.badge)
         described[id(m)] = row
-    return row if mark == "same" else replace(row, mark=mark)
+    return row if mark == "same" and not carried else replace(row, mark=mark, carried=carried)
 
 
-# -- painting ---------------------------------------------------------------------------------------
+# -- the words every painting shares ----------------------------------------------------------------
 
 
-def _line(m: DiffMessage, width: int = 72) -> str:
-    what = f"{m.source}" + (f" {m.label}" if m.label else "")
-    return f"{SYMBOL[m.mark]} {m.role:<9} [{what}] {clip(m.first_line, width)} ({m.tokens} tok)"
-
-
-def _answer_line(answer: Answer | None) -> str:
+def answer_line(answer: Answer | None) -> str:
+    """A step's answer in one line: its text's first line and its calls, the failure of a step that
+    started and failed, or ``(no such step)``."""
     if answer is None:
         return "(no such step)"
+    if answer.error:
+        return f"(the step failed: {clip(answer.error, 100)})"
     calls = f" → {', '.join(answer.tool_calls)}" if answer.tool_calls else ""
     return clip(answer.text.splitlines()[0] if answer.text.strip() else "(no text)", 100) + calls
 
 
-def diff_text(d: TurnDiff) -> str:
-    """Plain text for ``%agent diff``: each step's two requests, then the two answers."""
-    out = [f"a = {d.session_a} turn {d.turn_a}   b = {d.session_b} turn {d.turn_b}",
-           "marks: = same  + added  - removed  ~ moved"]  # fmt: skip
-    for s in d.steps:
-        out.append(f"step {s.step}" + ("  (answer changed)" if s.answer_changed else ""))
-        for side, rows, answer in (("a", s.a, s.answer_a), ("b", s.b, s.answer_b)):
-            out.append(f"  {side}:" + ("" if rows else " (no such step)"))
-            out += [f"    {_line(m)}" for m in rows]
-            out.append(f"  {side} answered: {_answer_line(answer)}")
-    return "\n".join(out)
+def carried_text(rows: Sequence[DiffMessage], step: int) -> str:
+    """The fold line of a step's carried history (``7 messages carried from step 1 · 2 differ``);
+    empty when the step carries nothing."""
+    carried = [m for m in rows if m.carried]
+    if not carried:
+        return ""
+    differ = sum(m.mark != "same" for m in carried)
+    n = len(carried)
+    return f"{n} message{'s' if n != 1 else ''} carried from step {step - 1}" + (
+        f" · {differ} differ" if differ else ""
+    )
 
 
-def diff_markdown(d: TurnDiff) -> str:
-    """Markdown of the same model; every data string escaped."""
-    e = escape_markdown
-    out = [f"## Turn {d.turn_a} of {e(d.session_a)} (a) and turn {d.turn_b} of {e(d.session_b)} (b)", ""]
-    for s in d.steps:
-        out += [f"### Step {s.step}" + (" — the answer changed" if s.answer_changed else ""), ""]
-        for side, rows, answer in (("a", s.a, s.answer_a), ("b", s.b, s.answer_b)):
-            out += [f"**{side}**" + ("" if rows else ": no such step"), ""]
-            out += [f"- `{SYMBOL[m.mark]}` {m.mark} · {e(m.role)} · {e(m.source)} · {e(m.first_line)}"
-                    f" ({m.tokens} tokens)" for m in rows]  # fmt: skip
-            out += ["", f"{side} answered: {e(_answer_line(answer))}", ""]
-    return "\n".join(out)
+def identical_text(d: TurnDiff) -> str:
+    """The one line that says two turns are the same."""
+    n = len(d.steps)
+    return (
+        f"turn {d.turn_a} of {d.session_a[:8]} and turn {d.turn_b} of {d.session_b[:8]} are identical: "
+        f"{n} step{'s' if n != 1 else ''}, the same requests and the same answers"
+    )
 
 
 # -- the view model as JSON (what the browser's painter paints: nbagent/widgets/painter.js) ----------
-
-DIFF_MIME = "application/vnd.nbagent.diff+json"
-MARK_WORDS = {"same": "same", "added": "added", "removed": "removed", "moved": "moved"}
 
 
 def _first_steps_by_id(steps: Sequence[StepDiff], side: str) -> dict[str, int]:
@@ -280,7 +358,7 @@ def _row_json(m: DiffMessage, step: int, other: str, there: dict[str, int]) -> d
         )
     return {"id": m.id, "role": m.role, "kind": m.source, "badge": m.badge or m.source, "label": m.label,
             "first_line": m.first_line, "tokens_text": f"≈{m.tokens:,} tok", "mark": m.mark,
-            "symbol": SYMBOL[m.mark], "mark_text": mark_text}  # fmt: skip
+            "symbol": SYMBOL[m.mark], "mark_text": mark_text, "carried": m.carried}  # fmt: skip
 
 
 DIFF_MIME = "application/vnd.nbagent.diff+json"
@@ -298,12 +376,17 @@ def diff_json(d: TurnDiff) -> dict[str, object]:
                 "side": side,
                 "missing": answer is None and not rows,
                 "rows": [_row_json(m, s.step, other, first[other]) for m in rows],
-                "answer_text": _answer_line(answer),
+                "carried_count": sum(m.carried for m in rows),
+                "carried_text": carried_text(rows, s.step),
+                "answer_text": answer_line(answer),
+                "failed": bool(answer is not None and answer.error),
             })  # fmt: skip
         counts = Counter(m.mark for m in (*s.a, *s.b))
         steps.append({
             "step": s.step,
             "changed": s.answer_changed,
+            "answer_changed": s.answer_changed,
+            "answer_diff": [list(op) for op in s.answer_diff],
             "changed_text": "the answer changed" if s.answer_changed else "same answer",
             "marks_text": " · ".join(f"{counts[k]} {k}" for k in ("added", "removed", "moved") if counts[k]),
             "sides": sides,
@@ -315,6 +398,8 @@ def diff_json(d: TurnDiff) -> dict[str, object]:
         "b": {"session": d.session_b, "turn": d.turn_b, "title": f"b · turn {d.turn_b} of {d.session_b[:8]}"},
         "summary": f"{len(d.steps)} step{'s' if len(d.steps) != 1 else ''} · "
         f"{changed} answer{'s' if changed != 1 else ''} changed",
+        "identical": d.identical,
+        "identical_text": identical_text(d) if d.identical else "",
         "legend": [[SYMBOL[k], k] for k in ("same", "added", "removed", "moved")],
         "steps": steps,
     }

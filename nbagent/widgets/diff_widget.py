@@ -13,7 +13,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from nbagent.views.diff import DIFF_MIME, TurnDiff, diff_json, diff_markdown, diff_text
+from nbagent.views.diff import DIFF_MIME, TurnDiff, diff_json
+from nbagent.views.diff_paint import diff_html, diff_markdown, diff_text
 from nbagent.widgets.modules import widget_module
 
 
@@ -41,5 +42,6 @@ class DiffWidget(anywidget.AnyWidget):
             DIFF_MIME: self.diff,
             "text/plain": diff_text(self._turn_diff),
             "text/markdown": diff_markdown(self._turn_diff),
+            "text/html": diff_html(self._turn_diff),
         }
         return {**data, **saved}, meta

@@ -118,7 +118,8 @@ def test_a_saved_diff_shows_when_its_widget_model_is_gone(lab: Lab, page: Any) -
     """A notebook reopened after its kernel (or by someone else, with no saved widget state): the
     diff output's widget view has no model, so the lab extension paints the saved view model."""
     from nbagent import read_events
-    from nbagent.views.diff import DIFF_MIME, diff_json, diff_text, turn_diff
+    from nbagent.views.diff import DIFF_MIME, diff_json, turn_diff
+    from nbagent.views.diff_paint import diff_text
 
     path = lab.root / "saved-diff.nbagent.sqlite"
     parent, fork = write_fork(path)
