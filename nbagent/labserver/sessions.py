@@ -16,6 +16,8 @@ from typing import Any
 
 from nbagent.core.events import (
     INBOX_SPLICED,
+    SESSION_FORKED,
+    SESSION_REPLAYED,
     USER_MESSAGE,
     Event,
     EventParseError,
@@ -29,7 +31,9 @@ from nbagent.labserver.paths import is_session_file_name
 from nbagent.store.base import SessionRow
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.budget import current as current_budget
+from nbagent.store.opening import open_reader
 from nbagent.store.reading import list_sessions, read_events
+from nbagent.views.replayed import replayed_text
 
 PROMPT_SCAN = 64
 """How many leading events are searched for a session's first typed prompt."""
@@ -74,14 +78,35 @@ def first_prompt(events: Iterable[Event]) -> str:
     return ""
 
 
-def session_entry(row: SessionRow, api_file: str, prompt: str) -> dict[str, Any]:
-    """One session as the REST list shows it."""
+def fork_facts(path: Path, session_id: str) -> dict[str, Any]:
+    """A fork's ``purpose`` (``"attribution"`` for an ablation run, SPEC §11.5) and its last replay
+    in words (``replayed``), read from its ``session/forked`` and ``session/replayed`` events only."""
+    reader = open_reader(path)
+    try:
+        facts: dict[str, Any] = {"purpose": None, "replayed": ""}
+        for ev in reader.events(session_id, types=[SESSION_FORKED, SESSION_REPLAYED]):
+            if ev.type == SESSION_FORKED:
+                facts["purpose"] = ev.data.get("purpose")
+            else:
+                facts["replayed"] = replayed_text(ev.data)
+        return facts
+    finally:
+        reader.close(checkpoint=False)
+
+
+def session_entry(
+    row: SessionRow, api_file: str, prompt: str, facts: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One session as the REST list shows it; an unnamed fork is named by its last replay."""
+    facts = facts or {}
     return {
         "file": api_file,
         "id": row.id,
         "title": row.title,
         "first_prompt": prompt,
-        "label": row.title or prompt or "(no prompt yet)",
+        "label": row.title or facts.get("replayed") or prompt or "(no prompt yet)",
+        "purpose": facts.get("purpose"),
+        "replayed": facts.get("replayed", ""),
         "turns": row.turns,
         "events": row.events,
         "last_time": row.last_time,
@@ -98,7 +123,8 @@ def file_sessions(path: Path, api_file: str) -> list[dict[str, Any]]:
     out = []
     for row in list_sessions(path):
         prompt = "" if row.title else first_prompt(read_events(path, row.id, limit=PROMPT_SCAN))
-        out.append(session_entry(row, api_file, prompt))
+        facts = fork_facts(path, row.id) if row.parent else None
+        out.append(session_entry(row, api_file, prompt, facts))
     return out
 
 
