@@ -125,7 +125,10 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
           return same;
         }
         const tab = sessionTab(session, markdown, open, trans);
-        const taken = new Set(Array.from(shell.widgets('main'), w => w.id));
+        // Notebook 7's pages hold one main widget (the notebook, the file browser): a session opens
+        // in the page's right area there, beside the notebook; JupyterLab opens it as a main tab.
+        const area = labShell ? 'main' : 'right';
+        const taken = new Set(Array.from(shell.widgets(area), w => w.id));
         for (let n = 2; taken.has(tab.id); n++) {
           tab.id = `nbagent-session-${session.id}-${n}`;
         }
@@ -135,7 +138,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
           void tracker.save(tab); // a restored tab comes back with its new label
         };
         void tracker.add(tab);
-        shell.add(tab, 'main');
+        shell.add(tab, area, { rank: 1000 });
         shell.activateById(tab.id);
         return tab;
       }
