@@ -13,10 +13,10 @@ pytest.importorskip("pytest_jupyter")
 
 from fork_story import write_fork
 from pytest_jupyter.jupyter_server import *  # noqa: F403
+from server_client import API
 from test_server_api import get, jp_server_config  # noqa: F401
 
 from nbagent.views.replayed import replayed_text
-from server_client import API
 
 
 def test_an_unnamed_fork_is_named_by_its_last_replay(jp_root_dir: Path, get: Any) -> None:  # noqa: F811 (the fixture)
@@ -33,5 +33,25 @@ def test_an_unnamed_fork_is_named_by_its_last_replay(jp_root_dir: Path, get: Any
 def test_the_replay_words_say_each_edit_in_seen_by_terms() -> None:
     data = {"turn": 2, "parent_turn": 2, "drop": ["s1"], "move": {"n1": 0}, "add": [{"id": "a1", "step": 1}],
             "labels": {"n1": "note", "s1": "steer"}}  # fmt: skip
-    assert replayed_text(data) == "replay of turn 2: note seen by step 1, steer dropped, a1 added, seen by step 2"
+    assert (
+        replayed_text(data)
+        == "replay of turn 2: note seen by step 1, steer dropped, a1 added, seen by step 2"
+    )
     assert replayed_text({"turn": 3, "parent_turn": 3}) == "replay of turn 3, unchanged"
+
+
+def test_the_plan_endpoint_gives_the_editor_a_finished_turns_arrivals(jp_root_dir: Path, get: Any) -> None:  # noqa: F811 (the fixture)
+    parent, _fork = write_fork(jp_root_dir / "w.nbagent.sqlite")
+    status, body = get(*API, parent, "plan", file="w.nbagent.sqlite")
+    assert status == 200 and body["turns"] == [1]
+    plan = body["plan"]
+    assert plan["turn"] == 1 and [s["step"] for s in plan["steps"]] == [1, 2, 3]
+    (note,) = plan["arrivals"]
+    assert (note["label"], note["preview"], note["seen_by"], note["movable"]) == (
+        "note",
+        "prices are in EUR",
+        3,
+        True,
+    )
+    status, body = get(*API, parent, "plan", file="w.nbagent.sqlite", turn=5)
+    assert status == 404 and "no finished turn 5 (finished turns: 1)" in body["message"]

@@ -117,3 +117,24 @@ async def test_bad_edits_are_said_in_the_page_and_nothing_is_forked(tmp_path) ->
     assert len(nbagent.list_sessions(tmp_path / "s.nbagent.sqlite")) == 1
     widget.close()
     await agent.close()
+
+
+async def test_the_tabs_comm_finds_the_kernel_holding_the_session_and_replays_there(tmp_path) -> None:
+    from nbagent.notebook.whatif_comm import WhatIfComms
+
+    agent = await open_story(tmp_path / "s.nbagent.sqlite")
+    comms = WhatIfComms(lambda: agent)
+    sent: list[dict[str, Any]] = []
+    comms.answer({"request": "holds", "session": agent.session_id}, sent.append)
+    comms.answer({"request": "holds", "session": "another"}, sent.append)
+    assert [m["holds"] for m in sent] == [True, False]
+    sent.clear()
+    comms.answer({"request": "whatif-replay", "session": "another", "turn": 1, "key": "t"}, sent.append)
+    assert sent[-1] == {"type": "whatif-error", "message": "this kernel no longer holds that session"}
+    sent.clear()
+    note = next(a["id"] for a in editor_plan(agent.events, 1)["arrivals"] if a["label"] == "currency note")
+    comms.answer({"request": "whatif-replay", "session": agent.session_id, "turn": 1, "key": "t", "drop": [note]},
+                 sent.append)  # fmt: skip
+    done = await _until(sent, "whatif-done")
+    assert done["diff"]["steps"][-1]["changed"] is True
+    await agent.close()

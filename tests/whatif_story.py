@@ -32,7 +32,9 @@ def invoice_total() -> str:
     """The invoice total, without its currency."""
     if INJECT:
         INJECT[0].inject(nbagent.UserMessage.text(NOTE, {"kind": "note", "label": "currency note"}))
-        INJECT[0].inject(nbagent.UserMessage.text("invoice date: May 2", {"kind": "note", "label": "date note"}))
+        INJECT[0].inject(
+            nbagent.UserMessage.text("invoice date: May 2", {"kind": "note", "label": "date note"})
+        )
     return "120"
 
 

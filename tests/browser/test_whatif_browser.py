@@ -34,7 +34,11 @@ def _edit_and_replay(page: Any, where: str) -> None:
     timeline.locator('.nba-turn-tools [data-action="whatif"]').first.click()
     editor = timeline.locator(".nba-whatif")
     editor.wait_for()
-    steps = lambda label: editor.locator(".nba-whatif-step", has=page.locator(".nba-label", has_text=label)).get_attribute("data-step")  # noqa: E731
+
+    def steps(label: str) -> str | None:
+        holder = editor.locator(".nba-whatif-step", has=page.locator(".nba-label", has_text=label))
+        return holder.get_attribute("data-step")
+
     assert steps("currency note") == "2" and steps("date note") == "2" and steps("customer") == "1"
     # Drag the date note onto step 1; Alt+ArrowDown brings it back, Alt+ArrowUp sends it again.
     _row(editor, "date note").drag_to(editor.locator('.nba-whatif-step[data-step="1"]'))
@@ -43,7 +47,9 @@ def _edit_and_replay(page: Any, where: str) -> None:
     _row(editor, "date note").focus()
     page.keyboard.press("Alt+ArrowDown")
     page.wait_for_function("() => !document.querySelector('.nba-whatif-arrival[data-moved=\"true\"]')")
-    assert page.evaluate("() => document.activeElement.querySelector('.nba-label').textContent") == "date note"
+    assert (
+        page.evaluate("() => document.activeElement.querySelector('.nba-label').textContent") == "date note"
+    )
     page.keyboard.press("Alt+ArrowUp")
     assert steps("date note") == "1"
     # Untick the currency note: dropped. Type a message into step 2.
@@ -60,7 +66,7 @@ def _edit_and_replay(page: Any, where: str) -> None:
     editor.locator(".nba-whatif-go").click()
     # The replayed turn streams into the editor, then the diff opens below it.
     replay = editor.locator(".nba-whatif-replay")
-    replay.locator('.nba-timeline[data-replay] .nba-turn').wait_for()
+    replay.locator(".nba-timeline[data-replay] .nba-turn").wait_for()
     diff = replay.locator('.nba-diff[data-nba-painted="true"]')
     diff.wait_for()
     assert editor.get_attribute("data-state") == "done"
