@@ -23,6 +23,7 @@ import { download, fetchTranscript, ISession } from './api';
 import { diffFactory } from './diffrenderer';
 import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
+import { setNotebookTracker } from './whatif';
 import { liveDocumentPlugin } from './livedoc';
 import { proposalHost, proposalPlugin } from './proposal';
 import { RANK, timelineFactory } from './renderer';
@@ -69,6 +70,7 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
     };
     notebooks?.forEach(adopt);
     notebooks?.widgetAdded.connect((_, panel) => adopt(panel));
+    setNotebookTracker(notebooks); // where a session tab looks for a kernel holding its session
   }
 };
 
