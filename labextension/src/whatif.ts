@@ -135,8 +135,7 @@ export class WhatIfPane {
         this._paintWhy(plan.turn);
       } else {
         const editor = whatIfEditor(plan, {
-          replay: this._kernel ? (edits, area) => this._replay(edits, area, editor) : undefined,
-          close: () => (this.node.hidden = true)
+          replay: this._kernel ? (edits, area) => this._replay(edits, area, editor) : undefined
         });
         this._body.replaceChildren(editor.root);
       }

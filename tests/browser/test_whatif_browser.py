@@ -4,12 +4,14 @@ turn streams into the widget and the diff opens there. And "Which context matter
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Lab, shot
-from notebook_page import open_notebook, run_cell
+from notebook_page import open_notebook, output_text, run_cell
 from page_errors import PageErrors
 
 pytestmark = pytest.mark.browser
@@ -90,4 +92,83 @@ def test_edit_a_finished_turn_and_replay_it_from_the_widget(lab: Lab, page: Any,
     _edit_and_replay(page, where)
     # Notebook 7.6 throws while loading its settings ("reading 'schema'", with or without nbagent; see
     # test_notebook7_panel.py): only errors from nbagent's code fail this test.
+    assert [s for s in stacks if "nbagent" in s] == [] and errors.console == [], (stacks, errors)
+
+
+TAB_SETUP = f"""\
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from whatif_story import open_story
+story = await open_story("{{name}}.nbagent.sqlite")
+SID = story.session_id
+await story.close()
+%load_ext nbagent
+%agent --db {{name}}.nbagent.sqlite resume $SID
+print(SID)"""
+
+
+def toolbar_button(page: Any, tab: Any, name: str) -> Any:
+    """A tab's toolbar button; in a narrow area (Notebook 7's right side) JupyterLab's toolbar puts
+    the last ones behind its "…" opener, as for any panel."""
+    button = tab.get_by_role("button", name=name)
+    if not button.is_visible():
+        tab.locator(".jp-Toolbar-responsive-opener").click()
+        button = page.locator(".jp-Toolbar-responsive-popup").get_by_role("button", name=name)
+    return button
+
+
+@pytest.mark.parametrize("where", ["lab", "notebook7"])
+def test_the_session_tab_replays_in_the_kernel_holding_the_session(lab: Lab, page: Any, where: str) -> None:
+    name = f"tab-{where}"
+    nb = lab.write_notebook(name, [TAB_SETUP.replace("{name}", name)])
+    errors = PageErrors().watch(page)
+    stacks: list[str] = []
+    page.on("pageerror", lambda exc: stacks.append(exc.stack or str(exc)))
+    open_notebook(page, lab.lab_url(nb, name) if where == "lab" else lab.notebook7_url(nb))
+    run_cell(page, 0)
+    sid = output_text(page, 0).strip().splitlines()[-1]
+    page.evaluate(
+        "([file, id]) => window.jupyterapp.commands.execute('nbagent:open-session', {file, id})",
+        [f"{name}.nbagent.sqlite", sid],
+    )
+    tab = page.locator(f".jp-nbagent-session#nbagent-session-{sid}")
+    tab.locator(".nba-turn").first.wait_for()
+    toolbar_button(page, tab, "What if…").click()
+    pane = tab.locator('.jp-nbagent-whatif[data-state="ok"][data-kernel="true"]')
+    editor = pane.locator(".nba-whatif")
+    editor.wait_for()
+    _row(editor, "date note").drag_to(editor.locator('.nba-whatif-step[data-step="1"]'))
+    page.wait_for_function(
+        "() => document.querySelector('.jp-nbagent-whatif .nba-whatif-arrival[data-moved=\"true\"]')"
+    )
+    _row(editor, "currency note").locator(".nba-whatif-keep").uncheck()
+    box = editor.locator('.nba-whatif-step[data-step="2"] .nba-whatif-new')
+    box.fill("answer in one line")
+    box.press("Enter")
+    assert editor.get_attribute("data-edits") == "3"
+    shot(page, f"whatif-tab-{where}-01-edited", pane)
+    editor.locator(".nba-whatif-go").click()
+    diff = editor.locator('.nba-whatif-replay .nba-diff[data-nba-painted="true"]')
+    diff.wait_for()
+    assert editor.get_attribute("data-state") == "done"
+    answers = diff.locator(".nba-diff-answer .nba-line").all_text_contents()
+    assert "The total is 120 USD (I assumed dollars)." in answers
+    shot(page, f"whatif-tab-{where}-02-replayed", pane)
+    # The fork is listed under the session, named by its replay; no kernel holds it: its tab's
+    # editor offers the magic lines instead of Replay.
+    url = f"{lab.url}/nbagent/api/sessions?file={name}.nbagent.sqlite&token={lab.token}"
+    with urllib.request.urlopen(url) as answer:
+        fork = next([r["id"], r["label"]] for r in json.load(answer) if r.get("parent") == sid)
+    assert fork[1].startswith("replay of turn 1: ") and "dropped" in fork[1], fork
+    page.evaluate(
+        "([file, id]) => window.jupyterapp.commands.execute('nbagent:open-session', {file, id})",
+        [f"{name}.nbagent.sqlite", fork[0]],
+    )
+    other = page.locator(f".jp-nbagent-session#nbagent-session-{fork[0]}")
+    other.locator(".nba-turn").first.wait_for()
+    toolbar_button(page, other, "What if…").click()
+    lonely = other.locator('.jp-nbagent-whatif[data-state="ok"][data-kernel="false"] .nba-whatif')
+    lonely.wait_for()
+    assert lonely.locator(".nba-whatif-go").count() == 0
+    assert "%agent fork --before-turn 1" in lonely.locator(".nba-whatif-lines").text_content()
     assert [s for s in stacks if "nbagent" in s] == [] and errors.console == [], (stacks, errors)
