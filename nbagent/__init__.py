@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         SessionWriteError,
     )
+    from nbagent.forks.attribution import attribution
     from nbagent.forks.sessions import diff, fork_session
     from nbagent.session import open_session, resume_session
     from nbagent.store.base import SessionRow
@@ -57,6 +58,7 @@ _HOMES = {
         "SessionNotFoundError",
         "SessionWriteError",
     ),
+    "nbagent.forks.attribution": ("attribution",),
     "nbagent.forks.sessions": ("diff", "fork_session"),
     "nbagent.session": ("open_session", "resume_session"),
     "nbagent.store.base": ("SessionRow",),
@@ -92,6 +94,7 @@ __all__ = [
     "ToolResult",
     "TurnStopping",
     "UserMessage",
+    "attribution",
     "diff",
     "follow_events",
     "fork_session",

@@ -21,6 +21,7 @@ from nbagent.models.base import Model
 if TYPE_CHECKING:
     from nbagent.forks.replay import Arrival
     from nbagent.mcp.servers import McpServers, ServerInfo
+    from nbagent.views.attribution import Attribution, AttributionPlan
 
 __all__ = ["Agent", "LiveNotice"]
 
@@ -48,9 +49,11 @@ class Agent(AgentCore):
         session_id: str | None = None,
         model: Model | str | None = None,
         to: str | os.PathLike[str] | None = None,
+        purpose: str | None = None,
     ) -> Agent:
         """A new session beginning with this one's log up to a quiet point (SPEC §11.1); see
-        :func:`nbagent.fork_session`. The child gets this agent's tools and system prompt."""
+        :func:`nbagent.fork_session`. The child gets this agent's tools and system prompt;
+        ``purpose`` is recorded on its ``session/forked`` (``"attribution"`` for §11.5's runs)."""
         from nbagent.forks.new_fork import create_fork
 
         store = self.driver.file
@@ -59,7 +62,7 @@ class Agent(AgentCore):
         where = store.where  # where it was opened (a PostgreSQL URL keeps its credentials)
         name = model if isinstance(model, str) else model.name if model is not None else None
         made = create_fork(where, self.session_id, before_turn=before_turn, at=at, new_session_id=session_id,
-                           model_name=name, to=to)  # fmt: skip
+                           model_name=name, to=to, purpose=purpose)  # fmt: skip
         return self.reopen(made.location, made.session_id, model=model, tools=tuple(self.tools.values()),
                            system=self.system)  # fmt: skip
 
@@ -82,6 +85,32 @@ class Agent(AgentCore):
         from nbagent.forks.replay import replay
 
         return await self._on_own_loop(replay(self, turn, drop, move, add, model))
+
+    # -- which context mattered (SPEC §11.5) --------------------------------------------------------
+
+    def attribution_plan(self, turn: int, *, model: Model | str | None = None) -> AttributionPlan:
+        """The items of turn ``turn`` (every message it claimed but its opener), the runs an
+        attribution makes (one per item left out, plus a control) and their estimate; writes nothing."""
+        from nbagent.forks.attribution import attribution_plan
+
+        return attribution_plan(self, turn, model)
+
+    async def attribute(
+        self,
+        turn: int,
+        *,
+        items: Iterable[str] | None = None,
+        model: Model | str | Callable[[], Model] | None = None,
+        max_runs: int = 32,
+    ) -> Attribution:
+        """Replay turn ``turn`` once per item with that item left out, and once with nothing left out
+        (the control), each in a fork marked ``purpose="attribution"``; score each item by how much the
+        answer changed (SPEC §11.5). ``items`` narrows to some ids; more runs than ``max_runs`` raise
+        ``ValueError`` before any fork. ``model`` may be a function returning a fresh model per run
+        (a ``ScriptedModel`` plays its script once). This session is never written."""
+        from nbagent.forks.attribution import attribute
+
+        return await self._on_own_loop(attribute(self, turn, items, model, max_runs))
 
     # -- MCP servers (SPEC §9.7) ------------------------------------------------------------------
 

@@ -59,3 +59,14 @@ def test_bench_fork_tiny(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-4000:]
     for metric in ("fork of a", "replay plan of a", "diff of two"):
         assert metric in proc.stdout, proc.stdout
+
+
+def test_bench_attribution_tiny(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_attribution.py"), "--tiny", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "attribution of a 3-item turn (echo)" in proc.stdout and "rebuild from the store" in proc.stdout

@@ -33,7 +33,60 @@ def test_fork_replay_and_diff_in_a_kernel(tmp_path: Path) -> None:
         assert "replayed turn 2: completed; compare: %agent diff 2 2" in out
         diff = k.run("%agent diff 2 2")
         assert f"a = {parent} turn 2   b = {child} turn 2" in diff
-        assert "step 1" in diff and "= user" in diff and "(answer changed)" not in diff
+        assert "are identical: 1 step, the same requests and the same answers" in diff
+        assert "has no turn 5 (its turns: 1, 2)" in k.run("%agent diff 2 5")
         events = read_events(tmp_path / "work.nbagent.sqlite", child)
         assert [e.type for e in events].count("session/forked") == 1
         assert events[-1].type == "turn/end" and events[-1].data["turn"] == 2
+
+
+SETUP = """\
+import nbagent
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent
+a = current_agent()
+def lookup() -> str:
+    "Look it up (and a note arrives meanwhile)."
+    a.inject(nbagent.UserMessage.text("a late note", {"kind": "note"}))
+    return "found"
+a.add_tool(lookup)
+a.set_model(ScriptedModel([Response(tool_calls=[ToolCall("lookup", id="c1")]), "done"]))
+"""
+
+
+def test_replay_help_seen_by_steps_late_arrivals_and_a_failed_step_in_a_kernel(tmp_path: Path) -> None:
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run("%followup --wait hello")
+        help_text = k.run("%agent replay --help")
+        assert "--move ID=N" in help_text and "seen by step N" in help_text and "--drop ID" in help_text
+        assert "--yes" in k.run("%agent why --help")
+        k.run(SETUP)
+        k.run("%followup --wait look it up")
+        k.run("%agent fork --before-turn 2")
+        note = k.run("print(current_agent().replay_plan(turn=2))")
+        assert "seen by step 2" in note and "'a late note'" in note
+        note_id = note.split("id=")[1][:8]
+        assert "needs a step N >= 1" in k.run(f"%agent replay 2 --move {note_id}=0")
+        k.run("current_agent().set_model(ScriptedModel([Response(failure='AUTH')]))")
+        out = k.run(f"%agent replay 2 --move {note_id}=5 --wait")
+        assert "note 'a late note' (seen by step 5) came after the replayed turn's last step" in out
+        diff = k.run("%agent diff 2 2")
+        step1 = diff.split("step 2")[0]  # the parent's second step is one the failed replay never had
+        assert "b answered: (the step failed: AUTH: " in step1 and "(no such step)" not in step1
+
+
+def test_why_prints_the_plan_and_ranks_the_context_in_a_kernel(tmp_path: Path) -> None:
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run("rates = {'EUR': 1.0, 'USD': 1.1}")
+        k.run("%inject rates")
+        k.run("%inject prices are in EUR")
+        k.run("%followup --wait What is the invoice total?")
+        out = k.run("%agent why 1")
+        assert "Which context mattered in turn 1" in out
+        assert "3 runs (2 left out one at a time + a control)" in out
+        assert "estimate: 3 requests" in out and "cost nothing (offline model)" in out
+        assert "1. " in out and "noise: 0.000" in out
+        rows = nbagent.list_sessions(tmp_path / "work.nbagent.sqlite")
+        assert len([r for r in rows if r.parent]) == 3

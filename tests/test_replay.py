@@ -210,3 +210,53 @@ async def test_bad_edits_raise_before_anything_is_written(db) -> None:
     finally:
         await child.close()
         await parent.close()
+
+
+async def test_every_view_shows_the_edit_on_the_replayed_turn(tmp_path) -> None:
+    from nbagent.views import Timeline, timeline_html, timeline_text, transcript_markdown
+
+    parent, _, ids = await _parent(tmp_path / "s.nbagent.sqlite")
+    child = parent.fork(before_turn=2, model=ScriptedModel(_script()))
+    try:
+        await child.replay(turn=2, move={ids["note"]: 0}, drop=[ids["s2"]])
+        timeline = Timeline()
+        timeline.feed(child.events)
+        bundle = timeline.to_json(max_text=None)
+        line = "replay of turn 2: note seen by step 1, steer dropped"
+        (node,) = [n for n in bundle["nodes"] if n["type"] == "replayed"]
+        assert node["text"] == line and node["parent"] == "turn-2" and node["parent_turn"] == 2
+        assert next(n for n in bundle["nodes"] if n["id"] == "turn-2")["replay_text"] == line
+        assert line in timeline_text(bundle) and line in transcript_markdown(bundle)
+        assert f'data-mark="replayed">{line}</div>' in timeline_html(bundle)
+    finally:
+        await child.close()
+        await parent.close()
+
+
+def test_an_unnamed_fork_is_listed_by_its_last_replay(tmp_path) -> None:
+    from fork_story import write_fork
+
+    from nbagent.labserver.sessions import file_sessions
+
+    path = tmp_path / "w.nbagent.sqlite"
+    parent, fork = write_fork(path)
+    rows = {r["id"]: r for r in file_sessions(path, "w.nbagent.sqlite")}
+    assert rows[fork]["label"] == "replay of turn 1: note seen by step 2"
+    assert rows[fork]["replay_text"] == "replay of turn 1: note seen by step 2"
+    assert rows[fork]["purpose"] is None and rows[parent]["replay_text"] is None
+    assert rows[parent]["label"] == "What is the invoice total?"
+
+
+async def test_a_fork_of_a_fork_replays_its_own_parents_turn(db) -> None:
+    parent, _, ids = await _parent(db)
+    child = parent.fork(before_turn=2, model=ScriptedModel(_script()))
+    try:
+        await child.replay(turn=2, move={ids["s2"]: 1})
+        grandchild = child.fork(before_turn=2, model=ScriptedModel(_script()))
+        try:  # the child's turn, where s2 came during step 1, not the grandparent's (step 2)
+            assert [(a.message_id, a.step) for a in grandchild.replay_plan(turn=2)][-1] == (ids["s2"], 1)
+        finally:
+            await grandchild.close()
+    finally:
+        await child.close()
+        await parent.close()

@@ -16,8 +16,6 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403
 from server_client import API
 from test_server_api import get, jp_server_config  # noqa: F401
 
-from nbagent.views.replayed import replayed_text
-
 
 def test_an_unnamed_fork_is_named_by_its_last_replay(jp_root_dir: Path, get: Any) -> None:  # noqa: F811 (the fixture)
     parent, fork = write_fork(jp_root_dir / "w.nbagent.sqlite")
@@ -26,18 +24,8 @@ def test_an_unnamed_fork_is_named_by_its_last_replay(jp_root_dir: Path, get: Any
     by_id = {r["id"]: r for r in rows}
     assert by_id[parent]["label"] == "What is the invoice total?" and by_id[parent]["purpose"] is None
     assert by_id[fork]["parent"] == parent and by_id[fork]["purpose"] is None
-    assert by_id[fork]["label"] == by_id[fork]["replayed"]
+    assert by_id[fork]["label"] == by_id[fork]["replay_text"]
     assert by_id[fork]["label"].startswith("replay of turn 1: ") and "seen by step 2" in by_id[fork]["label"]
-
-
-def test_the_replay_words_say_each_edit_in_seen_by_terms() -> None:
-    data = {"turn": 2, "parent_turn": 2, "drop": ["s1"], "move": {"n1": 0}, "add": [{"id": "a1", "step": 1}],
-            "labels": {"n1": "note", "s1": "steer"}}  # fmt: skip
-    assert (
-        replayed_text(data)
-        == "replay of turn 2: note seen by step 1, steer dropped, a1 added, seen by step 2"
-    )
-    assert replayed_text({"turn": 3, "parent_turn": 3}) == "replay of turn 3, unchanged"
 
 
 def test_the_plan_endpoint_gives_the_editor_a_finished_turns_arrivals(jp_root_dir: Path, get: Any) -> None:  # noqa: F811 (the fixture)

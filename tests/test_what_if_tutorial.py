@@ -25,7 +25,7 @@ def test_the_what_if_tutorial_moves_the_note_and_the_answer_changes(tmp_path: Pa
     outs = {c.source.splitlines()[0]: output_text(c) for c in nb.cells if c.cell_type == "code"}
     assert "USD (I assumed dollars)" in outs["%agent transcript"]
     assert "forked session" in outs["%agent fork --before-turn 1"]
-    assert "action='inject', step=2" in outs["child = current_agent()"]
+    assert "<Arrival inject note 'prices are in EUR' seen by step 3 id=" in outs["child = current_agent()"]
     assert (
         outs["run = await child.replay(turn=1, move={plan[0].message_id: 1})"].strip()
         == "'The total is 120 EUR.'"
@@ -34,6 +34,11 @@ def test_the_what_if_tutorial_moves_the_note_and_the_answer_changes(tmp_path: Pa
     assert "~ user" in diff and "prices are in EUR" in diff
     assert "step 2  (answer changed)" in diff and "step 3  (answer changed)" in diff
     assert "b answered: The total is 120 EUR." in diff
+    assert "messages carried from step 1" in diff and "[-USD (I assumed dollars).-]{+EUR.+}" in diff
+    why = outs["%agent why 1"]
+    assert "Which context mattered in turn 1" in why and "2 items, 3 runs" in why
+    assert "note 'prices are in EUR' (answer changed" in why.split("1. ")[1].splitlines()[0]
+    assert "at or below the noise, says nothing: note 'the customer is ACME GmbH in Berlin' (0.000)" in why
 
 
 @pytest.mark.parametrize("kernel_python", KERNELS)

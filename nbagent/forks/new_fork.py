@@ -37,6 +37,7 @@ def create_fork(
     new_session_id: str | None,
     model_name: str | None,
     to: Where | None,
+    purpose: str | None = None,
 ) -> Forked:
     """Write the fork of ``session_id`` (into ``to`` when given); exactly one of ``before_turn``
     (S = the seq before turn N's ``turn/start``) and ``at`` (a quiet point) says where."""
@@ -65,7 +66,7 @@ def create_fork(
                 model=model_name or recorded,
                 metadata=meta.metadata or "{}",
             )
-            forked = SessionForked(session_id, stop, turn)
+            forked = SessionForked(session_id, stop, turn, purpose)
             own = [EventRow(child_id, stop + 1, now, forked.type, _json.dumps(forked.to_json()), None)]
             copy_prefix(src, dst, session_id, stop, row, own)
             return Forked(child_id, dst.where, header)

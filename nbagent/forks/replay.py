@@ -36,6 +36,7 @@ from nbagent.core.messages import UserMessage
 from nbagent.core.runs import Run, fold_run
 from nbagent.errors import NbagentError
 from nbagent.models.base import Model
+from nbagent.store.base import StoreReader
 from nbagent.views.labels import describe_message
 from nbagent.views.text import clip
 
@@ -140,7 +141,8 @@ def _arrivals(splice: Splice, removed: tuple[UserMessage, ...], step: int) -> li
 
 def _parent_turn(agent: Agent, turn: int) -> tuple[InboxState, list[Event]]:
     """The inbox the parent's turn ``turn`` started from, and that turn's events."""
-    forked = next((e for e in agent.events if e.type == SESSION_FORKED), None)
+    # the last one: a fork of a fork holds its parent's session/forked in its copied prefix
+    forked = next((e for e in reversed(agent.events) if e.type == SESSION_FORKED), None)
     if forked is None:
         raise NbagentError(f"session {agent.session_id} is not a fork: there is no parent turn to replay")
     parent = str(forked.data["parent"])
@@ -154,18 +156,24 @@ def _parent_turn(agent: Agent, turn: int) -> tuple[InboxState, list[Event]]:
                 f"the parent session {parent} is not in {reader.location}: a replay reads the parent's "
                 "turn from the fork's store (copy the parent there with `nbagent sessions copy`)"
             )
-        start = end = None
-        for ev in reader.events(parent, types=[TURN_START, TURN_END]):
-            if ev.data.get("turn") == turn:
-                start, end = (ev.seq, end) if ev.type == TURN_START else (start, ev.seq)
-        if start is None or end is None:
-            raise ValueError(f"the parent session {parent} has no finished turn {turn}")
-        inbox = InboxState()
-        for ev in reader.events(parent, stop=start, types=[INBOX_SPLICED]):
-            inbox = replay_splice(inbox, ev.data, ev.seq)
-        return inbox, reader.events(parent, start=start, stop=end + 1)
+        return turn_log(reader, parent, turn)
     finally:
         reader.close(checkpoint=False)
+
+
+def turn_log(reader: StoreReader, session_id: str, turn: int) -> tuple[InboxState, list[Event]]:
+    """The inbox session ``session_id``'s turn ``turn`` started from, and that turn's events
+    (``turn/start`` .. ``turn/end``); ``ValueError`` when it has no such finished turn."""
+    start = end = None
+    for ev in reader.events(session_id, types=[TURN_START, TURN_END]):
+        if ev.data.get("turn") == turn:
+            start, end = (ev.seq, end) if ev.type == TURN_START else (start, ev.seq)
+    if start is None or end is None:
+        raise ValueError(f"the session {session_id} has no finished turn {turn}")
+    inbox = InboxState()
+    for ev in reader.events(session_id, stop=start, types=[INBOX_SPLICED]):
+        inbox = replay_splice(inbox, ev.data, ev.seq)
+    return inbox, reader.events(session_id, start=start, stop=end + 1)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from nbagent.core.events import (
     USER_MESSAGE,
     Event,
     EventParseError,
+    SessionForked,
+    SessionReplayed,
     Splice,
     UserMessageEvent,
     parse_event,
@@ -33,7 +35,6 @@ from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.budget import current as current_budget
 from nbagent.store.opening import open_reader
 from nbagent.store.reading import list_sessions, read_events
-from nbagent.views.replayed import replayed_text
 
 PROMPT_SCAN = 64
 """How many leading events are searched for a session's first typed prompt."""
@@ -78,35 +79,20 @@ def first_prompt(events: Iterable[Event]) -> str:
     return ""
 
 
-def fork_facts(path: Path, session_id: str) -> dict[str, Any]:
-    """A fork's ``purpose`` (``"attribution"`` for an ablation run, SPEC §11.5) and its last replay
-    in words (``replayed``), read from its ``session/forked`` and ``session/replayed`` events only."""
-    reader = open_reader(path)
-    try:
-        facts: dict[str, Any] = {"purpose": None, "replayed": ""}
-        for ev in reader.events(session_id, types=[SESSION_FORKED, SESSION_REPLAYED]):
-            if ev.type == SESSION_FORKED:
-                facts["purpose"] = ev.data.get("purpose")
-            else:
-                facts["replayed"] = replayed_text(ev.data)
-        return facts
-    finally:
-        reader.close(checkpoint=False)
-
-
 def session_entry(
-    row: SessionRow, api_file: str, prompt: str, facts: dict[str, Any] | None = None
+    row: SessionRow, api_file: str, prompt: str, lineage: tuple[str | None, str | None] = (None, None)
 ) -> dict[str, Any]:
-    """One session as the REST list shows it; an unnamed fork is named by its last replay."""
-    facts = facts or {}
+    """One session as the REST list shows it; ``lineage`` is a fork's ``(purpose, replay_text)``:
+    an unnamed fork is labelled by its last replay (SPEC §11.2)."""
+    purpose, replayed = lineage
     return {
         "file": api_file,
         "id": row.id,
         "title": row.title,
         "first_prompt": prompt,
-        "label": row.title or facts.get("replayed") or prompt or "(no prompt yet)",
-        "purpose": facts.get("purpose"),
-        "replayed": facts.get("replayed", ""),
+        "label": row.title or replayed or prompt or "(no prompt yet)",
+        "purpose": purpose,
+        "replay_text": replayed,
         "turns": row.turns,
         "events": row.events,
         "last_time": row.last_time,
@@ -121,10 +107,37 @@ def file_sessions(path: Path, api_file: str) -> list[dict[str, Any]]:
     """The sessions of one file, most recent activity first. Raises ``NbagentError`` for a file
     nbagent cannot read (not a session file, newer schema, damaged)."""
     out = []
-    for row in list_sessions(path):
+    rows = list_sessions(path)
+    lineage = fork_lineage(path, [r.id for r in rows if r.parent])
+    for row in rows:
         prompt = "" if row.title else first_prompt(read_events(path, row.id, limit=PROMPT_SCAN))
-        facts = fork_facts(path, row.id) if row.parent else None
-        out.append(session_entry(row, api_file, prompt, facts))
+        out.append(session_entry(row, api_file, prompt, lineage.get(row.id, (None, None))))
+    return out
+
+
+def fork_lineage(path: Path, forks: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """Each fork's ``(purpose, replay_text)``: its ``session/forked.purpose`` (``attribution`` for
+    §11.5's runs) and its last replay in words; two indexed reads per fork."""
+    if not forks:
+        return {}
+    from nbagent.views.replays import replay_text
+
+    out: dict[str, tuple[str | None, str | None]] = {}
+    reader = open_reader(path)
+    try:
+        for sid in forks:
+            forked = reader.last_of_type(sid, SESSION_FORKED)
+            replayed = reader.last_of_type(sid, SESSION_REPLAYED)
+            fork = parse_event(forked) if forked is not None else None
+            last = parse_event(replayed) if replayed is not None else None
+            # a fork of a fork copies its parent's records: only its own (after its session/forked) count
+            own = last is not None and fork is not None and last.seq > fork.seq
+            out[sid] = (
+                fork.purpose if isinstance(fork, SessionForked) else None,
+                replay_text(last) if own and isinstance(last, SessionReplayed) else None,
+            )
+    finally:
+        reader.close(checkpoint=False)
     return out
 
 

@@ -1,4 +1,4 @@
-"""``%agent fork``, ``%agent replay`` and ``%agent diff`` (SPEC §11.4)."""
+"""``%agent fork``, ``%agent replay``, ``%agent diff`` (SPEC §11.4) and ``%agent why`` (§11.5)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,38 @@ from IPython.core.error import UsageError
 
 from nbagent.errors import NbagentError
 
-COMMANDS = ("fork", "replay", "diff")
+COMMANDS = ("fork", "replay", "diff", "why")
+OWN_HELP = ("replay", "why")
+"""The commands whose ``--help`` is their own (``REPLAY_HELP``, ``WHY_HELP``)."""
+
+REPLAY_HELP = """\
+%agent replay TURN [--drop ID ...] [--move ID=N ...] [--add N TEXT] [--wait]
+
+Re-enact the parent's turn TURN in this fork (made with %agent fork --before-turn TURN), with its
+arrivals edited, and show it live in this cell. Steps count as every view counts them:
+"seen by step N" is the first step whose request holds the message.
+
+  --drop ID ...     leave these arrivals out (also context that was pending before the turn)
+  --move ID=N ...   deliver an arrival so that step N (1, 2, ...) is the first to see it
+  --add N TEXT      deliver a new message (context) first seen by step N; repeatable
+  --wait            block until the replayed turn ends, then say how it ended
+  -h, --help        this help
+
+IDs may be shortened to a unique prefix; agent.replay_plan(turn=TURN) lists the arrivals with their
+labels and "seen by" steps. An arrival whose step the replayed turn never reaches is kept pending for
+the next turn and named in one line. Compare with the parent: %agent diff TURN TURN."""
+
+WHY_HELP = """\
+%agent why TURN [--yes] [--max-runs N]
+
+Which context mattered in turn TURN: replay the turn once per piece of context it claimed with that
+piece left out, plus once with nothing left out (the control), each in a fork of its own, and rank
+the pieces by how much the answer changed (1 - difflib similarity). Prints the plan first; a model
+that is not offline asks before spending.
+
+  --yes           run without asking
+  --max-runs N    refuse a plan of more runs than N (default 32)
+  -h, --help      this help"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,8 +57,13 @@ def command(magics: Any, head: str, rest: str) -> None:
         argv = shlex.split(rest)
     except ValueError as exc:
         raise UsageError(f"%agent {head}: {exc}") from None
+    if head in ("replay", "why") and {"-h", "--help"} & set(argv):
+        print(REPLAY_HELP if head == "replay" else WHY_HELP)
+        return
     if head == "replay":
         _replay(magics, argv)
+    elif head == "why":
+        _why(magics.session, argv)
     else:
         {"fork": _fork, "diff": _diff}[head](magics.session, argv)
 
@@ -69,6 +105,7 @@ def _replay(magics: Any, argv: list[str]) -> None:
     parser.add_argument("turn", type=int)
     parser.add_argument("--drop", nargs="+", default=[])
     parser.add_argument("--move", nargs="+", default=[])
+    parser.add_argument("--add", nargs=2, action="append", default=[], metavar=("N", "TEXT"))
     parser.add_argument("--wait", action="store_true")
     args = parser.parse_args(argv)
     agent = _current(session)
@@ -77,25 +114,46 @@ def _replay(magics: Any, argv: list[str]) -> None:
     except (ValueError, NbagentError) as exc:
         raise UsageError(f"%agent replay: {exc}") from None
     ids = [a.message_id for a in plan]
-    drop = [_one_id(ids, given) for given in args.drop]
-    move = {}
-    for item in args.move:
-        given, sep, step = item.partition("=")
-        if not sep or not step.isdigit():
-            raise UsageError(f"%agent replay --move takes ID=STEP, not {item!r}")
-        move[_one_id(ids, given)] = int(step)
+    pending = [m.id for m in (*agent.inbox.next_turn, *agent.inbox.next_step)]
+    drop = [_one_id([*ids, *pending], given) for given in args.drop]
+    move = {_one_id(ids, given): _seen_by(item, given, sep, step) for item in args.move
+            for given, sep, step in [item.partition("=")]}  # fmt: skip
+    add = [(_added(text), _seen_by(f"{n} {text}", "", "=", n)) for n, text in args.add]
     view = _live_view(magics, agent, args.wait)
-    future = session.agent_loop.submit(agent.replay(turn=args.turn, drop=drop, move=move))
+    future = session.agent_loop.submit(agent.replay(turn=args.turn, drop=drop, move=move, add=add))
     if not args.wait:
         if view is None:
             print(f"nbagent: replaying turn {args.turn}; %agent wait blocks until it ends")
         return
-    run, interrupted = session.wait(future, on_interrupt=lambda: agent.cancel("interrupt"))
+    try:
+        run, interrupted = session.wait(future, on_interrupt=lambda: agent.cancel("interrupt"))
+    except ValueError as exc:
+        raise UsageError(f"%agent replay: {exc}") from None
     if view is not None:
         view.refresh()
     if interrupted:
         raise UsageError("the replay was cancelled")
+    by_id = {a.message_id: a for a in plan}
+    for late in run.late:
+        a = by_id.get(late)
+        what = f"{a.label} {a.preview!r} (seen by step {move.get(late, a.step) + 1})" if a else late[:8]
+        print(f"nbagent: {what} came after the replayed turn's last step: it is pending for the next turn")
     print(f"nbagent: replayed turn {args.turn}: {run.outcome}; compare: %agent diff {args.turn} {args.turn}")
+
+
+def _seen_by(item: str, given: str, sep: str, step: str) -> int:
+    """``--move ID=N`` / ``--add N``: N is "seen by step N" (1-based); the replay takes N - 1."""
+    if not sep or not step.isdigit() or int(step) < 1:
+        raise UsageError(
+            f"%agent replay: {item!r} needs a step N >= 1 (the first step that sees it: --move ID=N, --add N TEXT)"
+        )
+    return int(step) - 1
+
+
+def _added(text: str) -> Any:
+    from nbagent.core.messages import UserMessage
+
+    return UserMessage.text(text, {"kind": "note"})
 
 
 def _live_view(magics: Any, agent: Any, waited: bool) -> Any:
@@ -164,3 +222,44 @@ def _diff(session: Any, argv: list[str]) -> None:
         )  # fmt: skip
         return
     display(DiffWidget(diff))
+
+
+def _why(session: Any, argv: list[str]) -> None:
+    from IPython.display import display
+
+    from nbagent.views.attribution import attribution_html, attribution_text, plan_text
+
+    parser = _Parser(prog="why", add_help=False)
+    parser.add_argument("turn", type=int)
+    parser.add_argument("--yes", action="store_true")
+    parser.add_argument("--max-runs", type=int, default=32)
+    args = parser.parse_args(argv)
+    agent = _current(session)
+    try:
+        plan = session.on_agent_loop(lambda: agent.attribution_plan(turn=args.turn))
+    except (ValueError, NbagentError) as exc:
+        raise UsageError(f"%agent why: {exc}") from None
+    print(plan_text(plan))
+    if not plan.items:
+        print(f"nbagent: turn {args.turn} claimed no context besides its prompt: nothing to leave out")
+        return
+    if not plan.estimate.offline and not args.yes and not _agreed(plan):
+        print("nbagent: not run (%agent why N --yes runs without asking)")
+        return
+    future = session.agent_loop.submit(agent.attribute(turn=args.turn, max_runs=args.max_runs))
+    try:
+        result, interrupted = session.wait(future)
+    except (ValueError, NbagentError) as exc:
+        raise UsageError(f"%agent why: {exc}") from None
+    if interrupted:
+        raise UsageError("the attribution was cancelled")
+    display({"text/plain": attribution_text(result), "text/html": attribution_html(result)}, raw=True)
+
+
+def _agreed(plan: Any) -> bool:
+    """Ask before spending on a model that is not offline (a front end without stdin: no)."""
+    question = f"run {plan.runs} replays with {plan.model} (cost {plan.estimate.cost_text})? [y/N] "
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except Exception:  # StdinNotImplementedError: this front end cannot ask
+        return False

@@ -343,7 +343,8 @@ class AgentMagics(Magics):
         transcript · close · approve|deny [ID] · tools [on|off] · approvals [ask|session|read-only] ·
         mcp add NAME -- COMMAND ARGS… | mcp add NAME URL | mcp load PATH | mcp list | mcp remove NAME · run ·
         context (the next request's tokens by source) · context-limit warn|block ·
-        fork --before-turn N|--at SEQ · replay N [--drop ID…] [--move ID=STEP…] [--wait] · diff [S:]TURN [S:]TURN.
+        fork --before-turn N|--at SEQ · replay N [--drop ID…] [--move ID=N…] [--add N TEXT] [--wait] (--help) ·
+        diff [S:]TURN [S:]TURN · why N [--yes] (--help).
         `%%agent` runs one command per line of its body.
 
         After a kernel restart the first magic says which followups were left pending; they do not
@@ -362,15 +363,15 @@ class AgentMagics(Magics):
         self._agent_command(line)
 
     def _agent_command(self, line: str) -> None:
-        if asks_for_help(line, line):
+        head, _, rest = line.strip().partition(" ")
+        if asks_for_help(line, line) and head not in fork_commands.OWN_HELP:
             show_help(self.agent)
             return
         self._settle()
-        head, _, rest = line.strip().partition(" ")
         if head == "mcp":  # its own words (`-- COMMAND ARGS…`) are not %agent options
             mcp_commands.command(self.session, self.mcp, rest)
             return
-        if head in fork_commands.COMMANDS:  # fork, replay, diff (SPEC §11.4)
+        if head in fork_commands.COMMANDS:  # fork, replay, diff, why (SPEC §11.4, §11.5)
             fork_commands.command(self, head, rest)
             return
         args = _parse(self.agent, line)

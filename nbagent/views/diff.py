@@ -168,12 +168,15 @@ def turn_diff(
     for i in range(max(len(a), len(b))):
         sa, sb = (a[i].request if i < len(a) else []), (b[i].request if i < len(b) else [])
         kai, kbi = (ka[i] if i < len(a) else []), (kb[i] if i < len(b) else [])
-        # A step on one side only: its messages added or removed, except those the other side
-        # first holds in another step: moved, on both sides (SPEC §11.3).
-        marks_a = _marks(kai, kbi, first_a, first_b, "removed", alone=i >= len(b))
-        marks_b = _marks(kbi, kai, first_b, first_a, "added", alone=i >= len(a))
         carried_a = _carried(kai, ka[i - 1] if 0 < i <= len(a) else [])
         carried_b = _carried(kbi, kb[i - 1] if 0 < i <= len(b) else [])
+        # A step on one side only: its new messages added or removed, except those the other side
+        # first holds in another step: moved, on both sides (SPEC §11.3). History it carries that
+        # the other side's last request also held stays the same.
+        alone_a = (carried_a, kb[-1] if kb else []) if i >= len(b) else None
+        alone_b = (carried_b, ka[-1] if ka else []) if i >= len(a) else None
+        marks_a = _marks(kai, kbi, first_a, first_b, "removed", alone=alone_a)
+        marks_b = _marks(kbi, kai, first_b, first_a, "added", alone=alone_b)
         ans_a = a[i].answer if i < len(a) else None
         ans_b = b[i].answer if i < len(b) else None
         changed = ans_a != ans_b
@@ -259,13 +262,21 @@ def _marks(
     first_theirs: dict[Key, int],
     unmatched: Mark,
     *,
-    alone: bool,
+    alone: tuple[list[bool], list[Key]] | None,
 ) -> list[Mark]:
-    if alone:  # the other side has no such step
-        return [
-            "moved" if k[0] and k in first_theirs and first_theirs[k] != first_mine.get(k) else unmatched
-            for k in mine
-        ]
+    if alone is not None:  # the other side has no such step: (my carried flags, their last request)
+        carried, their_last = alone
+        left = Counter(their_last)
+        out: list[Mark] = []
+        for k, held in zip(mine, carried):
+            if k[0] and k in first_theirs and first_theirs[k] != first_mine.get(k):
+                out.append("moved")
+            elif held and left[k] > 0:
+                left[k] -= 1
+                out.append("same")
+            else:
+                out.append(unmatched)
+        return out
     their_ids = {k for k in theirs if k[0]}
     their_content = Counter(k for k in theirs if not k[0])
     shared = [k for k in mine if k in their_ids]
@@ -273,7 +284,7 @@ def _marks(
     their_order = [k for k in theirs if k in shared_set]
     matcher = SequenceMatcher(a=shared, b=their_order, autojunk=False)
     in_order = {shared[blk.a + j] for blk in matcher.get_matching_blocks() for j in range(blk.size)}
-    out: list[Mark] = []
+    out = []
     for key in mine:
         if not key[0]:
             out.append("same" if their_content[key] > 0 else unmatched)

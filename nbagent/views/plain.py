@@ -82,7 +82,8 @@ def timeline_text(bundle: Mapping[str, Any], *, last: int = 10) -> str:
     for n in turns[-last:]:
         title = f" «{clip(n['title'], 60)}»" if n["title"] else ""
         outcome = n["outcome"] or n["status_text"]
-        lines.append(f"  Turn {n['turn']}{title} · {outcome} · {n['steps_text']}")
+        replayed = f" · {n['replay_text']}" if n.get("replay_text") else ""
+        lines.append(f"  Turn {n['turn']}{title} · {outcome} · {n['steps_text']}{replayed}")
     if not turns:
         lines.append("  no turns yet")
     return "\n".join(lines)

@@ -34,6 +34,7 @@ from nbagent.core.events import (
     RequestEstimate,
     RequestHeader,
     SessionForked,
+    SessionReplayed,
     Splice,
     StepEnd,
     StepStart,
@@ -50,6 +51,7 @@ from nbagent.views.labels import describe_message, full_text
 from nbagent.views.meter import UsageTally, counter_from_model_name, estimate_fields, warning_text
 from nbagent.views.outcomes import approval_text, turn_outcome
 from nbagent.views.proposals import PROPOSE_CELL, proposal_done, proposal_id, proposal_node, turn_cell
+from nbagent.views.replays import replay_text
 from nbagent.views.text import clip, first_line, plural, summary_line
 
 Patch = list[Any]
@@ -76,6 +78,7 @@ class Timeline:
         self._approvals: dict[str, str] = {}  # approval id -> node id
         self._queued: dict[str, str] = {}  # message id -> queue it was inserted into
         self._via: dict[str, str] = {}  # message id -> tool whose result added it
+        self._replayed: dict[str, Any] | None = None  # a session/replayed waiting for its turn/start
         self._last_result: str | None = None  # tool name, while its result is the latest event
         self._out: list[Patch] = []
         self.usage = UsageTally()
@@ -199,6 +202,9 @@ class Timeline:
                 self._add({"id": f"forked-{ev.seq}", "type": "forked", "parent": None, "seq": ev.seq,
                            "parent_session": ev.parent, "at": ev.at, "turn": ev.turn,
                            "text": f"forked from {ev.parent} {where}"})  # fmt: skip
+            case SessionReplayed():  # written just before the turn it replays: shown on that turn
+                self._replayed = {"id": f"replayed-{ev.seq}", "type": "replayed", "seq": ev.seq,
+                                  "parent_turn": ev.parent_turn, "text": replay_text(ev)}  # fmt: skip
             case ApprovalDecided():
                 node_id = self._approvals.pop(ev.id, None)
                 if node_id in self.nodes:
@@ -218,6 +224,10 @@ class Timeline:
                    "status": "running", "status_text": "running", "title": "", "outcome": "", "why": None,
                    "steps": 0, "steps_text": plural(0, "step"), "start": time, "end": None,
                    "duration_text": ""})  # fmt: skip
+        replayed, self._replayed = self._replayed, None
+        if replayed is not None:
+            self._set(self._turn, replay_text=replayed["text"])
+            self._add({**replayed, "parent": self._turn})
         return self._turn
 
     def _ensure_turn(self, turn: int, seq: int, time: int) -> str:
