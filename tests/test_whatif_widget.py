@@ -138,3 +138,23 @@ async def test_the_tabs_comm_finds_the_kernel_holding_the_session_and_replays_th
     done = await _until(sent, "whatif-done")
     assert done["diff"]["steps"][-1]["changed"] is True
     await agent.close()
+
+
+async def test_which_context_mattered_shows_the_plan_then_ranked_bars(tmp_path) -> None:
+    agent = await open_story(tmp_path / "s.nbagent.sqlite")
+    widget = TimelineWidget(agent)
+    sent = capture(widget)
+    say(widget, {"type": "why-plan", "turn": 1})
+    plan = await _until(sent, "why-plan")
+    assert plan["runs"] == 4 and "Which context mattered in turn 1" in plan["text"]  # 3 items + control
+    say(widget, {"type": "why-run", "turn": 1})
+    done = (await _until(sent, "why-done"))["result"]
+    labels = [i["label"].split(" ")[0] for i in done["items"]]
+    assert labels[0] == "currency"  # without it, dollars: the answer moved most
+    top = done["items"][0]
+    assert top["score"] > 0 and not top["meaningless"] and "answer changed" in top["score_text"]
+    assert all(i["meaningless"] for i in done["items"] if i["score"] == 0)  # at the noise: says nothing
+    say(widget, {"type": "why-plan", "turn": 9})
+    assert "9" in (await _until(sent, "why-error"))["message"]
+    widget.close()
+    await agent.close()

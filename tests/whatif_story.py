@@ -21,11 +21,16 @@ def answer(request: Any) -> str:
 
 
 def story_model(_rest: str = "invoice") -> ScriptedModel:
-    """Step 1 calls the tool; step 2 answers, in euros when the note is in its request."""
-    return ScriptedModel(
-        [Response(tool_calls=[ToolCall("invoice_total", id="c1")]), answer, "Noted.", "Noted."],
-        name="story:invoice",
-    )
+    """Stateless (each answer from what the request holds, so every replay and attribution run of
+    one model object agrees): step 1 calls the tool, step 2 answers, in euros when the note is in
+    its request."""
+
+    def respond(request: Any) -> Any:
+        if not any(m.kind == "tool" for m in request.messages):
+            return Response(tool_calls=[ToolCall("invoice_total", id="c1")])
+        return answer(request)
+
+    return ScriptedModel([respond] * 200, name="story:invoice")
 
 
 def invoice_total() -> str:

@@ -192,7 +192,7 @@ export class WhatIfPane {
     status.textContent = this._trans.__('reading the plan…');
     void ask(kernel, { request: 'why-plan', session: this._session.id, turn }, m => {
       if (m.type === 'why-plan') {
-        status.replaceChildren(el('div', '', m.text));
+        status.replaceChildren(el('pre', 'nba-why-plan', m.text));
         const go = el('button', 'jp-Button jp-mod-accept jp-mod-small', this._trans.__('Run %1 replays', m.runs), {
           action: 'why-run'
         }) as HTMLButtonElement;

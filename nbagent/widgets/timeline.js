@@ -283,7 +283,7 @@ class TimelineView {
 
   paintWhyPlan(msg, place) {
     const box = h("div", "nba-why-box", null, { turn: msg.turn });
-    box.append(h("div", null, msg.text));
+    box.append(h("pre", "nba-why-plan", msg.text));
     const status = h("div", "nba-why-status");
     const go = h("button", "jp-Button jp-mod-accept jp-mod-small", `Run ${msg.runs} replays`, { action: "why-run" });
     go.type = "button";

@@ -20,8 +20,10 @@ from nbagent.agent import Agent, LiveNotice
 from nbagent.core.events import Event
 from nbagent.forks.editor_plan import editor_plan
 from nbagent.views import Coalescer, Timeline
+from nbagent.views.attribution import Attribution, plan_text
 from nbagent.views.diff import diff_json, turn_diff
 from nbagent.views.markdown_tree import AnswerTrees
+from nbagent.views.text import clip
 
 log = logging.getLogger("nbagent.widgets")
 Send = Callable[[dict[str, Any]], None]
@@ -196,47 +198,33 @@ def handle(
 # -- "Which context mattered?" (SPEC §11.5): the plan's estimate first, the runs on request ----------
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-
 def why_plan_message(agent: Agent, turn: int) -> dict[str, Any]:
-    """The plan in words: its items, how many replays, and what they would cost."""
-    plan = agent.attribution_plan(turn)  # type: ignore[attr-defined]
-    items, runs, estimate = _get(plan, "items", ()), _get(plan, "runs", 0), _get(plan, "estimate", {})
-    runs = runs if isinstance(runs, int) else len(runs)
-    cost = _get(estimate, "cost")
-    words = [
-        f"Which context mattered in turn {turn}? {len(items)} item{'s' if len(items) != 1 else ''}: "
-        f"{runs} replays (one without each item, plus a control)",
-        f"≈ {_get(estimate, 'requests', '?')} requests, {_get(estimate, 'input_tokens', '?'):,} input tokens"
-        if isinstance(_get(estimate, "input_tokens"), int)
-        else f"≈ {_get(estimate, 'requests', '?')} requests",
-        f"≈ ${cost:.4f}" if isinstance(cost, int | float) else "cost unknown (no price for this model)",
-    ]
-    return {"type": "why-plan", "turn": turn, "runs": runs, "text": " · ".join(words)}
+    """The plan in words (``plan_text``: its items, the runs, what they would spend)."""
+    plan = agent.attribution_plan(turn)
+    return {"type": "why-plan", "turn": turn, "runs": plan.runs, "text": plan_text(plan)}
 
 
-def bars_json(result: Any, turn: int) -> dict[str, Any]:
-    """The attribution as the page's bars: ranked items, scores at or below the noise named."""
-    noise = float(_get(result, "noise", 0.0) or 0.0)
+def bars_json(result: Attribution) -> dict[str, Any]:
+    """The attribution as the page's bars: ranked items; those at or below the noise (the control
+    run's score) are marked as saying nothing."""
     items = []
-    for it in _get(result, "items", ()):
-        score = float(_get(it, "score", 0.0) or 0.0)
+    for it in result.items:
+        changed = "answer changed" if it.answer_changed else "same answer"
         items.append({
-            "label": str(_get(it, "label", "") or _get(it, "message_id", "")),
-            "source": str(_get(it, "source", "")),
-            "badge": str(_get(it, "source", "")),
-            "score": score,
-            "score_text": f"{score:.2f}" + (" · answer changed" if _get(it, "answer_changed") else ""),
-            "meaningless": noise > 0 and score <= noise,
-            "fork": str(_get(it, "fork", "")),
+            "label": f"{it.label or it.source} {clip(it.preview, 40)!r}" if it.preview else it.label or it.source,
+            "source": it.source,
+            "badge": it.source,
+            "score": it.score,
+            "score_text": f"{it.score:.3f} · {changed} · fork {it.fork[:8]}",
+            "meaningless": not result.meaningful(it),
+            "fork": it.fork,
         })  # fmt: skip
     return {
-        "turn": turn,
-        "summary": f"Turn {turn}: how much the answer changed without each item (1 = all of it)",
-        "noise_text": f"noise (the control replay): {noise:.2f}"
-        + (": scores at or below it say nothing" if noise > 0 else ": none, the model is deterministic"),
+        "turn": result.turn,
+        "summary": f"Which context mattered in turn {result.turn}: how much the answer changed without "
+        "each item (1 = all of it)",
+        "noise_text": f"noise (the control run, nothing left out): {result.noise:.3f}; scores at or below it say "
+        "nothing",
         "items": items,
     }
 
@@ -249,9 +237,6 @@ def handle_why(agent: Agent, content: dict[str, Any], send: Send) -> bool:
     if isinstance(turn, bool) or not isinstance(turn, int):
         send({"type": "why-error", "turn": turn, "message": f"not a turn number: {turn!r}"})
         return True
-    if not hasattr(agent, "attribution_plan"):
-        send({"type": "why-error", "turn": turn, "message": "this nbagent has no attribution (SPEC §11.5)"})
-        return True
     if kind == "why-plan":
         try:
             send(why_plan_message(agent, turn))
@@ -261,8 +246,8 @@ def handle_why(agent: Agent, content: dict[str, Any], send: Send) -> bool:
 
     async def run() -> None:
         try:
-            result = await agent.attribute(turn)  # type: ignore[attr-defined]
-            send({"type": "why-done", "turn": turn, "result": bars_json(result, turn)})
+            result = await agent.attribute(turn)
+            send({"type": "why-done", "turn": turn, "result": bars_json(result)})
         except Exception as exc:  # said in the page; the parent is never written
             log.warning("nbagent attribution failed: %s", exc)
             send({"type": "why-error", "turn": turn, "message": f"could not attribute turn {turn}: {exc}"})

@@ -13,6 +13,7 @@ import pytest
 from conftest import Lab, shot
 from notebook_page import open_notebook, output_text, run_cell
 from page_errors import PageErrors
+from test_lab_sessions_panel import show_panel
 
 pytestmark = pytest.mark.browser
 
@@ -79,6 +80,26 @@ def _edit_and_replay(page: Any, where: str) -> None:
     assert float(replay.get_attribute("data-first-row-ms")) > 0
     diff.scroll_into_view_if_needed()
     shot(page, f"whatif-{where}-02-replayed", editor)
+    # Which context mattered? The plan and its estimate first, then the runs, then ranked bars.
+    timeline.locator('.nba-turn-tools [data-action="why"]').first.click()
+    _why(page, timeline, where, "widget")
+
+
+def _why(page: Any, host: Any, where: str, what: str) -> None:
+    plan = host.locator(".nba-why-box .nba-why-plan")
+    plan.wait_for()
+    assert "Which context mattered in turn 1" in plan.text_content() and "estimate:" in plan.text_content()
+    host.locator('[data-action="why-run"]').click()
+    bars = host.locator(".nba-why-bars")
+    bars.wait_for()
+    items = bars.locator(".nba-why-item")
+    assert items.first.locator(".nba-label").text_content().startswith("currency note")
+    assert items.first.get_attribute("data-meaningless") == "false"
+    flags = items.evaluate_all("rs => rs.map(r => r.dataset.meaningless)")
+    assert flags.count("true") == len(flags) - 1  # the others do not move the answer: at the noise
+    assert "at or below the noise" in bars.text_content()
+    bars.scroll_into_view_if_needed()
+    shot(page, f"why-{what}-{where}", host.locator(".nba-why-box").first)
 
 
 @pytest.mark.parametrize("where", ["lab", "notebook7"])
@@ -111,10 +132,12 @@ def toolbar_button(page: Any, tab: Any, name: str) -> Any:
     """A tab's toolbar button; in a narrow area (Notebook 7's right side) JupyterLab's toolbar puts
     the last ones behind its "…" opener, as for any panel."""
     button = tab.get_by_role("button", name=name)
-    if not button.is_visible():
+    if button.is_visible():
+        return button
+    popup = page.locator(".jp-Toolbar-responsive-popup")
+    if not popup.get_by_role("button", name=name).is_visible():
         tab.locator(".jp-Toolbar-responsive-opener").click()
-        button = page.locator(".jp-Toolbar-responsive-popup").get_by_role("button", name=name)
-    return button
+    return popup.get_by_role("button", name=name)
 
 
 @pytest.mark.parametrize("where", ["lab", "notebook7"])
@@ -154,6 +177,23 @@ def test_the_session_tab_replays_in_the_kernel_holding_the_session(lab: Lab, pag
     answers = diff.locator(".nba-diff-answer .nba-line").all_text_contents()
     assert "The total is 120 USD (I assumed dollars)." in answers
     shot(page, f"whatif-tab-{where}-02-replayed", pane)
+    toolbar_button(page, tab, "Which context mattered?").click()
+    _why(page, tab.locator('.jp-nbagent-whatif[data-mode="why"]'), where, "tab")
+    # The panel nests the attribution runs under the session, in one collapsed item.
+    show_panel(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('nbagent:refresh-sessions')")
+    row = page.locator(f'#nbagent-sessions [role="treeitem"][data-session="{sid}"]')
+    runs = row.locator(':scope > [role="group"] > .jp-nbagent-runs')
+    runs.wait_for()
+    assert runs.get_attribute("aria-expanded") == "false"
+    assert runs.locator(".jp-nbagent-row-label").first.inner_text().endswith("4 runs")
+    assert runs.locator('[role="treeitem"]').count() == 4 and runs.locator('[role="group"]').is_hidden()
+    runs.focus()
+    page.keyboard.press("ArrowRight")
+    assert (
+        runs.get_attribute("aria-expanded") == "true" and runs.locator('[role="treeitem"]').first.is_visible()
+    )
+    shot(page, f"panel-attribution-runs-{where}", page.locator("#nbagent-sessions"))
     # The fork is listed under the session, named by its replay; no kernel holds it: its tab's
     # editor offers the magic lines instead of Replay.
     url = f"{lab.url}/nbagent/api/sessions?file={name}.nbagent.sqlite&token={lab.token}"
