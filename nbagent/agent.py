@@ -67,7 +67,8 @@ class Agent(AgentCore):
                            system=self.system)  # fmt: skip
 
     def replay_plan(self, turn: int) -> tuple[Arrival, ...]:
-        """The parent's arrivals during its turn ``turn`` (SPEC §11.2), for a fork made before it."""
+        """The parent's arrivals during its turn ``turn`` (SPEC §11.2), for a fork made before it:
+        each with its action, step (delivered while it runs), ``seen_by``, label, source and preview."""
         from nbagent.forks.replay import replay_plan
 
         return replay_plan(self, turn)
@@ -81,7 +82,14 @@ class Agent(AgentCore):
         add: Iterable[tuple[UserMessage | str, int]] = (),
         model: Model | str | None = None,
     ) -> Run:
-        """Re-enact the parent's turn ``turn`` here with its arrivals (edited); SPEC §11.2."""
+        """Re-enact the parent's turn ``turn`` here with its arrivals edited (SPEC §11.2).
+
+        ``drop``: ids not to re-deliver (an id pending here before the turn is removed in the
+        replay's first commit); ``move``: ``{id: k}``, delivered while step k runs (seen by step
+        k + 1; 0 = before the turn); ``add``: ``[(message, k)]``. An unknown id or a step below 0
+        raises ``ValueError`` before anything is written. The edit is recorded as
+        ``session/replayed``; arrivals due at a step the turn never reached stay pending and are
+        listed in ``run.late``."""
         from nbagent.forks.replay import replay
 
         return await self._on_own_loop(replay(self, turn, drop, move, add, model))

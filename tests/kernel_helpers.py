@@ -203,8 +203,12 @@ class Kernel:
         version = "import ipykernel; print(ipykernel.__version__)"
         self.version = self.run(version, store_history=False).strip()  # leaves In [1] to the test
 
-    def run(self, code: str, timeout: float = 30, *, store_history: bool = True) -> str:
-        """Execute ``code``; return its stream, display and error text (display updates included)."""
+    def run(
+        self, code: str, timeout: float = 30, *, store_history: bool = True, answers: list[str] | None = None
+    ) -> str:
+        """Execute ``code``; return its stream, display and error text (display updates included).
+        ``answers`` are typed, in order, to the kernel's ``input()`` prompts (which are collected
+        into the text)."""
         parts: list[str] = []
 
         def hook(msg: dict[str, Any]) -> None:
@@ -216,7 +220,16 @@ class Kernel:
             elif kind == "error":
                 parts.append(f"{content['ename']}: {content['evalue']}\n")
 
-        self.kc.execute_interactive(code, store_history=store_history, timeout=timeout, output_hook=hook)
+        def stdin_hook(msg: dict[str, Any]) -> None:
+            parts.append(msg["content"]["prompt"] + "\n")
+            if not answers:
+                raise AssertionError(f"the kernel asked {msg['content']['prompt']!r} and no answer was given")
+            self.kc.input(answers.pop(0))
+
+        stdin = {} if answers is None else {"allow_stdin": True, "stdin_hook": stdin_hook}
+        self.kc.execute_interactive(
+            code, store_history=store_history, timeout=timeout, output_hook=hook, **stdin
+        )
         return "".join(parts)
 
     def send(self, code: str) -> str:

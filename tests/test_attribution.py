@@ -13,7 +13,7 @@ import nbagent
 from nbagent.forks.attribution import answer_of, score
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.store.reading import list_sessions
-from nbagent.views.attribution import attribution_html, attribution_text
+from nbagent.views.attribution import attribution_html, attribution_text, plan_text
 
 NOTE = "prices are in EUR"
 
@@ -166,3 +166,31 @@ def test_scores_read_text_and_tool_calls_and_views_escape_labels() -> None:
     html = attribution_html(Attribution("s" * 32, 2, (item, noisy), 0.2, "c" * 32))
     assert "<b>df</b>" not in html and "&lt;b&gt;df&lt;/b&gt;" in html
     assert "width:50.0%" in html and "at or below the noise, says nothing: note (0.100)" in html
+
+
+async def test_a_priced_model_is_estimated_with_its_cost(tmp_path: Path) -> None:
+    agent = nbagent.open_session(tmp_path / "s.nbagent.sqlite")
+    agent.inject(nbagent.UserMessage.text("exchange rates table", {"kind": "dataframe"}))
+    await agent.run("What is the invoice total?")
+    try:
+        plan = agent.attribution_plan(turn=1, model="openai:gpt-4.1")
+        assert plan.model == "openai:gpt-4.1" and not plan.estimate.offline
+        assert plan.estimate.cost is not None and plan.estimate.cost > 0  # genai-prices knows it
+        assert plan.estimate.cost_text.startswith("$")
+        assert "cost $" in plan_text(plan)
+    finally:
+        await agent.close()
+
+
+def test_the_paintings_keep_hostile_labels_inert() -> None:
+    from hostile import ITEMS
+    from test_views_escape import HOSTILE_TAGS, Tags
+
+    from nbagent.views.attribution import Attribution, AttributionItem
+
+    items = tuple(
+        AttributionItem(f"m{n}", text, "note", 1, 0.5 if n % 2 else 0.0, True, "f" * 32, text)
+        for n, text in enumerate(ITEMS.values())
+    )
+    html = attribution_html(Attribution("s" * 32, 1, items, 0.1, "c" * 32))
+    assert not [tag for tag, _ in Tags(html).tags if tag in HOSTILE_TAGS]

@@ -64,6 +64,11 @@ async def test_an_added_message_and_a_shorter_turn(tmp_path: Path) -> None:
         md = diff_markdown(d)
         assert "<b>" not in md and "*snapshot*" not in md and "&lt;b&gt;DataFrame" in md
         assert "no such step" in md and "the answer changed" in md
+        from nbagent.views.diff_paint import diff_html
+
+        html = diff_html(d)
+        assert "<b>DataFrame</b>" not in html and "&lt;b&gt;DataFrame&lt;/b&gt; *snapshot*" in html
+        assert "&lt;b&gt;short&lt;/b&gt;" in html and "<b>short</b>" not in html
     finally:
         await child.close()
         await parent.close()

@@ -90,3 +90,30 @@ def test_why_prints_the_plan_and_ranks_the_context_in_a_kernel(tmp_path: Path) -
         assert "1. " in out and "noise: 0.000" in out
         rows = nbagent.list_sessions(tmp_path / "work.nbagent.sqlite")
         assert len([r for r in rows if r.parent]) == 3
+        # A model that is not offline: the plan says what it would cost, and nothing runs unasked
+        # (this front end cannot answer the question).
+        k.run("from nbagent.notebook import current_agent; current_agent().set_model('openai:gpt-4.1')")
+        out = k.run("%agent why 1", answers=["n"])
+        assert "with openai:gpt-4.1" in out and "cost $" in out
+        assert "run 3 replays with openai:gpt-4.1 (cost $" in out and "? [y/N]" in out
+        assert "not run (%agent why N --yes runs without asking)" in out
+        assert len([r for r in nbagent.list_sessions(tmp_path / "work.nbagent.sqlite") if r.parent]) == 3
+        # Context pending before the turn can be dropped from a replay; the live view follows a
+        # message the turn does claim.
+        k.run("current_agent().set_model('echo')")
+        k.run("%agent fork --before-turn 1")
+        rates = k.run("print(current_agent().inbox.next_step[0].id[:8])").strip()
+        out = k.run(f"%agent replay 1 --drop {rates} --wait")
+        assert "turn 1 · done" in out and "replayed turn 1: completed" in out
+
+
+def test_a_replay_not_waited_for_names_its_late_arrivals_in_its_cell(tmp_path: Path) -> None:
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run("%inject the customer is ACME")
+        k.run("%followup --wait What is the total?")
+        k.run("%agent fork --before-turn 1")
+        out = k.run('%%agent\nreplay 1 --add 4 "a late note"\nwait')
+        assert "added note 'a late note' (seen by step 4) came after the replayed turn's last step" in out
+        pending = k.run("from nbagent.notebook import current_agent\nprint(current_agent().inbox.next_step)")
+        assert "a late note" in pending

@@ -35,6 +35,13 @@ def test_a_forks_diff_is_its_last_turn_beside_its_parents(jp_root_dir: Path, get
         "moved: step 3 in a",
     )
     assert d["steps"][2]["sides"][1]["missing"] is True
+    # The page's words for the fold, the answer's words and sameness come ready-made (§11.3).
+    assert d["identical"] is False and d["identical_text"] == ""
+    b2 = d["steps"][1]["sides"][1]
+    assert b2["carried_text"] == "1 message carried from step 1" and b2["carried_count"] == 1
+    assert [r["carried"] for r in b2["rows"]] == [True, False, False, False]  # the prompt; call, result, note
+    assert d["steps"][1]["answer_changed"] is True
+    assert ["-", "USD (I assumed dollars)."] in d["steps"][1]["answer_diff"]
 
 
 def test_no_fork_no_turn_and_bad_input_are_answered_by_name(jp_root_dir: Path, get: Any) -> None:  # noqa: F811 (the fixture)
@@ -42,7 +49,9 @@ def test_no_fork_no_turn_and_bad_input_are_answered_by_name(jp_root_dir: Path, g
     status, body = get(*API, parent, "diff", file="w.nbagent.sqlite")
     assert status == 200 and body["diff"] is None and "is not a fork" in body["why"]
     status, body = get(*API, fork, "diff", file="w.nbagent.sqlite", turn=7)
-    assert status == 404 and f"session {fork[:8]} has no turn 7" in body["message"]
+    assert status == 404 and f"session {fork[:8]} has no turn 7 (its turns: 1)" in body["message"]
+    status, body = get(*API, fork, "diff", file="w.nbagent.sqlite", against_turn=4)
+    assert status == 404 and f"session {parent[:8]} has no turn 4 (its turns: 1)" in body["message"]
     status, body = get(*API, "nope", "diff", file="w.nbagent.sqlite")
     assert status == 404 and "no session nope" in body["message"]
     status, body = get(*API, fork, "diff", file="w.nbagent.sqlite", turn="x")

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import shlex
+import weakref
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -13,6 +14,8 @@ from IPython.core.error import UsageError
 from nbagent.errors import NbagentError
 
 COMMANDS = ("fork", "replay", "diff", "why")
+_UNSAID: weakref.WeakKeyDictionary[Any, list[tuple[Any, dict[str, str]]]] = weakref.WeakKeyDictionary()
+"""Each kernel session's replays started without ``--wait`` that ``%agent wait`` still has to report."""
 OWN_HELP = ("replay", "why")
 """The commands whose ``--help`` is their own (``REPLAY_HELP``, ``WHY_HELP``)."""
 
@@ -31,7 +34,8 @@ arrivals edited, and show it live in this cell. Steps count as every view counts
 
 IDs may be shortened to a unique prefix; agent.replay_plan(turn=TURN) lists the arrivals with their
 labels and "seen by" steps. An arrival whose step the replayed turn never reaches is kept pending for
-the next turn and named in one line. Compare with the parent: %agent diff TURN TURN."""
+the next turn and named in one line (when the replay ends with --wait, else at %agent wait).
+Compare with the parent: %agent diff TURN TURN."""
 
 WHY_HELP = """\
 %agent why TURN [--yes] [--max-runs N]
@@ -119,11 +123,12 @@ def _replay(magics: Any, argv: list[str]) -> None:
     move = {_one_id(ids, given): _seen_by(item, given, sep, step) for item in args.move
             for given, sep, step in [item.partition("=")]}  # fmt: skip
     add = [(_added(text), _seen_by(f"{n} {text}", "", "=", n)) for n, text in args.add]
-    view = _live_view(magics, agent, args.wait)
+    view = _live_view(magics, agent, args.wait, set(drop))
     future = session.agent_loop.submit(agent.replay(turn=args.turn, drop=drop, move=move, add=add))
     if not args.wait:
         if view is None:
             print(f"nbagent: replaying turn {args.turn}; %agent wait blocks until it ends")
+        _tell_when_done(session, future, _names(plan, move, add))
         return
     try:
         run, interrupted = session.wait(future, on_interrupt=lambda: agent.cancel("interrupt"))
@@ -133,12 +138,47 @@ def _replay(magics: Any, argv: list[str]) -> None:
         view.refresh()
     if interrupted:
         raise UsageError("the replay was cancelled")
-    by_id = {a.message_id: a for a in plan}
-    for late in run.late:
-        a = by_id.get(late)
-        what = f"{a.label} {a.preview!r} (seen by step {move.get(late, a.step) + 1})" if a else late[:8]
-        print(f"nbagent: {what} came after the replayed turn's last step: it is pending for the next turn")
+    for line in _late_lines(run, _names(plan, move, add)):
+        print(line)
     print(f"nbagent: replayed turn {args.turn}: {run.outcome}; compare: %agent diff {args.turn} {args.turn}")
+
+
+def _late_lines(run: Any, named: dict[str, str]) -> list[str]:
+    """One line per arrival the replayed turn never reached (SPEC §11.2: never lost silently)."""
+    return [
+        f"nbagent: {named.get(late, late[:8])} came after the replayed turn's last step: it is pending "
+        "for the next turn"
+        for late in run.late
+    ]
+
+
+def _names(plan: Any, move: dict[str, int], add: list[tuple[Any, int]]) -> dict[str, str]:
+    """Each arrival (and added message) as a late line names it: label, preview, its "seen by" step."""
+    out = {
+        a.message_id: f"{a.label} {a.preview!r} (seen by step {move.get(a.message_id, a.step) + 1})"
+        for a in plan
+    }
+    for m, step in add:
+        out[m.id] = f"added note {m.plain_text[:60]!r} (seen by step {step + 1})"
+    return out
+
+
+def _tell_when_done(session: Any, future: Any, named: dict[str, str]) -> None:
+    """A replay not waited for: ``%agent wait`` waits for it too and names its late arrivals (or why
+    it failed), so nothing it left pending goes unsaid."""
+    _UNSAID.setdefault(session, []).append((future, named))
+
+
+def finish_replays(session: Any) -> None:
+    """``%agent wait``: wait for the replays started without ``--wait`` and print what each left."""
+    for future, named in _UNSAID.pop(session, []):
+        try:
+            run, _ = session.wait(future)
+        except Exception as exc:  # the replay ran on without a cell waiting: say why it failed
+            print(f"nbagent: the replay failed: {exc}")
+            continue
+        for line in _late_lines(run, named):
+            print(line)
 
 
 def _seen_by(item: str, given: str, sep: str, step: str) -> int:
@@ -156,12 +196,13 @@ def _added(text: str) -> Any:
     return UserMessage.text(text, {"kind": "note"})
 
 
-def _live_view(magics: Any, agent: Any, waited: bool) -> Any:
+def _live_view(magics: Any, agent: Any, waited: bool, dropped: set[str]) -> Any:
     """The replayed turn shown live in this cell, as ``%followup`` shows its turn: it follows the
-    first message the turn will claim (``None`` when nothing is pending yet)."""
+    first message the turn will claim, never one the replay drops (``None`` when there is none)."""
     from nbagent.notebook.live import DisplaySurface, LiveTurn
 
-    pending = agent.inbox.next_step[:1] or agent.inbox.next_turn[:1]
+    kept = [m for q in (agent.inbox.next_step, agent.inbox.next_turn[:1]) for m in q if m.id not in dropped]
+    pending = kept[:1]
     if not pending:
         return None
     view = LiveTurn(

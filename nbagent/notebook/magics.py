@@ -508,6 +508,7 @@ class AgentMagics(Magics):
             if interrupted:
                 self._refresh_views()
                 raise cancelled_by_interrupt("the running turn was cancelled") from None
+        fork_commands.finish_replays(self.session)  # and what a replay not waited for left pending
         self._refresh_views()
         print(f"nbagent: {agent.status if agent is not None else 'no session open'}")
 

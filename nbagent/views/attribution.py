@@ -175,9 +175,11 @@ def attribution_html(a: Attribution) -> str:
         rows.append('<div class="nba-why-none">no item moved the answer more than the noise</div>')
     if rest:
         names = ", ".join(f"{h(_name(i))} ({i.score:.3f})" for i in rest)
-        rows.append(f'<div class="nba-why-noise">at or below the noise, says nothing: {names}</div>')
+        rows.append(
+            f'<div class="nba-why-noise" style="opacity:.7">at or below the noise, says nothing: {names}</div>'
+        )
     head = (
-        f'<div class="nba-why-head">Which context mattered in turn {a.turn} of {h(a.session_id[:8])} · '
+        f'<div class="nba-why-head" style="font-weight:600;margin-bottom:4px">Which context mattered in turn {a.turn} of {h(a.session_id[:8])} · '
         f"noise {a.noise:.3f} (the control run)</div>"
     )
     return f'<div class="nbagent nba-why">{head}{"".join(rows)}</div>'
