@@ -1,4 +1,5 @@
-"""Painting the diff of two 50-step turns in Chromium (issue 23: goal ≤ 200 ms).
+"""Painting the diff of two 50-step turns in Chromium (issue 23: goal ≤ 200 ms; issue 31: with the
+carried history folded, the first screen ≤ 50 ms).
 
 A real parent turn of 50 steps (49 tool calls, a note arriving during each tool batch, then an
 answer) is forked before it and replayed with every note moved one step earlier; ``nbagent.diff``
@@ -30,6 +31,7 @@ from nbagent.views.diff import diff_json  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 GOAL_MS = 200.0
+FIRST_SCREEN_GOAL_MS = 50.0
 PAINT_JS = """async ([model, repeat, eager]) => {
   const { diffView } = await import(window.PAINTER_URL);
   const times = [];
@@ -42,7 +44,7 @@ PAINT_JS = """async ([model, repeat, eager]) => {
     document.body.append(view);
     view.getBoundingClientRect(); // layout forced: what the user sees is laid out
     times.push(performance.now() - t0);
-    rows = view.querySelectorAll('.nba-diff-msg, .nba-diff-same').length;
+    rows = view.querySelectorAll('.nba-diff-msg, .nba-diff-same, .nba-diff-carried').length;
   }
   return { times, rows, steps: model.steps.length };
 }"""
@@ -118,6 +120,7 @@ def main() -> None:
     ]
     for key, what in (("first", "first screen (4 steps built)"), ("all", "all steps built")):
         times = result[key]["times"]
+        goal = FIRST_SCREEN_GOAL_MS if key == "first" else GOAL_MS
         median = statistics.median(times)
         rows += [
             (f"{what}: rows", f"{result[key]['rows']}", "", ""),
@@ -125,8 +128,8 @@ def main() -> None:
             (
                 f"{what}: paint, median (ms)",
                 f"{median:.1f}",
-                f"≤ {GOAL_MS:.0f}",
-                "yes" if median <= GOAL_MS else "NO",
+                f"≤ {goal:.0f}",
+                "yes" if median <= goal else "NO",
             ),
         ]
     width = max(len(r[0]) for r in rows)

@@ -20,6 +20,10 @@ export interface ISession {
   created_at: number;
   model: string | null;
   notebook: string | null;
+  /** A fork's purpose (`"attribution"` for an ablation run of "Which context mattered?"). */
+  purpose?: string | null;
+  /** A fork's last replay in words ("replay of turn 2: note seen by step 1, steer dropped"). */
+  replay_text?: string | null;
 }
 
 /** A session file nbagent could not read: its path and why. */

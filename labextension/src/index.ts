@@ -23,6 +23,7 @@ import { download, fetchTranscript, ISession } from './api';
 import { diffFactory } from './diffrenderer';
 import { markdownFill } from './markdown';
 import { SessionsPanel } from './panel';
+import { setNotebookTracker } from './whatif';
 import { liveDocumentPlugin } from './livedoc';
 import { proposalHost, proposalPlugin } from './proposal';
 import { RANK, timelineFactory } from './renderer';
@@ -69,6 +70,7 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
     };
     notebooks?.forEach(adopt);
     notebooks?.widgetAdded.connect((_, panel) => adopt(panel));
+    setNotebookTracker(notebooks); // where a session tab looks for a kernel holding its session
   }
 };
 
@@ -125,7 +127,10 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
           return same;
         }
         const tab = sessionTab(session, markdown, open, trans);
-        const taken = new Set(Array.from(shell.widgets('main'), w => w.id));
+        // Notebook 7's pages hold one main widget (the notebook, the file browser): a session opens
+        // in the page's right area there, beside the notebook; JupyterLab opens it as a main tab.
+        const area = labShell ? 'main' : 'right';
+        const taken = new Set(Array.from(shell.widgets(area), w => w.id));
         for (let n = 2; taken.has(tab.id); n++) {
           tab.id = `nbagent-session-${session.id}-${n}`;
         }
@@ -135,7 +140,7 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
           void tracker.save(tab); // a restored tab comes back with its new label
         };
         void tracker.add(tab);
-        shell.add(tab, 'main');
+        shell.add(tab, area, { rank: 1000 });
         shell.activateById(tab.id);
         return tab;
       }

@@ -105,6 +105,16 @@ export class SessionsPanel extends Widget {
     const refresh = button('jp-nbagent-refresh', refreshIcon, '', trans.__('Refresh the list of sessions'), () => void this.refresh());
     this._folderLine = el('div', 'jp-nbagent-panel-folder');
     this._list = el('ul', 'jp-nbagent-list');
+    // A tree (WAI-ARIA): one Tab stop (the current row), arrows move and open/close, Enter opens.
+    this._list.setAttribute('role', 'tree');
+    this._list.setAttribute('aria-label', trans.__('Agent sessions'));
+    this._list.addEventListener('keydown', e => this._onKey(e));
+    this._list.addEventListener('focusin', e => {
+      const item = (e.target as HTMLElement).closest<HTMLElement>('[role="treeitem"]');
+      if (item && this._list.contains(item)) {
+        this._setCurrent(item);
+      }
+    });
     this._message = el('div', 'jp-nbagent-panel-message');
     this.node.append(head, this._folderLine, this._message, this._list);
     head.append(refresh);
@@ -199,10 +209,11 @@ export class SessionsPanel extends Widget {
 
   private _paint(rows: Listing): void {
     this._folderLine.textContent = `/${this._folder}`;
-    const items = nestForks(rows).map(r => ('error' in r ? this._unreadable(r) : this._tree(r)));
+    const items = nestForks(rows).map(r => ('error' in r ? this._unreadable(r) : this._tree(r, 1)));
     const focus = this._focused();
     this._list.replaceChildren(...items);
     this._refocus(focus);
+    this._roving();
     this._message.textContent = rows.length
       ? ''
       : this._trans.__(
@@ -216,7 +227,7 @@ export class SessionsPanel extends Widget {
   /** The focused row (file and session) and the class of its focused button, if any. */
   private _focused(): { file: string; session: string; button: string } | null {
     const active = document.activeElement as HTMLElement | null;
-    const li = active?.closest<HTMLElement>('.jp-nbagent-row');
+    const li = active?.closest<HTMLElement>('[role="treeitem"]');
     if (!active || !li || !this._list.contains(li)) {
       return null;
     }
@@ -229,31 +240,166 @@ export class SessionsPanel extends Widget {
     if (!focus) {
       return;
     }
-    const li = Array.from(this._list.querySelectorAll<HTMLElement>('.jp-nbagent-row')).find(
+    const li = Array.from(this._list.querySelectorAll<HTMLElement>('[role="treeitem"]')).find(
       r => r.dataset.file === focus.file && (r.dataset.session ?? '') === focus.session
     );
+    if (li) {
+      this._current = this._key(li);
+    }
     const target = focus.button ? li?.querySelector<HTMLElement>(`.${focus.button}`) : li;
     target?.focus();
   }
 
-  /** A session's row with its forks' rows nested under it (a list in the row). */
-  private _tree(node: ISessionNode): HTMLElement {
-    const li = this._row(node.session);
-    if (node.forks.length) {
-      const forks = el('ul', 'jp-nbagent-forks');
-      forks.setAttribute('aria-label', shown(this._trans.__('forks of %1', node.session.label)));
-      forks.append(...node.forks.map(f => this._tree(f)));
-      li.append(forks);
+  /**
+   * A session's row with its forks nested under it (a group in the row): ordinary forks shown,
+   * attribution runs (SPEC §11.5) in one collapsed "Which context mattered" item of their own.
+   */
+  private _tree(node: ISessionNode, level: number): HTMLElement {
+    const li = this._row(node.session, level);
+    const plain = node.forks.filter(f => f.session.purpose !== 'attribution');
+    const runs = node.forks.filter(f => f.session.purpose === 'attribution');
+    const kids: HTMLElement[] = plain.map(f => this._tree(f, level + 1));
+    if (runs.length) {
+      const trans = this._trans;
+      const holder = el('li', 'jp-nbagent-row jp-nbagent-runs', undefined, {
+        file: node.session.file,
+        session: `${node.session.id}/attribution`
+      });
+      holder.setAttribute('role', 'treeitem');
+      holder.setAttribute('aria-level', String(level + 1));
+      holder.append(
+        el('div', 'jp-nbagent-row-label', trans._n('Which context mattered: %1 run', 'Which context mattered: %1 runs', runs.length))
+      );
+      this._group(holder, runs.map(f => this._tree(f, level + 2)), false);
+      kids.push(holder);
+    }
+    if (kids.length) {
+      this._group(li, kids, true);
     }
     return li;
   }
 
-  private _row(s: ISessionRow): HTMLElement {
-    const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
-    li.tabIndex = 0;
-    li.title = shown(
-      this._trans.__('%1\n%2 · session %3\nDouble-click or Enter to open the timeline', s.label, s.file, s.id)
+  /** Put `kids` in a group under `li`, expanded unless the user closed it (or `open` is false). */
+  private _group(li: HTMLElement, kids: HTMLElement[], open: boolean): void {
+    const group = el('ul', 'jp-nbagent-forks');
+    group.setAttribute('role', 'group');
+    group.append(...kids);
+    li.append(group);
+    const expanded = this._expanded.get(this._key(li)) ?? open;
+    li.setAttribute('aria-expanded', String(expanded));
+    group.hidden = !expanded;
+    li.addEventListener('click', e => {
+      if (e.target === li || (e.target as HTMLElement).parentElement === li) {
+        e.stopPropagation();
+        this._setCurrent(li);
+        if (li.classList.contains('jp-nbagent-runs')) {
+          this._expand(li, li.getAttribute('aria-expanded') !== 'true');
+        }
+      }
+    });
+  }
+
+  private _key(li: HTMLElement): string {
+    return `${li.dataset.file ?? ''}\n${li.dataset.session ?? ''}`;
+  }
+
+  private _expand(li: HTMLElement, open: boolean): void {
+    const group = li.querySelector<HTMLElement>(':scope > [role="group"]');
+    if (!group) {
+      return;
+    }
+    li.setAttribute('aria-expanded', String(open));
+    group.hidden = !open;
+    this._expanded.set(this._key(li), open);
+  }
+
+  /** The rows a person can reach now (inside no closed group), in order. */
+  private _visible(): HTMLElement[] {
+    return Array.from(this._list.querySelectorAll<HTMLElement>('[role="treeitem"]')).filter(
+      li => !li.parentElement?.closest('[role="group"][hidden]')
     );
+  }
+
+  /** One Tab stop: the current row (the first when none is, or it went away). */
+  private _roving(): void {
+    const items = this._visible();
+    const current = items.find(li => this._key(li) === this._current) ?? items[0];
+    for (const li of this._list.querySelectorAll<HTMLElement>('[role="treeitem"]')) {
+      li.tabIndex = li === current ? 0 : -1;
+    }
+    if (current) {
+      this._current = this._key(current);
+    }
+  }
+
+  private _setCurrent(li: HTMLElement): void {
+    this._current = this._key(li);
+    this._roving();
+  }
+
+  private _onKey(e: KeyboardEvent): void {
+    const li = (e.target as HTMLElement).closest<HTMLElement>('[role="treeitem"]');
+    if (!li || e.target !== li || e.altKey || e.ctrlKey || e.metaKey) {
+      return;
+    }
+    const items = this._visible();
+    const at = items.indexOf(li);
+    const expanded = li.getAttribute('aria-expanded');
+    let next: HTMLElement | undefined;
+    switch (e.key) {
+      case 'ArrowDown':
+        next = items[at + 1];
+        break;
+      case 'ArrowUp':
+        next = items[at - 1];
+        break;
+      case 'Home':
+        next = items[0];
+        break;
+      case 'End':
+        next = items[items.length - 1];
+        break;
+      case 'ArrowRight':
+        if (expanded === 'false') {
+          this._expand(li, true);
+        } else if (expanded === 'true') {
+          next = li.querySelector<HTMLElement>(':scope > [role="group"] > [role="treeitem"]') ?? undefined;
+        }
+        break;
+      case 'ArrowLeft':
+        if (expanded === 'true') {
+          this._expand(li, false);
+        } else {
+          next = li.parentElement?.closest<HTMLElement>('[role="treeitem"]') ?? undefined;
+        }
+        break;
+      case 'Enter':
+        if (li.classList.contains('jp-nbagent-runs')) {
+          this._expand(li, expanded !== 'true');
+        }
+        return; // a session row's own handler opens it
+      default:
+        return;
+    }
+    e.preventDefault();
+    if (next) {
+      this._setCurrent(next);
+      next.focus();
+    }
+  }
+
+  private _row(s: ISessionRow, level: number): HTMLElement {
+    const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
+    li.tabIndex = -1;
+    li.setAttribute('role', 'treeitem');
+    li.setAttribute('aria-level', String(level));
+    li.setAttribute('aria-label', shown(`${s.label} · ${this._trans._n('%1 turn', '%1 turns', s.turns)}`));
+    li.title = shown(this._trans.__(
+      '%1\n%2 · session %3\nDouble-click or Enter to open the timeline · ↑↓ move · →← open or close its forks',
+      s.label,
+      s.file,
+      s.id
+    ));
     const label = el('div', 'jp-nbagent-row-label', s.label);
     const facts = [
       ...(s.parent ? [this._trans.__('fork')] : []),
@@ -280,6 +426,10 @@ export class SessionsPanel extends Widget {
       trans.__('Export the transcript as Markdown'),
       () => void this._export(s)
     );
+    // The row is the tree's stop; its buttons are for the pointer (Enter opens the tab, whose
+    // toolbar exports), so they are not Tab stops of their own.
+    open.tabIndex = -1;
+    exportButton.tabIndex = -1;
     actions.append(open, exportButton);
     li.append(label, meta, file, actions);
     li.addEventListener('dblclick', e => {
@@ -297,6 +447,9 @@ export class SessionsPanel extends Widget {
 
   private _unreadable(r: IUnreadable): HTMLElement {
     const li = el('li', 'jp-nbagent-row jp-nbagent-unreadable', undefined, { file: r.file });
+    li.setAttribute('role', 'treeitem');
+    li.setAttribute('aria-level', '1');
+    li.tabIndex = -1;
     li.append(el('div', 'jp-nbagent-row-label', `⚠ ${r.file.split('/').pop()}`), el('div', 'jp-nbagent-row-meta', r.error));
     return li;
   }
@@ -311,6 +464,9 @@ export class SessionsPanel extends Widget {
   }
 
   private _open: (session: ISession) => void;
+  /** The row that is the tree's Tab stop, and which rows' groups the user opened or closed. */
+  private _current = '';
+  private _expanded = new Map<string, boolean>();
   private _trans: TranslationBundle;
   private _folder = '';
   private _signature = '';

@@ -15,7 +15,9 @@ import { caretDownIcon, caretUpIcon, downloadIcon, refreshIcon } from '@jupyterl
 import { Widget } from '@lumino/widgets';
 
 import { download, fetchTranscript, fileSessions, ISession } from './api';
-import { DiffPane } from './diffpane';
+import { DiffPane, IForkChoice } from './diffpane';
+import type { ISessionRow } from './panel';
+import { WhatIfPane } from './whatif';
 import { MarkdownFill } from './markdown';
 import { el, IBundle, INode, shown, TimelineView } from './paint';
 import { TurnJump } from './jump';
@@ -31,6 +33,8 @@ export const NO_PROMPT = '(no prompt yet)';
 /** Turns a tab asks for first (the newest), and per "Show earlier turns". */
 export const WINDOW_TURNS = 20;
 export const PAGE_TURNS = 20;
+/** Every how many refreshes the tab asks the listing whether forks came or went. */
+const LINEAGE_EVERY = 5;
 /** How close to the end (px) still counts as "at the newest turns", so the tab keeps following. */
 const AT_END_PX = 32;
 
@@ -78,8 +82,31 @@ export class SessionTimeline extends Widget {
     super.dispose();
   }
 
+  /**
+   * Called with whether this session is a fork and the forks of it in its file (the listing's
+   * `parent`), when first known and when they change: the toolbar offers "Diff with parent" on a
+   * fork and "Compare with fork…" on a parent.
+   */
+  onLineage: ((isFork: boolean, forks: IForkChoice[]) => void) | null = null;
+
+  private async _lineage(): Promise<void> {
+    const rows = (await fileSessions(this.session.file).catch(() => [])) as ISessionRow[];
+    const me = rows.find(r => 'id' in r && r.id === this.session.id);
+    const forks = rows
+      .filter(r => 'id' in r && r.parent === this.session.id)
+      .map(r => ({ id: r.id, label: r.label }));
+    const key = JSON.stringify([!!me?.parent, forks]);
+    if (key !== this._lineageKey && !this.isDisposed) {
+      this._lineageKey = key;
+      this.onLineage?.(!!me?.parent, forks);
+    }
+  }
+
   /** Fetch now (if the log grew) and paint; resolves once painted. */
   async refresh(): Promise<void> {
+    if (this._refreshes++ % LINEAGE_EVERY === 0) {
+      void this._lineage();
+    }
     try {
       const known = this._view.bundle?.seq;
       const bundle = await fetchWindow(this.session.file, this.session.id, { window: WINDOW_TURNS, known });
@@ -368,6 +395,8 @@ export class SessionTimeline extends Widget {
   })();
   /** The first turn after the jumped-to pages that is not shown (`_windowFrom` when none). */
   private _laterFrom = 0;
+  private _refreshes = 0;
+  private _lineageKey = '';
   private _markdown: MarkdownFill | null;
   private _trans: TranslationBundle;
   private _earlier: HTMLButtonElement;
@@ -454,15 +483,48 @@ export function sessionTab(
       onClick: () => content.scrollToNewest()
     })
   );
-  // A fork's turn beside its parent's (diffpane.ts); a session that is no fork says so there.
+  // A fork's turn beside its parent's ("Diff with parent", forks only), a parent's beside one of
+  // its forks' ("Compare with fork…", when it has forks): diffpane.ts.
   const diff = new DiffPane(session.file, session.id, trans);
+  // "What if…" and "Which context mattered?" on a finished turn, run in a notebook's kernel that
+  // holds the session (whatif.ts).
+  const whatif = new WhatIfPane(session, trans);
   content.node.insertBefore(diff.node, content.node.querySelector(':scope > .nbagent') ?? null);
+  content.node.insertBefore(whatif.node, diff.node);
+  const diffButton = new ToolbarButton({
+    label: trans.__('Diff with parent'),
+    tooltip: trans.__('This fork\u2019s turn beside its parent\u2019s, step by step'),
+    onClick: () => void diff.toggle()
+  });
+  const compareButton = new ToolbarButton({
+    label: trans.__('Compare with fork\u2026'),
+    tooltip: trans.__('A fork\u2019s turn beside this session\u2019s, step by step'),
+    onClick: () => void diff.compare(forks)
+  });
+  let forks: IForkChoice[] = [];
+  diffButton.hide();
+  compareButton.hide();
+  content.onLineage = (isFork, found) => {
+    forks = found;
+    diffButton.setHidden(!isFork);
+    compareButton.setHidden(found.length === 0);
+  };
+  widget.toolbar.addItem('diff', diffButton);
+  widget.toolbar.addItem('compare', compareButton);
   widget.toolbar.addItem(
-    'diff',
+    'whatif',
     new ToolbarButton({
-      label: trans.__('Diff with parent'),
-      tooltip: trans.__('This fork\u2019s turn beside its parent\u2019s, step by step'),
-      onClick: () => void diff.toggle()
+      label: trans.__('What if\u2026'),
+      tooltip: trans.__('Change when the context of a finished turn arrived, and replay it in a fork'),
+      onClick: () => void whatif.open('whatif')
+    })
+  );
+  widget.toolbar.addItem(
+    'why',
+    new ToolbarButton({
+      label: trans.__('Which context mattered?'),
+      tooltip: trans.__('Replay a finished turn once without each piece of its context, and rank them'),
+      onClick: () => void whatif.open('why')
     })
   );
   widget.toolbar.addItem(

@@ -54,6 +54,7 @@ from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.jump import MAX_FIND, MAX_MATCHES, SCAN_BYTES, around, find_turns, later
 from nbagent.labserver.listing import MAX_PAGE_SESSIONS, PAGE_SESSIONS, listing_page
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
+from nbagent.labserver.plans import plan_answer
 from nbagent.labserver.sessions import TimelineCache, event_json, session_files
 from nbagent.labserver.window import earlier
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
@@ -429,6 +430,24 @@ def _bounded_diff(
     return body
 
 
+class PlanHandler(_Base):
+    """``GET …/<id>/plan?file=FILE[&turn=N]``: a finished turn's arrivals for the "What if…" editor
+    (``nbagent.labserver.plans``), read under one fold's budget."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        target = await self._resolve(self.get_argument("file"), "file")
+        turn = self._int("turn", None, 1, MAX_SEQ)
+        body = await self._run(_bounded_plan, target.real, session_id, turn)
+        self.finish(body, set_content_type="application/json")
+
+
+def _bounded_plan(path: Path, session_id: str, turn: int | None) -> bytes:
+    with bounded(Budget(max_events=FOLD_EVENTS, max_bytes=MAX_RESPONSE * 2)):
+        return orjson.dumps(plan_answer(path, session_id, turn))
+
+
 SESSION_ID = r"(?P<session_id>[^/]+)"
 
 
@@ -442,4 +461,5 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (url_path_join(api, SESSION_ID, "timeline"), TimelineHandler),
         (url_path_join(api, SESSION_ID, "transcript"), TranscriptHandler),
         (url_path_join(api, SESSION_ID, "diff"), DiffHandler),
+        (url_path_join(api, SESSION_ID, "plan"), PlanHandler),
     ]

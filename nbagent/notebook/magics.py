@@ -38,6 +38,7 @@ from nbagent.notebook.kernel_session import KernelSession, when
 from nbagent.notebook.kernel_tools import NotebookTools
 from nbagent.notebook.proposals import ProposalActions, offer_next_input
 from nbagent.notebook.runs import how_run
+from nbagent.notebook.whatif_comm import WhatIfComms
 from nbagent.views.text import plural
 
 KEEP_PROPOSING = 64
@@ -119,6 +120,8 @@ class AgentMagics(Magics):
         self._proposing: dict[tuple[str, str], Any] = {}
         """(session id, proposal id) -> the finished turn view that shows that proposal."""
         self.proposals.listen()
+        self.whatif = WhatIfComms(self.session.current)  # the session tab's replays, run here
+        self.whatif.listen()
         self.last_error: LastError | None = None
         self._shown_error: BaseException | None = getattr(sys, "last_value", None)
         """IPython's last shown error (``sys.last_value``) when last looked at: only later ones count."""
@@ -136,6 +139,7 @@ class AgentMagics(Magics):
                 pass
         self.tools.close()
         self.proposals.close()
+        self.whatif.close()
         self.session.dispose()
 
     # -- shell events -----------------------------------------------------------------------------

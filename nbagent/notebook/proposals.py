@@ -154,7 +154,7 @@ class ProposalActions:
 
     def listen(self) -> bool:
         """Register the comm target; ``False`` when this kernel has no comm manager (a plain shell)."""
-        manager = self._manager or _comm_manager()
+        manager = self._manager or comm_manager()
         if manager is None:
             return False
         self._manager = manager
@@ -200,7 +200,8 @@ class ProposalActions:
             pass
 
 
-def _comm_manager() -> Any:
+def comm_manager() -> Any:
+    """This kernel's comm manager, or ``None`` (a plain shell)."""
     try:
         from IPython import get_ipython
 

@@ -32,6 +32,8 @@ from nbagent.views import (
 )
 from nbagent.views.markdown_tree import AnswerTrees
 from nbagent.widgets.modules import widget_module
+from nbagent.widgets.whatif import WhatIf, handle_why
+from nbagent.widgets.whatif import handle as whatif_message
 
 log = logging.getLogger("nbagent.widgets")
 _CSS = Path(__file__).parents[1] / "views" / "nbagent.css"
@@ -134,6 +136,8 @@ class TimelineWidget(_AgentWidget):
         self._timeline.feed(agent.events)
         self._sent = self._timeline.seq
         super().__init__(**kwargs)
+        self._delay = delay
+        self._whatifs: dict[str, WhatIf] = {}
         self.on_msg(self._on_msg)
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
@@ -178,6 +182,11 @@ class TimelineWidget(_AgentWidget):
             self.send({"type": "patch", "from": start, "to": self._sent, "ops": ops, "time": events[-1].time})
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and (
+            whatif_message(self._agent, self._whatifs, content, self.send, self._delay)
+            or handle_why(self._agent, content, self.send)
+        ):
+            return  # the "What if…" editor and "Which context mattered?" (nbagent/widgets/whatif.py)
         if not isinstance(content, dict) or content.get("type") not in ("hello", "resync"):
             return
         self._batch.flush_now()

@@ -24,6 +24,10 @@ HERE = Path(__file__).parent
 PAINTER = HERE / "painter.js"
 MARK = "// nbagent widget module (nbagent/widgets/modules.py)\n"
 """The first line of every module :func:`widget_module` makes (``NBAGENT_MODULE`` in savedstate.ts)."""
+PARTS = (HERE / "whatif_editor.js",)
+"""Shared files painted with the painter's own helpers: each imports them from ``./painter.js`` in one
+line (so webpack and a linter read it as the module it is); a widget module holds them after the
+painter, in its scope, and a widget imports their names from ``./painter.js`` like the painter's."""
 IMPORT = re.compile(r'^import \{([^}]*)\} from "\./painter\.js";\n', re.MULTILINE)
 ANY_IMPORT = re.compile(r"^\s*import\b", re.MULTILINE)
 EXPORT = re.compile(r"^export (?=(?:async )?function |const |let |class )", re.MULTILINE)
@@ -75,9 +79,18 @@ def assemble(widget: str, source: str, painter: str) -> str:
     return IMPORT.sub(lambda _m: header, source, count=1)
 
 
+def painter_text() -> str:
+    """painter.js followed by each of :data:`PARTS` without its painter import line."""
+    parts = [PAINTER.read_text(encoding="utf-8")]
+    for part in PARTS:
+        text = part.read_text(encoding="utf-8")
+        if len(IMPORT.findall(text)) > 1:
+            raise ModuleError(f"{part.name} imports the painter in more than one line")
+        parts.append(IMPORT.sub("", text, count=1))
+    return "\n".join(parts)
+
+
 @cache
 def widget_module(name: str) -> str:
     """The module anywidget sends for the widget file ``name`` (read once per process), marked."""
-    return MARK + assemble(
-        name, (HERE / name).read_text(encoding="utf-8"), PAINTER.read_text(encoding="utf-8")
-    )
+    return MARK + assemble(name, (HERE / name).read_text(encoding="utf-8"), painter_text())

@@ -75,4 +75,6 @@ export function queueBox(
 /** One step of a turn diff (`diff_json` of nbagent/views/diff.py). */
 export function diffStep(step: any, later?: ((box: HTMLElement, fill: () => void) => void) | null): HTMLElement;
 /** A turn diff's view model (`application/vnd.nbagent.diff+json`) painted. */
+/** A changed answer word by word (`[[op, text]]`). */
+export function answerWords(ops: [string, string][]): HTMLElement;
 export function diffView(model: any, options?: { eager?: boolean }): HTMLElement;

@@ -471,16 +471,37 @@ function diffRows(rows) {
   return out;
 }
 
+// A side's carried messages (the history its previous step's request already held) fold into one
+// line ("7 messages carried from step 1 · 2 differ") that opens on a click; the rest are the change.
 function diffSide(side) {
   const box = el("div", "nba-diff-side", null, { side: side.side, missing: side.missing ? "true" : undefined });
   if (side.missing) {
     box.append(el("div", "nba-muted nba-diff-none", `no step here in ${side.side}`));
     return box;
   }
-  box.append(...diffRows(side.rows));
-  const answer = el("div", "nba-diff-answer");
+  const carried = side.rows.filter((m) => m.carried);
+  if (carried.length) {
+    const fold = el("details", "nba-diff-carried", null, { count: carried.length });
+    fold.append(el("summary", "nba-muted", str(side.carried_text) || `${carried.length} messages carried`));
+    fold.addEventListener("toggle", () => {
+      if (fold.open && fold.childElementCount === 1) fold.append(...carried.map(diffRow));
+    });
+    box.append(fold);
+  }
+  box.append(...diffRows(side.rows.filter((m) => !m.carried)));
+  const answer = el("div", "nba-diff-answer" + (side.failed ? " nba-failed" : ""));
   answer.append(badge("assistant", "assistant"), el("span", "nba-line", str(side.answer_text)));
   box.append(answer);
+  return box;
+}
+
+/** A changed answer word by word (`[[op, text]]`, op "=", "+" or "-"): b's words marked against a's. */
+export function answerWords(ops) {
+  const box = el("div", "nba-diff-words");
+  box.setAttribute("aria-label", "the answer, word by word: inserted and deleted words marked");
+  for (const [op, text] of ops || []) {
+    box.append(op === "+" ? el("ins", null, text) : op === "-" ? el("del", null, text) : document.createTextNode(str(text)));
+  }
   return box;
 }
 
@@ -503,12 +524,13 @@ export function diffStep(s, later) {
   head.append(el("b", null, `Step ${s.step}`), pill(s.changed ? "changed" : "same", str(s.changed_text)));
   if (s.marks_text) head.append(el("span", "nba-muted", str(s.marks_text)));
   box.append(head);
+  if (s.answer_diff && s.answer_diff.length) box.append(answerWords(s.answer_diff));
   if (!later) {
     fillStep(box, s);
     return box;
   }
   box.dataset.built = "false";
-  const rows = Math.max(...s.sides.map((side) => side.rows.length + 1));
+  const rows = Math.max(...s.sides.map((side) => side.rows.filter((m) => !m.carried).length + 2));
   box.style.minHeight = `${Math.min(rows, 40) * ROW_PX}px`;
   later(box, () => fillStep(box, s));
   return box;
@@ -549,7 +571,8 @@ export function diffView(d, options) {
         seen.observe(box);
       }
     : null;
-  body.append(...(d.steps || []).map((s, i) => diffStep(s, i < EAGER_STEPS ? null : later)));
+  if (d.identical) body.append(el("div", "nba-diff-identical", str(d.identical_text)));
+  else body.append(...(d.steps || []).map((s, i) => diffStep(s, i < EAGER_STEPS ? null : later)));
   root.append(head, legend, columns, body);
   markPainted(root);
   return root;

@@ -6,7 +6,7 @@
 // widget model: what the user opened and where they scrolled live there, and survive the output
 // being re-published.
 
-import { badge, el as h, leaf, markdownNodes, markPainted, meterLegend, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, shown, stepBox, turnBox } from "./painter.js";
+import { attributionBars, badge, diffView, el as h, leaf, markdownNodes, markPainted, meterLegend, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, shown, stepBox, turnBox, whatIfEditor } from "./painter.js";
 
 const KEEP_OPEN = 3; // the last turns shown opened at first render (older ones start collapsed)
 
@@ -197,8 +197,122 @@ class TimelineView {
     const old = this.els.get(n.id);
     if (!old) return;
     if (n.type === "step") return paintStepHead(old.querySelector(":scope > .nba-step-head"), n);
-    if (n.type === "turn") return repaintTurn(old, this.bodies.get(n.id), n);
+    if (n.type === "turn") {
+      repaintTurn(old, this.bodies.get(n.id), n);
+      if (this.bodies.has(n.id)) this.turnTools(this.bodies.get(n.id), n);
+      return;
+    }
     old.replaceWith(this.build(n));
+  }
+
+  // -- the "What if…" editor and "Which context mattered?" on a finished turn (SPEC §11.4, §11.5) --
+  // Their elements live in `ui` (per model), so a re-rendered output puts the same ones back.
+
+  turnTools(body, n) {
+    if (this.ui.nested || n.status === "running" || !Number.isInteger(n.turn)) return;
+    let tools = this.ui.tools.get(n.id);
+    if (!tools) {
+      tools = h("div", "nba-turn-tools-box", null, { turn: n.turn });
+      const bar = h("div", "nba-turn-tools");
+      const button = (label, action, onClick) => {
+        const b = h("button", "jp-Button jp-mod-minimal jp-mod-small", label, { action });
+        b.type = "button";
+        b.addEventListener("click", onClick);
+        return b;
+      };
+      const place = h("div", "nba-turn-tool-place");
+      bar.append(
+        button("What if…", "whatif", () => this.askPlan(n.turn, place)),
+        button("Which context mattered?", "why", () => this.askWhy(n.turn, place)),
+      );
+      tools.append(bar, place);
+      this.ui.tools.set(n.id, tools);
+      this.ui.places.set(n.turn, place);
+    }
+    if (tools.parentNode !== body) body.insertBefore(tools, body.querySelector(":scope > .nba-why")?.nextSibling || body.firstChild);
+  }
+
+  askPlan(turn, place) {
+    const open = place.querySelector(":scope > .nba-whatif");
+    if (open) return open.querySelector(".nba-whatif-arrival, input")?.focus();
+    place.replaceChildren(h("span", "nba-muted", "reading the turn's arrivals…"));
+    this.send({ type: "whatif-plan", turn });
+  }
+
+  askWhy(turn, place) {
+    place.replaceChildren(h("span", "nba-muted", "reading the turn's context…"));
+    this.send({ type: "why-plan", turn });
+  }
+
+  onEditorMsg(msg) {
+    const place = this.ui.places.get(msg.turn);
+    const run = msg.key !== undefined ? this.ui.runs.get(msg.key) : null;
+    if (msg.type === "whatif-plan" && place) {
+      const editor = whatIfEditor(msg.plan, {
+        replay: (edits, area) => this.startReplay(edits, area, editor),
+        close: () => place.replaceChildren(),
+      });
+      place.replaceChildren(editor.root);
+      editor.root.querySelector(".nba-whatif-arrival, input")?.focus();
+    } else if (msg.type === "whatif-started" && run) {
+      run.editor.say(`replaying turn ${msg.turn} in fork ${String(msg.fork).slice(0, 8)}…`, "replaying");
+      run.view.reset(msg.snapshot);
+      run.view.root.querySelector(".nba-title").textContent = `Replay of turn ${msg.turn} · fork ${String(msg.fork).slice(0, 8)}`;
+    } else if ((msg.type === "whatif-patch" || msg.type === "whatif-reset") && run && run.view.seq !== undefined) {
+      if (msg.type === "whatif-patch") run.view.patch(msg);
+      else run.view.reset(msg.snapshot);
+      if (!run.area.dataset.firstRowMs && run.view.scroll.querySelector(".nba-item, .nba-mark")) {
+        run.area.dataset.firstRowMs = (performance.now() - run.t0).toFixed(1); // what the benchmark reads
+      }
+    } else if (msg.type === "whatif-done" && run) {
+      const late = (msg.late || []).length ? ` · ${msg.late.length} arrival(s) never reached, pending after` : "";
+      run.editor.say(`replayed turn ${msg.turn}: ${msg.outcome || "ended"}${late} · the diff is below`, "done");
+      const diff = h("div", "nba-whatif-diff");
+      diff.append(diffView(msg.diff || {}));
+      run.area.append(diff);
+      run.done();
+    } else if (msg.type === "whatif-error") {
+      if (run) {
+        run.editor.say(msg.message, "failed");
+        run.done();
+      } else if (place) place.replaceChildren(h("div", "nba-whatif-error", msg.message));
+    } else if (msg.type === "why-plan" && place) {
+      this.paintWhyPlan(msg, place);
+    } else if (msg.type === "why-done" && place) {
+      const box = place.querySelector(":scope > .nba-why-box") || place;
+      box.querySelector(".nba-why-status")?.replaceChildren();
+      box.append(attributionBars(msg.result));
+    } else if (msg.type === "why-error" && place) {
+      (place.querySelector(".nba-why-status") || place).replaceChildren(h("span", "nba-whatif-error", msg.message));
+    }
+  }
+
+  startReplay(edits, area, editor) {
+    const key = `${edits.turn}-${++this.ui.replays}`;
+    area.replaceChildren();
+    delete area.dataset.firstRowMs;
+    const ui = { open: new Map(), details: new Set(), raw: new Set(), markdown, renders, scrollTop: null, atBottom: true, tools: new Map(), places: new Map(), runs: new Map(), replays: 0, nested: true };
+    const view = new TimelineView(area, ui, (m) => this.send({ type: "whatif-resync", key, seq: m.seq }));
+    view.root.dataset.replay = key;
+    return new Promise((done) => {
+      this.ui.runs.set(key, { area, editor, view, t0: performance.now(), done });
+      this.send({ type: "whatif-replay", key, ...edits });
+    });
+  }
+
+  paintWhyPlan(msg, place) {
+    const box = h("div", "nba-why-box", null, { turn: msg.turn });
+    box.append(h("pre", "nba-why-plan", msg.text));
+    const status = h("div", "nba-why-status");
+    const go = h("button", "jp-Button jp-mod-accept jp-mod-small", `Run ${msg.runs} replays`, { action: "why-run" });
+    go.type = "button";
+    go.addEventListener("click", () => {
+      go.disabled = true;
+      status.replaceChildren(h("span", "nba-muted", `running ${msg.runs} replays…`));
+      this.send({ type: "why-run", turn: msg.turn });
+    });
+    box.append(go, status);
+    place.replaceChildren(box);
   }
 
   // -- building elements (the shared painter: the same structure and classes as the static HTML) --
@@ -233,6 +347,7 @@ class TimelineView {
     const body = h("div", "nba-turn-body");
     this.bodies.set(n.id, body);
     setWhy(body, n);
+    this.turnTools(body, n);
     this.buildChildren(n.id, body);
     e.append(body);
   }
@@ -330,7 +445,8 @@ const markdown = (_source, host, n) => host.replaceChildren(...markdownNodes(n.m
 
 export default () => {
   // Per model: what the user opened and where they scrolled, kept across re-rendered views.
-  const ui = { open: new Map(), details: new Set(), raw: new Set(), markdown, renders, scrollTop: null, atBottom: true, views: 0 };
+  const ui = { open: new Map(), details: new Set(), raw: new Set(), markdown, renders, scrollTop: null, atBottom: true, views: 0,
+    tools: new Map(), places: new Map(), runs: new Map(), replays: 0 };
   return {
     render({ model, el }) {
       const view = new TimelineView(el, ui, (msg) => model.send(msg));
@@ -338,7 +454,8 @@ export default () => {
       view.reset(model.get("snapshot"));
       const onSnapshot = () => view.reset(model.get("snapshot"));
       const onMsg = (msg) => {
-        if (msg.type === "patch") view.patch(msg);
+        if (typeof msg.type === "string" && /^(whatif|why)-/.test(msg.type)) view.onEditorMsg(msg);
+        else if (msg.type === "patch") view.patch(msg);
         else if (msg.type === "reset" && (view.waiting || msg.snapshot.seq !== view.seq)) view.reset(msg.snapshot);
       };
       model.on("change:snapshot", onSnapshot);

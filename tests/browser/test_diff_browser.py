@@ -30,6 +30,7 @@ READ_DIFF_JS = """root => [...root.querySelectorAll('.nba-diff-step')].map(s => 
       m.dataset.mark, m.querySelector('.nba-badge').textContent, m.querySelector('.nba-line').textContent,
       m.querySelector('.nba-diff-where')?.textContent ?? null]),
     folded: [...side.querySelectorAll(':scope > .nba-diff-same')].map(f => Number(f.dataset.count)),
+    carried: [...side.querySelectorAll(':scope > .nba-diff-carried')].map(f => f.querySelector('summary').textContent),
     answer: side.querySelector('.nba-diff-answer .nba-line')?.textContent ?? null,
   })),
 }))"""
@@ -68,17 +69,26 @@ def test_agent_diff_paints_the_moved_note_and_the_changed_answers_side_by_side(l
         "The total is 120 EUR.",
     )
     assert "the answer changed" in two["head"] and "1 moved" in two["head"]
-    # Step 3: only the parent has one (turns of different lengths): the history it carries that the
-    # fork's last request held too stays the same; its new answer is removed, the note moved.
+    # The changed answer, word by word: b's words inserted, a's deleted.
+    words = diff.locator('.nba-diff-step[data-step="2"] .nba-diff-words')
+    assert "EUR" in " ".join(words.locator("ins").all_inner_texts())
+    assert "USD" in " ".join(words.locator("del").all_inner_texts())
+    # Step 3: only the parent has one. Its history (what step 2's request held) folds into one line;
+    # what is new shows: the answer it repeats (removed) and the note (moved: b had it in step 2).
     (a3, b3) = three["sides"]
-    assert b3["missing"] is True and a3["missing"] is False
-    assert [m[0] for m in a3["marked"]] == ["removed", "moved"] and a3["answer"] == "Noted."
+    assert b3["missing"] is True and a3["missing"] is False and a3["answer"] == "Noted."
+    assert a3["marked"] == [
+        ["removed", "assistant", "The total is 120 USD (I assumed dollars).", "removed"],
+        ["moved", "note", "prices are in EUR", "moved: step 2 in b"],
+    ]
+    assert a3["carried"] == ["4 messages carried from step 2"]
+    assert a2["carried"] == b2["carried"] == ["2 messages carried from step 1"]
     assert "1 removed · 1 moved" in three["head"]
-    # Every unmarked row is the same on both sides: a run of them folds into one line that opens.
-    assert a2["folded"] == b2["folded"] == [4]
-    fold = diff.locator('.nba-diff-step[data-step="2"] .nba-diff-side[data-side="b"] .nba-diff-same')
+    # The fold opens on a click, to the carried rows (built then).
+    fold = diff.locator('.nba-diff-step[data-step="3"] .nba-diff-side[data-side="a"] .nba-diff-carried')
     fold.locator("summary").click()
     expect(fold.locator(".nba-diff-msg")).to_have_count(4)  # built when the fold opens: wait for it
+    assert set(fold.locator(".nba-diff-msg").evaluate_all("rs => rs.map(r => r.dataset.mark)")) == {"same"}
     assert errors.uncaught == [] and errors.console == [], errors
 
 
@@ -106,12 +116,31 @@ def test_a_forks_session_tab_shows_the_diff_with_its_parent_and_picks_turns(lab:
     # The pickers name each side's turns; the parent (a) has one turn, as does the fork (b).
     assert pane.locator('select[data-side="a"] option').all_inner_texts() == ["turn 1"]
     assert pane.locator('select[data-side="b"]').input_value() == "1"
-    # The parent is no fork: its tab says so where the diff would be, naming the way to make one.
+    # The pickers are JupyterLab's styled selects; the focus stays on one while the pane repaints.
+    assert pane.locator(".jp-HTMLSelect > select.nba-diff-turn").count() == 2
+    b = pane.locator('select[data-side="b"]')
+    b.focus()
+    page.evaluate("""() => { const p = document.querySelector('.jp-nbagent-diff[data-state="ok"]');
+      p.querySelector('select[data-side="b"]').dispatchEvent(new Event('change')); }""")
+    pane.locator('.nba-diff[data-nba-painted="true"]').wait_for()
+    assert page.evaluate("() => document.activeElement.dataset.side") == "b"
+    # The parent is no fork: no "Diff with parent" there; it offers "Compare with fork…" instead.
     page.evaluate(f"() => window.jupyterapp.shell.activateById('nbagent-session-{parent}')")
-    tabs[parent].get_by_role("button", name="Diff with parent").click()
-    refused = tabs[parent].locator('.jp-nbagent-diff[data-state="none"]')
-    refused.wait_for()
-    assert "is not a fork" in refused.inner_text() and "%agent fork" in refused.inner_text()
+    compare = tabs[parent].get_by_role("button", name="Compare with fork…")
+    compare.wait_for()
+    assert tabs[parent].get_by_role("button", name="Diff with parent").count() == 0
+    compare.click()
+    other = tabs[parent].locator('.jp-nbagent-diff[data-state="ok"]')
+    other.locator('.nba-diff[data-nba-painted="true"]').wait_for()
+    assert other.locator("select.nba-diff-fork option").count() == 1
+    assert other.locator("select.nba-diff-fork").input_value() == fork
+    assert page.evaluate("() => document.activeElement.classList.contains('nba-diff-fork')")
+    in_view = other.evaluate(
+        "e => { const r = e.getBoundingClientRect(), t = e.closest('.jp-nbagent-tab').getBoundingClientRect();"
+        " return r.top >= t.top - 1 && r.top < t.bottom; }"
+    )
+    assert in_view  # the pane scrolled into view
+    shot(page, "diff-03-compare-with-fork", tabs[parent])
     assert errors.uncaught == [] and errors.console == [], errors
 
 

@@ -1,0 +1,31 @@
+"""The "What if…" editor's view model for the session tab (SPEC §11.4): a finished turn's arrivals
+grouped by the step that saw them (``nbagent.forks.editor_plan``), read from the store.
+
+``GET nbagent/api/sessions/<id>/plan?file=FILE&turn=N`` (default: the last finished turn). The
+replay itself runs in a notebook's kernel (the tab asks one on the ``nbagent.whatif`` comm target);
+the server only reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nbagent.core.events import TURN_END
+from nbagent.errors import SessionNotFoundError
+from nbagent.forks.editor_plan import editor_plan
+from nbagent.store.reading import read_events
+
+
+def plan_answer(path: Path, session_id: str, turn: int | None) -> dict[str, Any]:
+    """``{plan, turns}``: the editor's plan of ``turn`` and the session's finished turns; a turn the
+    session has not finished raises ``SessionNotFoundError`` naming those it has (answered 404)."""
+    events = read_events(path, session_id)
+    finished = sorted({int(e.data["turn"]) for e in events if e.type == TURN_END and "turn" in e.data})
+    if not finished:
+        return {"plan": None, "turns": [], "why": f"session {session_id[:8]} has no finished turn yet"}
+    try:
+        plan = editor_plan(events, turn if turn is not None else finished[-1])
+    except ValueError as exc:
+        raise SessionNotFoundError(str(exc)) from None
+    return {"plan": plan, "turns": finished}
