@@ -232,6 +232,11 @@ def test_a_prompt_is_announced_without_taking_focus_and_a_decision_keeps_focus_i
     live.filter(has_text="Approval needed: run_code in turn 1 wants to run code").wait_for(state="attached")
     assert page.evaluate(ACTIVE_CELL_JS) == 2  # the editor kept focus: the prompt took nothing
     assert "typed while the agent runs" in cell(page, 2).inner_text()
+    # The user leaves the editor (command mode), then answers from the keyboard: JupyterLab would
+    # otherwise give focus back to that editor when the first prompt goes, and a prompt never takes
+    # focus from an editor.
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => !document.activeElement.closest('.cm-editor')")
 
     approve = cell(page, 1).locator('.nba-approval[data-state="pending"] button[data-action="approve"]')
     approve.focus()
