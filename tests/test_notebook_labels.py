@@ -163,8 +163,9 @@ async def test_the_live_turn_view_shows_the_same_labels_as_every_view() -> None:
     assert (
         'class="nbagent nba-live"' in html
         and "#e0e0e0" not in html
-        # no inline styles but each meter part's share and colour (its data)
-        and html.split("</style>")[1].count("style=") == html.count('style="flex-grow:')
+        # no inline styles but each meter part's share and colour and the legend's swatches (their data)
+        and html.split("</style>")[1].count("style=")
+        == html.count('style="flex-grow:') + html.count('<span class="nba-swatch" style="background:')
     )
     data = bundle[TIMELINE_MIME]
     assert data["scope"] == {"turn": 1} and data["headline"] == "followup «what is in df?» · turn 1 · done"
