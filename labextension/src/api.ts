@@ -109,11 +109,17 @@ export async function fileSessions(file: string): Promise<Listing> {
   return listingPages({ file });
 }
 
-/** The timeline bundle of a session, or `null` when `known` (a bundle's seq) is still current. */
-export async function fetchTimeline(file: string, id: string, known?: number): Promise<IBundle | null> {
+/**
+ * The timeline bundle of a session (of its turn `turn` alone, if given), or `null` when `known` (a
+ * bundle's seq) is still current.
+ */
+export async function fetchTimeline(file: string, id: string, known?: number, turn?: number): Promise<IBundle | null> {
   const params: Params = { file };
   if (known !== undefined) {
     params.known = known;
+  }
+  if (turn !== undefined) {
+    params.turn = turn;
   }
   const response = await get(`${encodeURIComponent(id)}/timeline`, params);
   return response.status === 204 ? null : response.json();

@@ -26,6 +26,7 @@ import { SessionsPanel } from './panel';
 import { liveDocumentPlugin } from './livedoc';
 import { proposalHost, proposalPlugin } from './proposal';
 import { RANK, timelineFactory } from './renderer';
+import { watchRestarts } from './restart';
 import { watchSavedState } from './savedstate';
 import { SessionTimeline, sessionTab } from './tab';
 
@@ -66,6 +67,7 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
       registry.addFactory(timelineFactory(registry, markdownFill(registry), trans, proposalHost(panel)), RANK);
       registry.addFactory(diffFactory(), RANK);
       watchSavedState(panel);
+      watchRestarts(panel);
     };
     notebooks?.forEach(adopt);
     notebooks?.widgetAdded.connect((_, panel) => adopt(panel));

@@ -276,7 +276,15 @@ class AgentMagics(Magics):
         assert agent is not None
         self._show_carried(agent)
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
-        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self.forget_view, waited=args.wait)
+        view = LiveTurn(
+            agent,
+            message,
+            verb,
+            DisplaySurface(),
+            on_final=self.forget_view,
+            waited=args.wait,
+            session=self.session.session_ref(agent),
+        )
         view.start()
         self.tools.prompts.reserve(view)
         self.session.views.append(view)
@@ -306,7 +314,14 @@ class AgentMagics(Magics):
         for message in self.session.take_carried(agent):
             since = self.session.carried_from
             print(f"nbagent: runs first, in this cell: followup {quoted(message)} ({since})")
-            view = LiveTurn(agent, message, "followup", DisplaySurface(), on_final=self.forget_view)
+            view = LiveTurn(
+                agent,
+                message,
+                "followup",
+                DisplaySurface(),
+                on_final=self.forget_view,
+                session=self.session.session_ref(agent),
+            )
             view.start()
             self.tools.prompts.reserve(view)
             self.session.views.append(view)
