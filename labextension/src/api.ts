@@ -109,20 +109,32 @@ export async function fileSessions(file: string): Promise<Listing> {
   return listingPages({ file });
 }
 
-/**
- * The timeline bundle of a session (of its turn `turn` alone, if given), or `null` when `known` (a
- * bundle's seq) is still current.
- */
-export async function fetchTimeline(file: string, id: string, known?: number, turn?: number): Promise<IBundle | null> {
+/** The timeline bundle of a session, or `null` when `known` (a bundle's seq) is still current. */
+export async function fetchTimeline(file: string, id: string, known?: number): Promise<IBundle | null> {
   const params: Params = { file };
   if (known !== undefined) {
     params.known = known;
   }
-  if (turn !== undefined) {
-    params.turn = turn;
-  }
   const response = await get(`${encodeURIComponent(id)}/timeline`, params);
   return response.status === 204 ? null : response.json();
+}
+
+/**
+ * Turn `turn` of a session as a live cell's output shows it (its MIME bundle: the timeline bundle,
+ * `text/html` and `text/plain`), headed `headline`.
+ */
+export async function fetchTurnOutput(
+  file: string,
+  id: string,
+  turn: number,
+  headline: string | null
+): Promise<Record<string, unknown>> {
+  const params: Params = { file, turn, output: 'cell' };
+  if (headline !== null) {
+    params.headline = headline;
+  }
+  const response = await get(`${encodeURIComponent(id)}/timeline`, params);
+  return response.json();
 }
 
 /** The transcript of a session: Markdown (`md`) or a standalone HTML page (`html`). */

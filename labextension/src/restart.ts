@@ -8,21 +8,22 @@
  * closes its agent as it exits). Each live bundle names its session (`session: {id, file}`, the file
  * relative to the notebook's folder; docs/timeline-json.md). So when the notebook's kernel restarts or
  * dies, and when the notebook opens, every output whose bundle is still `running` is looked up in the
- * log through the server (`timeline?turn=N`); once the log has closed the turn, the output's data
- * becomes that turn's bundle, in the output model, so the screen and the saved file say the end. An
+ * log through the server (`timeline?turn=N&output=cell`); once the log has closed the turn, the output's data
+ * becomes what the server makes of that turn (the bundle, its HTML and text, as the kernel would
+ * have shown them), in the output model, so the screen and the saved file say the end. An
  * approval prompt of such a turn is replaced too (its output carries the turn's bundle). A turn the
  * log has not closed yet is looked at again after each of RETRY_MS, then left as it is.
  *
- * Text from the log reaches the page only through the timeline renderer (the painter); the
- * replacement's `text/plain` goes through the painter's `shown`.
+ * Text from the log reaches the page only through the timeline renderer (the painter), which ranks
+ * above the replacement's `text/html` (made by the server's one escaping function, for viewers
+ * without this extension).
  */
 
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { IOutputModel } from '@jupyterlab/rendermime';
 
-import { fetchTimeline } from './api';
-import { IBundle } from './paint';
-import { endedData, IRunningTurn, RETRY_MS, runningTurn } from './restartdata';
+import { fetchTurnOutput } from './api';
+import { endedData, endedHeadline, IRunningTurn, RETRY_MS, runningTurn } from './restartdata';
 
 const pause = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms));
 
@@ -44,6 +45,9 @@ function runningOutputs(panel: NotebookPanel): ITarget[] {
     const outputs = (cell as any).outputs as ITarget['outputs'] | undefined;
     for (let i = 0; outputs && i < outputs.length; i++) {
       const output = outputs.get(i);
+      if (!output.trusted) {
+        continue; // an untrusted notebook's saved outputs send no request anywhere
+      }
       const running = runningTurn(output.data as Record<string, unknown>, panel.context.path);
       if (running) {
         targets.push({ outputs, model: output, running });
@@ -80,13 +84,13 @@ export async function settle(targets: ITarget[]): Promise<void> {
         if (look > 0) {
           await pause(RETRY_MS[look - 1]);
         }
-        let logged: IBundle | null;
+        let answer: Record<string, unknown>;
         try {
-          logged = await fetchTimeline(file, id, undefined, turn);
+          answer = await fetchTurnOutput(file, id, turn, endedHeadline(bundle.headline, turn));
         } catch {
           return; // the file is gone or refused: the outputs stay as they are
         }
-        const data = logged && endedData(bundle, logged, turn);
+        const data = endedData(bundle, answer, turn);
         if (data) {
           group.forEach(target => replace(target, data));
           return;

@@ -60,23 +60,25 @@ export function endedHeadline(headline: string | null, turn: number): string | n
 }
 
 /**
- * The output data showing `turn`'s end as the log has it (`logged`, the server's one-turn bundle), or
- * null while the log still has the turn running.
+ * The output data showing `turn`'s end as the log has it (`answer`: the server's live-cell MIME bundle
+ * of the turn, `timeline?turn=N&output=cell`), or null while the log still has the turn running. The
+ * bundle keeps the cell's session; the server's `text/html` is what viewers without this extension
+ * show (in JupyterLab the painter shows the bundle).
  */
-export function endedData(was: ILiveBundle, logged: IBundle, turn: number): Record<string, unknown> | null {
-  const head = logged.nodes?.[0];
-  if (logged.status === 'running' || !head || head.id !== `turn-${turn}` || head.status === 'running') {
+export function endedData(was: ILiveBundle, answer: Record<string, unknown>, turn: number): Record<string, unknown> | null {
+  const logged = answer[TIMELINE_MIME] as IBundle | undefined;
+  const head = logged?.nodes?.[0];
+  if (!logged || logged.status === 'running' || !head || head.id !== `turn-${turn}` || head.status === 'running') {
     return null;
   }
-  const bundle: ILiveBundle = {
-    ...logged,
-    scope: { turn },
-    headline: endedHeadline(was.headline, turn),
-    session: was.session
-  };
+  const bundle: ILiveBundle = { ...logged, scope: { turn }, session: was.session };
   const outcome = String(head.outcome ?? logged.summary ?? '');
-  return {
+  const data: Record<string, unknown> = {
     [TIMELINE_MIME]: bundle as unknown as Record<string, unknown>,
-    'text/plain': shown(`${bundle.headline ?? ''}\n${outcome}`)
+    'text/plain': typeof answer['text/plain'] === 'string' ? answer['text/plain'] : shown(`${bundle.headline ?? ''}\n${outcome}`)
   };
+  if (typeof answer['text/html'] === 'string') {
+    data['text/html'] = answer['text/html'];
+  }
+  return data;
 }

@@ -63,6 +63,10 @@ def test_a_restart_mid_turn_shows_the_turns_true_end_on_screen_and_in_the_saved_
         assert bundle["nodes"][0]["outcome"] == "canceled (closed)"
         assert bundle["headline"].endswith("turn 1 · done")
     assert all("application/vnd.jupyter.widget-view+json" not in o.get("data", {}) for o in outputs)
-    assert "canceled (closed)" in "".join(outputs[-1]["data"]["text/plain"])
+    for output in outputs:  # what viewers without the extension show (GitHub, nbconvert) says it too
+        for mime in ("text/plain", "text/html"):
+            text = "".join(output["data"][mime])
+            assert "canceled (closed)" in text and "turn 1 · done" in text, (mime, text[:300])
+            assert "waiting for your approval" not in text
     ours = [e for e in errors.uncaught + errors.console if "nbagent" in e or "nba-" in e]
     assert ours == [], errors

@@ -25,12 +25,16 @@ function live(status: string, extra: Record<string, unknown> = {}): Record<strin
   };
 }
 
-function logged(status: string, outcome: string | null): IBundle {
+function logged(status: string, outcome: string | null, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { [TIMELINE_MIME]: loggedBundle(status, outcome), ...extra };
+}
+
+function loggedBundle(status: string, outcome: string | null): IBundle {
   return {
     version: 1,
     seq: 9,
     scope: { turn: 2 },
-    headline: null,
+    headline: 'followup «go» · turn 2 · done',
     status: status === 'running' ? 'running' : 'idle',
     status_text: status,
     summary: outcome ?? 'running',
@@ -69,23 +73,34 @@ describe('endedData', () => {
     expect(endedData(was, logged('aborted', 'canceled (closed)'), 3)).toBeNull();
   });
 
-  it("shows the log's end, keeping the session and saying the turn is done", () => {
-    const data = endedData(was, logged('aborted', 'canceled (closed)'), 2)!;
+  it("shows the server's view of the log's end, keeping the cell's session", () => {
+    const answer = logged('aborted', 'canceled (closed)', { 'text/html': '<div>end</div>', 'text/plain': 'the end' });
+    const data = endedData(was, answer, 2)!;
     const bundle = data[TIMELINE_MIME] as any;
     expect(bundle.status).toBe('idle');
     expect(bundle.session).toEqual(session);
     expect(bundle.headline).toBe('followup «go» · turn 2 · done');
-    expect(data['text/plain']).toBe('followup «go» · turn 2 · done\ncanceled (closed)');
+    expect(data['text/html']).toBe('<div>end</div>');
+    expect(data['text/plain']).toBe('the end');
+  });
+
+  it('makes its own text, bidirectional controls shown as visible marks, when the server sent none', () => {
+    const data = endedData(was, logged('aborted', 'canceled \u202e(closed)'), 2)!;
+    expect(String(data['text/plain'])).toMatch(/^followup «go» · turn 2 · done\ncanceled /);
+    expect(String(data['text/plain'])).not.toContain('\u202e');
     expect(Object.keys(data).sort()).toEqual([TIMELINE_MIME, 'text/plain']);
   });
 
-  it('shows bidirectional controls from the log as visible marks in its text', () => {
-    const data = endedData(was, logged('aborted', 'canceled \u202e(closed)'), 2)!;
-    expect(String(data['text/plain'])).not.toContain('\u202e');
+  it('is null for an answer without a bundle', () => {
+    expect(endedData(was, {}, 2)).toBeNull();
   });
 });
 
 describe('endedHeadline', () => {
+  it('says the turn is done, dropping a progress line', () => {
+    expect(endedHeadline('followup «go» · turn 2 · running · tool: 3/10', 2)).toBe('followup «go» · turn 2 · done');
+  });
+
   it('keeps a headline it does not recognise', () => {
     expect(endedHeadline('something else', 2)).toBe('something else');
     expect(endedHeadline(null, 2)).toBeNull();
