@@ -70,3 +70,18 @@ def test_a_restart_mid_turn_shows_the_turns_true_end_on_screen_and_in_the_saved_
             assert "waiting for your approval" not in text
     ours = [e for e in errors.uncaught + errors.console if "nbagent" in e or "nba-" in e]
     assert ours == [], errors
+
+
+SHUTDOWN_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()"
+
+
+def test_a_kernel_shut_down_mid_turn_leaves_the_cell_saying_the_turns_end(lab: Lab, page: Any) -> None:
+    name = lab.write_notebook("shutdown-mid-turn", [SETUP, "%followup go"])
+    open_notebook(page, lab.lab_url(name, "shutdown-mid-turn"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    cell(page, 1).locator('.nba-approval[data-state="pending"]').wait_for()
+    page.evaluate(SHUTDOWN_JS)  # Kernel › Shut Down Kernel, without its dialog
+    cell(page, 1).locator(".jp-nbagent-output").get_by_text("turn 1 · done").wait_for(timeout=60_000)
+    cell(page, 1).get_by_text("canceled (closed)").first.wait_for()
+    assert cell(page, 1).locator(".nba-approval").count() == 0
