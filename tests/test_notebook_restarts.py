@@ -19,6 +19,7 @@ from nbagent.testing import check_invariants
 pytestmark = pytest.mark.kernel
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+TIMELINE_MIME = "application/vnd.nbagent.timeline+json"
 
 
 def scripted(*responses: str) -> str:
@@ -87,6 +88,12 @@ def test_the_carried_over_followup_runs_in_the_cell_that_wakes_it_with_its_promp
     prompts = [m for m in result.updates(carried) if WIDGET_VIEW in m.content["data"]]
     assert prompts, "the carried-over followup's approval prompt is shown in the cell that woke it"
     assert "x = 41 + 1" in prompts[0].content["data"]["text/plain"]
+    # The prompt carries its turn's bundle, naming the session, so a front end finds the turn after
+    # a restart (issue #32 item 12; tests/browser/test_restart_browser.py).
+    bundle = prompts[0].content["data"][TIMELINE_MIME]
+    assert bundle["scope"] == {"turn": 2} and bundle["status"] == "running"
+    assert bundle["session"]["file"] == db(kernel).name
+    assert read_events(db(kernel), bundle["session"]["id"])  # the session the kernel writes
     status = result.text(2)
     assert "running: turn 2 «second»" in status
     assert "pending: followup «third»" in status

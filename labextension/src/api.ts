@@ -123,6 +123,24 @@ export async function fetchTimeline(file: string, id: string, known?: number): P
   return response.status === 204 ? null : response.json();
 }
 
+/**
+ * Turn `turn` of a session as a live cell's output shows it (its MIME bundle: the timeline bundle,
+ * `text/html` and `text/plain`), headed `headline`.
+ */
+export async function fetchTurnOutput(
+  file: string,
+  id: string,
+  turn: number,
+  headline: string | null
+): Promise<Record<string, unknown>> {
+  const params: Params = { file, turn, output: 'cell' };
+  if (headline !== null) {
+    params.headline = headline;
+  }
+  const response = await get(`${encodeURIComponent(id)}/timeline`, params);
+  return response.json();
+}
+
 /** The transcript of a session: Markdown (`md`) or a standalone HTML page (`html`). */
 export async function fetchTranscript(
   file: string,

@@ -27,6 +27,7 @@ import { setNotebookTracker } from './whatif';
 import { liveDocumentPlugin } from './livedoc';
 import { proposalHost, proposalPlugin } from './proposal';
 import { RANK, timelineFactory } from './renderer';
+import { watchRestarts } from './restart';
 import { watchSavedState } from './savedstate';
 import { SessionTimeline, sessionTab } from './tab';
 
@@ -67,6 +68,7 @@ const rendererPlugin: JupyterFrontEndPlugin<void> = {
       registry.addFactory(timelineFactory(registry, markdownFill(registry), trans, proposalHost(panel)), RANK);
       registry.addFactory(diffFactory(), RANK);
       watchSavedState(panel);
+      watchRestarts(panel);
     };
     notebooks?.forEach(adopt);
     notebooks?.widgetAdded.connect((_, panel) => adopt(panel));

@@ -53,8 +53,11 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._trusted = model.trusted;
-    this._render(model);
     const view = model.data[WIDGET_VIEW_MIME] as { model_id?: string } | undefined;
+    if (!view?.model_id && this._modelId) {
+      this._dropLive(); // the output is a bundle alone now (a turn's end after a restart): paint it
+    }
+    this._render(model);
     if (
       model.trusted &&
       view?.model_id &&
@@ -79,6 +82,18 @@ export class TimelineRenderer extends Panel implements IRenderMime.IRenderer {
       this._view.node.replaceChildren(unsupported(bundle, String(model.data['text/plain'] ?? '')));
     }
     this.node.dataset.view = 'saved';
+  }
+
+  /** Forget the live widget view: the painted timeline shows again. */
+  private _dropLive(): void {
+    this._observer?.disconnect();
+    this._live?.dispose();
+    this._live = null;
+    this._modelId = '';
+    if (this._painted.isDisposed) {
+      this._painted = new Widget({ node: this._view.node });
+      this.addWidget(this._painted);
+    }
   }
 
   /** Render the widget view of the same output out of sight; show it once it has content. */

@@ -20,6 +20,8 @@
   turn ``T`` whose title holds ``TEXT``: ``{"matches": [{"turn", "title"}], "next", "turns"}``, at
   most ``L`` (default 20, at most 100), the search bounded in rows, bytes and time (``next``: go on
   with ``after=next``).
+- ``GET nbagent/api/sessions/<id>/timeline?file=FILE&turn=N&output=cell&headline=H`` — turn ``N``
+  as a live cell's output shows it: its MIME bundle (:mod:`nbagent.labserver.cell_output`).
 - ``GET nbagent/api/sessions/<id>/transcript?file=FILE&format=md|html`` — the transcript.
 
 Paths are API paths of the contents manager (relative to its root, under its hidden-file rules;
@@ -49,6 +51,7 @@ from tornado import web
 
 from nbagent.core.record import EventParseError
 from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.labserver.cell_output import cell_output
 from nbagent.labserver.diffs import diff_answer
 from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.jump import MAX_FIND, MAX_MATCHES, SCAN_BYTES, around, find_turns, later
@@ -281,7 +284,13 @@ class TimelineHandler(_Base):
             else:
                 body = await self._run(self._window, target.real, session_id, known, window, before)
         else:
-            body = await self._run(self._bundle, target.real, session_id, known, turn, turns)
+            cell = self.get_argument("output", None)
+            if cell not in (None, "cell") or (cell and turn is None):
+                raise web.HTTPError(422, "output=cell needs turn=N, and cell is its only value")
+            headline = self.get_argument("headline", None) if cell else None
+            body = await self._run(
+                self._bundle, target.real, session_id, known, turn, turns, headline, bool(cell)
+            )
         if body is None:
             self.set_status(204)
             self.finish()
@@ -289,7 +298,14 @@ class TimelineHandler(_Base):
         self.finish(body, set_content_type="application/vnd.nbagent.timeline+json")
 
     def _bundle(
-        self, path: Path, session_id: str, known: int | None, turn: int | None, turns: int | None
+        self,
+        path: Path,
+        session_id: str,
+        known: int | None,
+        turn: int | None,
+        turns: int | None,
+        headline: str | None = None,
+        cell: bool = False,
     ) -> bytes | None:
         windows = (turns,) if turns is not None or turn is not None else WINDOWS
         for window in windows:
@@ -299,7 +315,7 @@ class TimelineHandler(_Base):
                 )
             if bundle is None:
                 return None
-            body = orjson.dumps(bundle)
+            body = orjson.dumps(cell_output(bundle, headline) if cell else bundle)
             if len(body) <= MAX_RESPONSE:
                 return body
         raise ReadLimitError(

@@ -86,6 +86,8 @@ class _Slot:
     def _composed(self) -> dict[str, Any]:
         from IPython.core.formatters import format_display_data
 
+        from nbagent.views import TIMELINE_MIME
+
         data = self._data
         if self.records:
             data = with_records(data, self.records)
@@ -94,11 +96,14 @@ class _Slot:
         turn_html = str(self._data.get("text/html", ""))
         self.widget.context_html = turn_html
         prompt, _ = format_display_data(self.widget)
-        return {
+        composed = {
             WIDGET_VIEW: prompt[WIDGET_VIEW],
             "text/plain": f"{data.get('text/plain', '')}\n{prompt['text/plain']}",
             "text/html": f"{data.get('text/html', '')}{prompt['text/html']}",
         }
+        if TIMELINE_MIME in data:  # the turn as it stands: painted until the widget shows, and how a
+            composed[TIMELINE_MIME] = data[TIMELINE_MIME]  # front end finds the turn after a restart
+        return composed
 
 
 def with_records(data: dict[str, Any], records: list[tuple[dict[str, Any], str, str]]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ also takes ``--name`` options from after it.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+
+from IPython.core.error import UsageError
 
 
 def split_options(line: str, valued: Collection[str], trailing: Collection[str] = ()) -> tuple[str, str]:
@@ -107,3 +109,18 @@ def pick_options(line: str, valued: Collection[str]) -> tuple[str, str]:
 def _is_valued(token: str, valued: Collection[str]) -> bool:
     """Whether ``token`` names an option in ``valued``, whole or (as argparse allows) abbreviated."""
     return token in valued or (len(token) > 3 and len([v for v in valued if v.startswith(token)]) == 1)
+
+
+def check_agent_arguments(command: str, value: list[str], keep_inbox: bool, known: Sequence[str]) -> None:
+    """``UsageError`` for an unknown ``%agent`` command, or arguments it does not take."""
+    if command not in known:
+        raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(known)}")
+    wants_value = command in ("resume", "model", "context-limit")
+    if command == "resume" and len(value) > 1:
+        raise UsageError("%agent resume takes at most one argument: a session id (none: the latest)")
+    if wants_value and command != "resume" and len(value) != 1:
+        raise UsageError(f"%agent {command} takes exactly one argument")
+    if not wants_value and value and command not in ("approve", "deny", "tools", "approvals"):
+        raise UsageError(f"%agent {command} takes no argument (got {' '.join(value)!r})")
+    if keep_inbox and command != "cancel":
+        raise UsageError("--keep-inbox goes with `%agent cancel`")

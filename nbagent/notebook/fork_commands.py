@@ -206,7 +206,13 @@ def _live_view(magics: Any, agent: Any, waited: bool, dropped: set[str]) -> Any:
     if not pending:
         return None
     view = LiveTurn(
-        agent, pending[0], "followup", DisplaySurface(), on_final=magics.forget_view, waited=waited
+        agent,
+        pending[0],
+        "followup",
+        DisplaySurface(),
+        on_final=magics.forget_view,
+        waited=waited,
+        session=magics.session.session_ref(agent),
     )
     view.start()
     magics.tools.prompts.reserve(view)

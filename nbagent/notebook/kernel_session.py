@@ -128,6 +128,12 @@ class KernelSession:
     def path(self) -> StoreLocation:
         return session_file(self.user_ns, override=self.db_override, runner=self.runner_path())
 
+    def session_ref(self, agent: Agent) -> dict[str, Any]:
+        """Where ``agent``'s session lives, as a live bundle names it (docs/timeline-json.md): its id
+        and its SQLite file relative to the working directory (the notebook's folder under Jupyter);
+        ``file`` is ``None`` for PostgreSQL or a file no relative path reaches."""
+        return {"id": agent.session_id, "file": relative_file(self.path, Path.cwd())}
+
     @property
     def shown_path(self) -> str:
         """Where the sessions live, as printed: a URL never shows its password."""
@@ -483,6 +489,16 @@ class KernelSession:
             usage_line(agent),
             *pending_lines(agent, still_pending(agent, self.carried), self.carried_from),
         ]
+
+
+def relative_file(location: StoreLocation, cwd: Path) -> str | None:
+    """``location``'s file relative to ``cwd`` with ``/`` separators; ``None`` for PostgreSQL."""
+    if not isinstance(location, SqliteLocation):
+        return None
+    try:
+        return Path(os.path.relpath(location.path, cwd)).as_posix()
+    except ValueError:  # another drive (Windows)
+        return None
 
 
 def file_failure(location: StoreLocation, exc: BaseException) -> str:

@@ -62,11 +62,13 @@ class LiveTurn:
         *,
         on_final: Callable[[LiveTurn], None] | None = None,
         waited: bool = False,
+        session: dict[str, Any] | None = None,
     ) -> None:
         """``on_final`` is called once the final state has been shown from a cell. ``waited``: the
         cell blocks until the run ends and then calls :meth:`refresh`, which shows the end; the loop
         then renders only the progress of a turn that outlasts ``RENDER_INTERVAL`` (a quick turn is
-        shown once, at its end, instead of at its claim, at its end and again by the cell)."""
+        shown once, at its end, instead of at its claim, at its end and again by the cell).
+        ``session``: where the session lives (``KernelSession.session_ref``), put in every bundle."""
         self.agent = agent
         self.waited = waited
         self.message = message
@@ -74,6 +76,7 @@ class LiveTurn:
         self.surface = surface
         self.turn: int | None = None
         self.view = TurnView(verb, message.plain_text, agent.inbox)
+        self.view.session = session
         if verb == "steer" and agent.status == "running":
             self._join_running_turn()
         self._offs: list[Callable[[], None]] = []

@@ -16,7 +16,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from nbagent.notebook import fork_commands, mcp_commands, meter_commands, tool_commands
-from nbagent.notebook.arguments import pick_options, split_options
+from nbagent.notebook.arguments import check_agent_arguments, pick_options, split_options
 from nbagent.notebook.help import (
     RunFailedError,
     asks_for_help,
@@ -87,21 +87,6 @@ def cassette_note(model: object) -> str:
         "rewrite": "starts it afresh and records every answer",
     }[model.mode]
     return f", with the cassette {model.cassette.name} (mode {model.mode}: {does})"
-
-
-def _check_arguments(command: str, value: list[str], keep_inbox: bool) -> None:
-    """``UsageError`` for an unknown ``%agent`` command, or arguments it does not take."""
-    if command not in _COMMANDS:
-        raise UsageError(f"unknown %agent command {command!r}; use one of: {', '.join(_COMMANDS)}")
-    wants_value = command in ("resume", "model", "context-limit")
-    if command == "resume" and len(value) > 1:
-        raise UsageError("%agent resume takes at most one argument: a session id (none: the latest)")
-    if wants_value and command != "resume" and len(value) != 1:
-        raise UsageError(f"%agent {command} takes exactly one argument")
-    if not wants_value and value and command not in ("approve", "deny", "tools", "approvals"):
-        raise UsageError(f"%agent {command} takes no argument (got {' '.join(value)!r})")
-    if keep_inbox and command != "cancel":
-        raise UsageError("--keep-inbox goes with `%agent cancel`")
 
 
 @magics_class
@@ -295,7 +280,15 @@ class AgentMagics(Magics):
         assert agent is not None
         self._show_carried(agent)
         message = UserMessage.text(text, source={"kind": "user", "cell": self._cell()})
-        view = LiveTurn(agent, message, verb, DisplaySurface(), on_final=self.forget_view, waited=args.wait)
+        view = LiveTurn(
+            agent,
+            message,
+            verb,
+            DisplaySurface(),
+            on_final=self.forget_view,
+            waited=args.wait,
+            session=self.session.session_ref(agent),
+        )
         view.start()
         self.tools.prompts.reserve(view)
         self.session.views.append(view)
@@ -325,7 +318,14 @@ class AgentMagics(Magics):
         for message in self.session.take_carried(agent):
             since = self.session.carried_from
             print(f"nbagent: runs first, in this cell: followup {quoted(message)} ({since})")
-            view = LiveTurn(agent, message, "followup", DisplaySurface(), on_final=self.forget_view)
+            view = LiveTurn(
+                agent,
+                message,
+                "followup",
+                DisplaySurface(),
+                on_final=self.forget_view,
+                session=self.session.session_ref(agent),
+            )
             view.start()
             self.tools.prompts.reserve(view)
             self.session.views.append(view)
@@ -414,7 +414,7 @@ class AgentMagics(Magics):
                 print(f"nbagent: using {self.session.shown_path}{self.session.missing_folder_note()}")
                 return
         command = args.command or "status"
-        _check_arguments(command, args.value, args.keep_inbox)
+        check_agent_arguments(command, args.value, args.keep_inbox, _COMMANDS)
         getattr(self, f"_agent_{command.replace('-', '_')}")(*args.value, keep_inbox=args.keep_inbox)
 
     def _agent_status(self, *, keep_inbox: bool) -> None:

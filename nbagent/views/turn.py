@@ -33,6 +33,9 @@ class TurnView:
         self.discarded = False
         self.progress: str | None = None
         """What a running tool last said of its progress (an MCP progress notification; not logged)."""
+        self.session: dict[str, Any] | None = None
+        """Where the session lives (``{"id", "file"}``), carried in the bundle so a front end can look
+        up the turn's true end after the kernel is gone (docs/timeline-json.md)."""
 
     def claimed(self, turn: int) -> None:
         """The message was claimed by ``turn``: from now on the view shows that turn."""
@@ -83,6 +86,7 @@ class TurnView:
         bundle = self.timeline.to_json(turn=turn, headline=self.headline, max_text=max_text)
         if self.turn is None or self.discarded:
             bundle.update(scope={"turn": None}, status="idle", status_text=self.state, summary=self.state)
+        bundle["session"] = self.session
         return bundle
 
     def bundle(self) -> dict[str, Any]:
