@@ -53,8 +53,9 @@ def get(jp_fetch: Any, jp_asyncio_loop: Any) -> Any:
 
 
 def sessions_without_events(path: Path, count: int, *, title: str | None = None) -> list[str]:
-    """``count`` sessions (metadata rows only), one a millisecond apart, newest last."""
-    now = int(time.time() * 1000)
+    """``count`` sessions (metadata rows only), one a millisecond apart, newest last, the newest a
+    millisecond before now (so a session written after them is newer however fast they were written)."""
+    now = int(time.time() * 1000) - count
     ids = [uuid.uuid4().hex for _ in range(count)]
     file = SessionFile(path)
     try:

@@ -53,6 +53,10 @@ def set_theme(page: Any, theme: str) -> None:
     page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{theme: {theme!r}}})")
     light = "true" if "Light" in theme else "false"
     page.wait_for_selector(f'body[data-jp-theme-light="{light}"]', state="attached")
+    # JupyterLab removes its splash screen 200 ms after a theme loads, with a bare removeChild: a
+    # second change inside that time leaves two removals pending and the second throws in the page.
+    # Wait for the splash to go, as a person clicking the menu would.
+    page.wait_for_selector("#jupyterlab-splash", state="detached")
 
 
 def republished(page: Any, generation: int) -> None:

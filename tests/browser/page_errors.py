@@ -13,8 +13,10 @@ class PageErrors:
 
     console: list[str] = field(default_factory=list)
     uncaught: list[str] = field(default_factory=list)
+    stacks: list[str] = field(default_factory=list, compare=False)  # shown when a test fails
 
     def watch(self, page: Any) -> PageErrors:
         page.on("console", lambda msg: self.console.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda exc: self.uncaught.append(str(exc)))
+        page.on("pageerror", lambda exc: self.stacks.append(exc.stack or ""))
         return self
