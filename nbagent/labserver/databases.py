@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from traitlets import Bool, Dict, Unicode
 from traitlets.config import Configurable
 
+from nbagent.errors import NbagentError
 from nbagent.labserver.paths import PathRefused
 from nbagent.redaction import scrub
-from nbagent.store.location import PostgresLocation
-from nbagent.store.pg_location import is_postgres_url, redact, unescaped_at, url_secrets
+from nbagent.store.location import PostgresLocation, parse_location
 
 if TYPE_CHECKING:
     from nbagent.store.postgres import PostgresStore
@@ -85,11 +85,7 @@ class Database:
 
     def words(self, text: str) -> str:
         """``text`` as the page may read it: the database named by its name, no password in it."""
-        text = text.replace(self.real.shown, f"database {self.name!r}")
-        text = text.replace(redact(self.real.url), f"database {self.name!r}")
-        for secret in url_secrets(self.real.url):
-            text = text.replace(secret, "***")
-        return scrub(text)
+        return scrub(text.replace(self.real.shown, f"database {self.name!r}"))
 
 
 class Databases:
@@ -105,12 +101,12 @@ class Databases:
                 log.warning(
                     "nbagent: database name %r is not served: use letters, digits and _.- only", name[:80]
                 )
-            elif not is_postgres_url(url) or unescaped_at(url):
+            elif not isinstance(where := _url(url), PostgresLocation):
                 log.warning(
                     "nbagent: database %r is not served: its value is not a usable postgresql:// URL", name
                 )
             else:
-                self._by_name[name] = Database(name, PostgresLocation(url.strip()))
+                self._by_name[name] = Database(name, where)
 
     @classmethod
     def from_config(cls, serverapp: Any) -> Databases:
@@ -118,7 +114,11 @@ class Databases:
         settings = NbagentServer(config=serverapp.config)
         configured = dict(settings.databases)
         env = os.environ.get(ENV_NAME, "").strip()
-        if settings.serve_nbagent_db and is_postgres_url(env) and ENV_NAME not in configured:
+        if (
+            settings.serve_nbagent_db
+            and isinstance(_url(env), PostgresLocation)
+            and ENV_NAME not in configured
+        ):
             configured[ENV_NAME] = env
         return cls(configured, getattr(serverapp, "log", None))
 
@@ -131,7 +131,7 @@ class Databases:
 
     def resolve(self, name: str) -> Database:
         """The database named ``name``; raises :class:`PathRefused` (400 a URL, 404 unknown)."""
-        if "://" in name or is_postgres_url(name) or "=" in name:
+        if "://" in name or "=" in name:
             raise PathRefused(
                 400,
                 "db takes the name of a database this server serves, never a URL or connection string; "
@@ -158,6 +158,17 @@ class Databases:
         store = PostgresStore(db.real, mode="read")
         with self._lock:
             return self._follow.setdefault(db.name, store)
+
+
+def _url(text: str) -> PostgresLocation | None:
+    """``text`` as a PostgreSQL location, or ``None`` (a path, or a URL that cannot be used)."""
+    if not text:
+        return None
+    try:
+        where = parse_location(text)
+    except NbagentError:
+        return None
+    return where if isinstance(where, PostgresLocation) else None
 
 
 async def _until(event: asyncio.Event, deadline: float) -> bool:
