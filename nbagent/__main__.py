@@ -147,8 +147,8 @@ def quickstart(headless: bool | None) -> int:
 
 
 def sessions_command(args: argparse.Namespace) -> int:
-    """``nbagent sessions list STORE [--notebook GLOB]``, ``copy SRC DST [--session ID]`` and
-    ``prune STORE --older-than DAYS [--attribution] [--dry-run]``."""
+    """``nbagent sessions list STORE [--notebook GLOB] [--user NAME | --all-users]``, ``copy SRC DST
+    [--session ID]`` and ``prune STORE --older-than DAYS [--attribution] [--dry-run]``."""
     from nbagent.errors import NbagentError
     from nbagent.views.text import plural
 
@@ -162,6 +162,8 @@ def sessions_command(args: argparse.Namespace) -> int:
             from nbagent.notebook.runs import how_run
             from nbagent.store.location import SqliteLocation
 
+            if args.user is not None or args.all_users:
+                return users_command(args)
             if isinstance(args.store, SqliteLocation) and not os.path.lexists(args.store.path):
                 print(
                     f"nbagent sessions list: there is no file {args.store.path}; a notebook's session file "
@@ -193,6 +195,69 @@ def sessions_command(args: argparse.Namespace) -> int:
     for r in results:
         print(f"{r.session_id}  {r.outcome:<10}  {r.appended} of {plural(r.events, 'event')} written")
     return 0
+
+
+def users_command(args: argparse.Namespace) -> int:
+    """``nbagent sessions list URL --user NAME`` (the sessions of NAME's schemas) or ``--all-users``
+    (of every nbagent schema of the database, with a user column), most recent first."""
+    from fnmatch import fnmatchcase
+
+    from nbagent.errors import NbagentError
+    from nbagent.notebook.runs import how_run
+    from nbagent.store.location import PostgresLocation
+    from nbagent.store.pg_schemas import schema_sessions, user_schemas
+    from nbagent.views.text import plural
+
+    option = "--all-users" if args.all_users else "--user"
+    if not isinstance(args.store, PostgresLocation):
+        print(
+            f"nbagent sessions list: {option} lists the schemas of a postgresql:// URL; a session file is "
+            "one notebook's (list it without the option)",
+            file=sys.stderr,
+        )
+        return 1
+    schemas = user_schemas(args.store)
+    if args.user is not None:
+        mine = [s for s in schemas if args.user in s.users]
+        if not mine:
+            users = sorted({u for s in schemas for u in s.users})
+            print(
+                f"nbagent sessions list: no nbagent schema of {args.store} belongs to {args.user!r} (no role "
+                f"setting nbagent.schema names one, and it owns none); users with sessions: "
+                f"{', '.join(users) or 'none'}",
+                file=sys.stderr,
+            )
+            return 1
+        schemas = mine
+    rows: list[tuple[str, str, Any]] = []
+    failed = 0
+    for schema in schemas:
+        try:
+            found = schema_sessions(schema)
+        except NbagentError as exc:
+            print(f"nbagent sessions list: schema {schema.schema}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        user = ",".join(schema.users)
+        rows += [(user, schema.schema, r) for r in found]
+    if args.notebook:
+        rows = [t for t in rows if t[2].notebook and fnmatchcase(t[2].notebook, args.notebook)]
+    rows.sort(key=lambda t: t[2].last_time or t[2].created_at or 0, reverse=True)
+    width = max((len(u) for u, _, _ in rows), default=4)
+    if args.all_users and rows:
+        print(f"{'user':<{width}}  session")
+    for user, schema_name, row in rows:
+        lead = f"{user:<{width}}  " if args.all_users else ""
+        pad = " " * len(lead)
+        title = f"  {row.title}" if row.title else ""
+        counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
+        print(f"{lead}{row.id}  {counts}  model {row.model}{title}")
+        notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
+        print(f"{pad}    {notebook} · run: {how_run(row.metadata)} · schema {schema_name}")
+    if not rows:
+        whose = f"of {args.user} " if args.user is not None else ""
+        print(f"nbagent: no sessions {whose}in {args.store}")
+    return 1 if failed else 0
 
 
 def prune_command(args: argparse.Namespace) -> int:
@@ -314,6 +379,18 @@ def main(argv: list[str] | None = None) -> int:
     listing.add_argument("store", type=_location, help="a session file path or a postgresql:// URL")
     listing.add_argument(
         "--notebook", metavar="GLOB", help="only sessions whose notebook path matches (e.g. '/home/alice/*')"
+    )
+    whose = listing.add_mutually_exclusive_group()
+    whose.add_argument(
+        "--user",
+        metavar="NAME",
+        help="(postgresql://) the sessions of NAME's schema: the one NAME's role names in nbagent.schema, "
+        "else those NAME owns",
+    )
+    whose.add_argument(
+        "--all-users",
+        action="store_true",
+        help="(postgresql://) the sessions of every nbagent schema of the database, with a user column",
     )
     prune = action.add_parser(
         "prune", help="delete forks (and attribution runs) idle for longer than --older-than days"

@@ -9,7 +9,10 @@ import { ServerConnection } from '@jupyterlab/services';
 import { IBundle } from './paint';
 
 export interface ISession {
+  /** The session file's path under the server root, or for a database's session that database's name. */
   file: string;
+  /** The database the session is in, when the server serves it from one (by name: never a URL). */
+  db?: string;
   id: string;
   title: string | null;
   first_prompt: string;
@@ -35,6 +38,17 @@ export interface IUnreadable {
 export type Listing = (ISession | IUnreadable)[];
 
 export type Params = Record<string, string | number>;
+
+/** Where a session is: a session file (`file`), or a database the server serves (`db`, its name). */
+export type Source = { file: string; db?: string };
+
+/** The query naming `source`: `db=NAME` for a database's session, else `file=PATH`. */
+export function where(source: Source | string): Params {
+  if (typeof source === 'string') {
+    return { file: source };
+  }
+  return source.db ? { db: source.db } : { file: source.file };
+}
 
 let defaultSettings: ServerConnection.ISettings | undefined;
 
@@ -108,14 +122,34 @@ export async function listSessions(folder: string): Promise<Listing> {
   return listingPages({ path: folder });
 }
 
-/** The sessions of one session file (its rows as the folder listing shows them). */
-export async function fileSessions(file: string): Promise<Listing> {
-  return listingPages({ file });
+/** The sessions of one session file or database (its rows as the listing shows them). */
+export async function fileSessions(source: Source | string): Promise<Listing> {
+  return listingPages(where(source));
+}
+
+/** The sessions of a database the server serves, by its name. */
+export async function databaseSessions(name: string): Promise<Listing> {
+  return listingPages({ db: name });
+}
+
+/**
+ * The names of the databases the server serves (`c.NbagentServer.databases`): names only, their
+ * addresses stay on the server.
+ */
+export async function listDatabases(
+  settings: ServerConnection.ISettings = (defaultSettings ??= ServerConnection.makeSettings())
+): Promise<string[]> {
+  const url = URLExt.join(settings.baseUrl, 'nbagent', 'api', 'databases');
+  const response = await ServerConnection.makeRequest(url, {}, settings);
+  if (!response.ok) {
+    throw await ServerConnection.ResponseError.create(response);
+  }
+  return ((await response.json()) as { name: string }[]).map(d => d.name);
 }
 
 /** The timeline bundle of a session, or `null` when `known` (a bundle's seq) is still current. */
-export async function fetchTimeline(file: string, id: string, known?: number): Promise<IBundle | null> {
-  const params: Params = { file };
+export async function fetchTimeline(source: Source | string, id: string, known?: number): Promise<IBundle | null> {
+  const params: Params = where(source);
   if (known !== undefined) {
     params.known = known;
   }
@@ -143,11 +177,11 @@ export async function fetchTurnOutput(
 
 /** The transcript of a session: Markdown (`md`) or a standalone HTML page (`html`). */
 export async function fetchTranscript(
-  file: string,
+  source: Source | string,
   id: string,
   format: 'md' | 'html' = 'md'
 ): Promise<{ name: string; text: string }> {
-  const response = await get(`${encodeURIComponent(id)}/transcript`, { file, format });
+  const response = await get(`${encodeURIComponent(id)}/transcript`, { ...where(source), format });
   const name = attachmentName(response.headers.get('Content-Disposition') ?? '') ?? `transcript.${format}`;
   return { name, text: await response.text() };
 }

@@ -10,7 +10,7 @@
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { caretDownEmptyIcon } from '@jupyterlab/ui-components';
 
-import { get } from './api';
+import { get, Source, where } from './api';
 import { diffView, el } from '../../nbagent/widgets/painter.js';
 
 /** What the diff endpoint answers. */
@@ -31,8 +31,13 @@ export interface IForkChoice {
 }
 
 /** The diff of session `id` of `file` against its parent; turns default to the fork's last. */
-export async function fetchDiff(file: string, id: string, turn?: number, againstTurn?: number): Promise<IDiffAnswer> {
-  const params: Record<string, string | number> = { file };
+export async function fetchDiff(
+  source: Source | string,
+  id: string,
+  turn?: number,
+  againstTurn?: number
+): Promise<IDiffAnswer> {
+  const params: Record<string, string | number> = where(source);
   if (turn !== undefined) {
     params.turn = turn;
   }
@@ -75,7 +80,7 @@ export class DiffPane {
   readonly node: HTMLElement;
 
   constructor(
-    private _file: string,
+    private _file: Source | string,
     private _id: string,
     trans: TranslationBundle = nullTranslator.load('nbagent')
   ) {

@@ -107,23 +107,31 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     const tracker = new WidgetTracker<MainAreaWidget<SessionTimeline>>({ namespace: 'nbagent-session' });
     void restorer?.restore(tracker, {
       command: COMMANDS.open,
-      args: w => ({ file: w.content.session.file, id: w.content.session.id, label: w.content.session.label }),
-      name: w => `${w.content.session.file}:${w.content.session.id}`
+      args: w => ({ ...sourceArgs(w.content.session), id: w.content.session.id, label: w.content.session.label }),
+      name: w => `${w.content.session.db ? `db:${w.content.session.db}` : w.content.session.file}:${w.content.session.id}`
     });
-    const open = (s: Pick<ISession, 'file' | 'id' | 'label'>): void => {
-      void commands.execute(COMMANDS.open, { file: s.file, id: s.id, label: s.label });
+    const open = (s: Pick<ISession, 'file' | 'id' | 'label' | 'db'>): void => {
+      void commands.execute(COMMANDS.open, { ...sourceArgs(s), id: s.id, label: s.label });
     };
     commands.addCommand(COMMANDS.open, {
       label: trans.__('Open Agent Session Timeline'),
       execute: args => {
+        // A database's session is named by the database's name (`db`), a file's by its path.
+        const db = args.db ? String(args.db) : undefined;
         const session = {
-          file: String(args.file),
+          file: db ?? String(args.file),
+          db,
           id: String(args.id),
           label: String(args.label ?? args.id)
         };
-        // One tab per session of one file: a copy of the file (`nbagent sessions copy`) holds the
-        // same session id, and its tab is another tab.
-        const same = tracker.find(w => w.content.session.file === session.file && w.content.session.id === session.id);
+        // One tab per session of one file (or database): a copy of the file (`nbagent sessions
+        // copy`) holds the same session id, and its tab is another tab.
+        const same = tracker.find(
+          w =>
+            w.content.session.file === session.file &&
+            w.content.session.db === session.db &&
+            w.content.session.id === session.id
+        );
         if (same) {
           shell.activateById(same.id);
           return same;
@@ -150,7 +158,8 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     commands.addCommand(COMMANDS.exportMarkdown, {
       label: trans.__('Export Agent Session Transcript (Markdown)'),
       execute: async args => {
-        const { name, text } = await fetchTranscript(String(args.file), String(args.id), 'md');
+        const source = args.db ? { file: String(args.db), db: String(args.db) } : String(args.file);
+        const { name, text } = await fetchTranscript(source, String(args.id), 'md');
         download(name, text);
       }
     });
@@ -191,5 +200,10 @@ const sessionsPlugin: JupyterFrontEndPlugin<void> = {
     }
   }
 };
+
+/** The open command's arguments naming where a session is: `{db}` or `{file}`. */
+function sourceArgs(s: { file: string; db?: string }): { file: string } | { db: string } {
+  return s.db ? { db: s.db } : { file: s.file };
+}
 
 export default [rendererPlugin, sessionsPlugin, proposalPlugin, liveDocumentPlugin];

@@ -13,7 +13,7 @@ import { findTurns, IFound } from './windows';
 
 /** What the control needs of its tab. */
 export interface IJumpHost {
-  session: { file: string; id: string };
+  session: { file: string; db?: string; id: string };
   /** Show turn `turn` (loading its window when it is not shown) and scroll it into view. */
   goToTurn(turn: number): Promise<void>;
 }
@@ -118,7 +118,7 @@ export class TurnJump {
     this._say(this._trans.__('searching…'), 'busy');
     let found: IFound;
     try {
-      found = await findTurns(this._host.session.file, this._host.session.id, text, after, FIND_PAGE);
+      found = await findTurns(this._host.session, this._host.session.id, text, after, FIND_PAGE);
     } catch (error) {
       this._say((error as Error).message, 'error');
       return;

@@ -1,15 +1,27 @@
 /**
  * The "Agent sessions" side panel: the sessions of the `*.nbagent.sqlite` files in the file
- * browser's current folder (title or first prompt, turns, events, last activity, model). It follows
- * the file browser's folder and refreshes when the folder's files change, when it is shown, or on
- * demand. Every string from a session goes into the DOM as text.
+ * browser's current folder (title or first prompt, turns, events, last activity, model), and below
+ * them one root per database the server serves (a team's PostgreSQL store, named by its name), its
+ * sessions listed once it is opened. It follows the file browser's folder and refreshes when the
+ * folder's files change, when it is shown, or on demand. Every string from a session goes into the
+ * DOM as text.
  */
 
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { downloadIcon, LabIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { ago, download, fetchTranscript, ISession, IUnreadable, Listing, listSessions } from './api';
+import {
+  ago,
+  databaseSessions,
+  download,
+  fetchTranscript,
+  ISession,
+  IUnreadable,
+  listDatabases,
+  Listing,
+  listSessions
+} from './api';
 import { el, shown } from './paint';
 
 /** A session as the listing gives it, with the session it was forked from (in the same file). */
@@ -27,10 +39,10 @@ export interface ISessionNode {
  */
 export function nestForks(rows: Listing): (ISessionNode | IUnreadable)[] {
   const nodes = new Map<string, ISessionNode>();
-  const key = (file: string, id: string): string => `${file}\n${id}`;
+  const key = (r: { file: string; db?: string }, id: string): string => `${r.db ?? ''}\n${r.file}\n${id}`;
   for (const r of rows) {
     if (!('error' in r)) {
-      nodes.set(key(r.file, r.id), { session: r, forks: [] });
+      nodes.set(key(r, r.id), { session: r, forks: [] });
     }
   }
   const out: (ISessionNode | IUnreadable)[] = [];
@@ -39,9 +51,9 @@ export function nestForks(rows: Listing): (ISessionNode | IUnreadable)[] {
       out.push(r);
       continue;
     }
-    const node = nodes.get(key(r.file, r.id))!;
+    const node = nodes.get(key(r, r.id))!;
     const parentId = (r as ISessionRow).parent;
-    const parent = parentId ? nodes.get(key(r.file, parentId)) : undefined;
+    const parent = parentId ? nodes.get(key(r, parentId)) : undefined;
     if (parent && !isAncestor(node, parent)) {
       parent.forks.push(node);
     } else {
@@ -196,7 +208,7 @@ export class SessionsPanel extends Widget {
     const folder = this._folder;
     this.node.dataset.state = 'loading';
     try {
-      const rows = await listSessions(folder);
+      const [rows] = await Promise.all([listSessions(folder), this._fetchDatabases()]);
       if (folder === this._folder) {
         this._paint(rows);
       }
@@ -207,9 +219,70 @@ export class SessionsPanel extends Widget {
     }
   }
 
+  /** The databases the server serves (asked once), and the sessions of those opened in the tree. */
+  private async _fetchDatabases(): Promise<void> {
+    if (this._databases === null) {
+      try {
+        this._databases = await listDatabases();
+      } catch {
+        return; // an older server, or none reachable: the folder's listing says so
+      }
+    }
+    await Promise.all(
+      this._databases
+        .filter(name => this._expanded.get(this._dbKey(name)))
+        .map(async name => {
+          try {
+            this._dbRows.set(name, await databaseSessions(name));
+          } catch (error) {
+            this._dbRows.set(name, error as Error);
+          }
+        })
+    );
+  }
+
+  private _dbKey(name: string): string {
+    return `${name}\n\n`;
+  }
+
+  /** A database's root: its name, and its sessions (or why they could not be listed) once opened. */
+  private _database(name: string): HTMLElement {
+    const trans = this._trans;
+    const li = el('li', 'jp-nbagent-row jp-nbagent-db', undefined, { db: name });
+    li.tabIndex = -1;
+    li.setAttribute('role', 'treeitem');
+    li.setAttribute('aria-level', '1');
+    li.title = trans.__('Sessions of the database %1, served by the Jupyter server · → or click to open', name);
+    li.append(el('div', 'jp-nbagent-row-label', name), el('div', 'jp-nbagent-row-meta', trans.__('database')));
+    const found = this._dbRows.get(name);
+    let kids: HTMLElement[] = [];
+    if (found instanceof Error) {
+      const item = el('li', 'jp-nbagent-row jp-nbagent-unreadable', undefined, { db: name, session: 'error' });
+      item.setAttribute('role', 'treeitem');
+      item.setAttribute('aria-level', '2');
+      item.tabIndex = -1;
+      item.append(el('div', 'jp-nbagent-row-meta', trans.__('Could not list the sessions of %1: %2', name, found.message)));
+      kids = [item];
+    } else if (found) {
+      kids = nestForks(found).map(r => ('error' in r ? this._unreadable(r) : this._tree(r, 2)));
+      li.dataset.count = String(found.filter(r => !('error' in r)).length);
+      if (!found.length) {
+        const none = el('li', 'jp-nbagent-row jp-nbagent-none', undefined, { db: name, session: 'none' });
+        none.setAttribute('role', 'treeitem');
+        none.setAttribute('aria-level', '2');
+        none.tabIndex = -1;
+        none.append(el('div', 'jp-nbagent-row-meta', trans.__('No agent sessions in this database yet.')));
+        kids = [none];
+      }
+    }
+    this._group(li, kids, false);
+    return li;
+  }
+
   private _paint(rows: Listing): void {
     this._folderLine.textContent = `/${this._folder}`;
     const items = nestForks(rows).map(r => ('error' in r ? this._unreadable(r) : this._tree(r, 1)));
+    items.push(...(this._databases ?? []).map(name => this._database(name)));
     const focus = this._focused();
     this._list.replaceChildren(...items);
     this._refocus(focus);
@@ -225,23 +298,26 @@ export class SessionsPanel extends Widget {
   }
 
   /** The focused row (file and session) and the class of its focused button, if any. */
-  private _focused(): { file: string; session: string; button: string } | null {
+  private _focused(): { db: string; file: string; session: string; button: string } | null {
     const active = document.activeElement as HTMLElement | null;
     const li = active?.closest<HTMLElement>('[role="treeitem"]');
     if (!active || !li || !this._list.contains(li)) {
       return null;
     }
     const button = active === li ? '' : Array.from(active.classList).find(c => c.startsWith('jp-nbagent-') && c !== 'jp-nbagent-button') ?? '';
-    return { file: li.dataset.file ?? '', session: li.dataset.session ?? '', button };
+    return { db: li.dataset.db ?? '', file: li.dataset.file ?? '', session: li.dataset.session ?? '', button };
   }
 
   /** A repaint keeps the keyboard focus on the same row (and button). */
-  private _refocus(focus: { file: string; session: string; button: string } | null): void {
+  private _refocus(focus: { db: string; file: string; session: string; button: string } | null): void {
     if (!focus) {
       return;
     }
     const li = Array.from(this._list.querySelectorAll<HTMLElement>('[role="treeitem"]')).find(
-      r => r.dataset.file === focus.file && (r.dataset.session ?? '') === focus.session
+      r =>
+        (r.dataset.db ?? '') === focus.db &&
+        (r.dataset.file ?? '') === focus.file &&
+        (r.dataset.session ?? '') === focus.session
     );
     if (li) {
       this._current = this._key(li);
@@ -292,7 +368,7 @@ export class SessionsPanel extends Widget {
       if (e.target === li || (e.target as HTMLElement).parentElement === li) {
         e.stopPropagation();
         this._setCurrent(li);
-        if (li.classList.contains('jp-nbagent-runs')) {
+        if (li.classList.contains('jp-nbagent-runs') || li.classList.contains('jp-nbagent-db')) {
           this._expand(li, li.getAttribute('aria-expanded') !== 'true');
         }
       }
@@ -300,7 +376,7 @@ export class SessionsPanel extends Widget {
   }
 
   private _key(li: HTMLElement): string {
-    return `${li.dataset.file ?? ''}\n${li.dataset.session ?? ''}`;
+    return `${li.dataset.db ?? ''}\n${li.dataset.file ?? ''}\n${li.dataset.session ?? ''}`;
   }
 
   private _expand(li: HTMLElement, open: boolean): void {
@@ -311,6 +387,9 @@ export class SessionsPanel extends Widget {
     li.setAttribute('aria-expanded', String(open));
     group.hidden = !open;
     this._expanded.set(this._key(li), open);
+    if (open && li.classList.contains('jp-nbagent-db')) {
+      void this.refresh(); // a database's sessions are listed once it is opened
+    }
   }
 
   /** The rows a person can reach now (inside no closed group), in order. */
@@ -374,7 +453,7 @@ export class SessionsPanel extends Widget {
         }
         break;
       case 'Enter':
-        if (li.classList.contains('jp-nbagent-runs')) {
+        if (li.classList.contains('jp-nbagent-runs') || li.classList.contains('jp-nbagent-db')) {
           this._expand(li, expanded !== 'true');
         }
         return; // a session row's own handler opens it
@@ -389,7 +468,7 @@ export class SessionsPanel extends Widget {
   }
 
   private _row(s: ISessionRow, level: number): HTMLElement {
-    const li = el('li', 'jp-nbagent-row', undefined, { file: s.file, session: s.id });
+    const li = el('li', 'jp-nbagent-row', undefined, s.db ? { db: s.db, file: s.file, session: s.id } : { file: s.file, session: s.id });
     li.tabIndex = -1;
     li.setAttribute('role', 'treeitem');
     li.setAttribute('aria-level', String(level));
@@ -456,7 +535,7 @@ export class SessionsPanel extends Widget {
 
   private async _export(s: ISession): Promise<void> {
     try {
-      const { name, text } = await fetchTranscript(s.file, s.id, 'md');
+      const { name, text } = await fetchTranscript(s, s.id, 'md');
       download(name, text);
     } catch (error) {
       this._message.textContent = this._trans.__('Could not export %1: %2', s.file, (error as Error).message);
@@ -469,6 +548,9 @@ export class SessionsPanel extends Widget {
   private _expanded = new Map<string, boolean>();
   private _trans: TranslationBundle;
   private _folder = '';
+  /** The databases the server serves (`null` until asked), and the sessions of those opened. */
+  private _databases: string[] | null = null;
+  private _dbRows = new Map<string, Listing | Error>();
   private _signature = '';
   private _list: HTMLElement;
   private _message: HTMLElement;

@@ -23,11 +23,17 @@ import { el, IBundle, INode, shown, TimelineView } from './paint';
 import { TurnJump } from './jump';
 import { fetchWindow, IWindowBundle } from './windows';
 
-type SessionRef = Pick<ISession, 'file' | 'id' | 'label'>;
+type SessionRef = Pick<ISession, 'file' | 'id' | 'label' | 'db'>;
 
 /** How often a visible tab asks whether the session grew, and a hidden one. */
 export const FOLLOW_MS = 1000;
 export const HIDDEN_MS = 5000;
+/**
+ * A database's session is followed by waiting: each request asks the server to answer as soon as
+ * the session moves, or after this many seconds (the server's one listener of that database wakes
+ * it), and the next is asked at once.
+ */
+export const WAIT_S = 25;
 /** The label of a session with no title and no prompt (the server's words). */
 export const NO_PROMPT = '(no prompt yet)';
 /** Turns a tab asks for first (the newest), and per "Show earlier turns". */
@@ -58,6 +64,9 @@ export class SessionTimeline extends Widget {
     this.addClass('jp-nbagent-tab');
     this.node.dataset.file = session.file;
     this.node.dataset.session = session.id;
+    if (session.db) {
+      this.node.dataset.db = session.db;
+    }
     this._status = el('div', 'jp-nbagent-tab-status', trans.__('loading…'));
     this._fork = el('div', 'jp-nbagent-tab-fork');
     this._fork.hidden = true;
@@ -90,7 +99,7 @@ export class SessionTimeline extends Widget {
   onLineage: ((isFork: boolean, forks: IForkChoice[]) => void) | null = null;
 
   private async _lineage(): Promise<void> {
-    const rows = (await fileSessions(this.session.file).catch(() => [])) as ISessionRow[];
+    const rows = (await fileSessions(this.session).catch(() => [])) as ISessionRow[];
     const me = rows.find(r => 'id' in r && r.id === this.session.id);
     const forks = rows
       .filter(r => 'id' in r && r.parent === this.session.id)
@@ -102,14 +111,18 @@ export class SessionTimeline extends Widget {
     }
   }
 
-  /** Fetch now (if the log grew) and paint; resolves once painted. */
-  async refresh(): Promise<void> {
+  /**
+   * Fetch now (if the log grew) and paint; resolves once painted. With `wait`, a database's
+   * session is asked to answer once it moves (at most `WAIT_S` seconds later).
+   */
+  async refresh(wait = false): Promise<void> {
     if (this._refreshes++ % LINEAGE_EVERY === 0) {
       void this._lineage();
     }
     try {
       const known = this._view.bundle?.seq;
-      const bundle = await fetchWindow(this.session.file, this.session.id, { window: WINDOW_TURNS, known });
+      const query = { window: WINDOW_TURNS, known, wait: wait && known !== undefined ? WAIT_S : undefined };
+      const bundle = await fetchWindow(this.session, this.session.id, query);
       if (this.isDisposed) {
         return;
       }
@@ -172,7 +185,7 @@ export class SessionTimeline extends Widget {
     this._loadingEarlier = true;
     this._earlier.disabled = true;
     try {
-      const page = await fetchWindow(this.session.file, this.session.id, { window: PAGE_TURNS, before });
+      const page = await fetchWindow(this.session, this.session.id, { window: PAGE_TURNS, before });
       if (!page || this.isDisposed || before !== this._shownFrom) {
         return;
       }
@@ -230,7 +243,7 @@ export class SessionTimeline extends Widget {
       return;
     }
     const parentId = String(forked.parent_session);
-    const rows = await fileSessions(this.session.file).catch(() => []);
+    const rows = await fileSessions(this.session).catch(() => []);
     const parent = rows.find(r => 'id' in r && r.id === parentId) as ISession | undefined;
     const open = (): void => parent && this._openSession?.(parent);
     this._fork.replaceChildren(...forkLine(forked, parent, open, this._trans));
@@ -244,7 +257,7 @@ export class SessionTimeline extends Widget {
     if (label !== NO_PROMPT && label !== '' && label !== this.session.id) {
       return;
     }
-    const rows = await fileSessions(this.session.file).catch(() => []);
+    const rows = await fileSessions(this.session).catch(() => []);
     const row = rows.find(r => 'id' in r && r.id === this.session.id) as ISession | undefined;
     if (row && row.label !== this.session.label) {
       this.session = { ...this.session, label: row.label };
@@ -253,7 +266,7 @@ export class SessionTimeline extends Widget {
   }
 
   exportMarkdown = async (): Promise<void> => {
-    const { name, text } = await fetchTranscript(this.session.file, this.session.id, 'md');
+    const { name, text } = await fetchTranscript(this.session, this.session.id, 'md');
     download(name, text);
   };
 
@@ -274,9 +287,13 @@ export class SessionTimeline extends Widget {
 
   private _follow(): void {
     window.clearTimeout(this._timer);
-    void this.refresh().then(() => {
+    const waits = !!this.session.db && !this._lagging;
+    void this.refresh(waits).then(() => {
       if (this.isAttached && !this.isDisposed) {
-        const wait = this._lagging ? 0 : this.isVisible ? FOLLOW_MS : HIDDEN_MS;
+        // A database's session was waited for (the server answered when it moved): ask again at
+        // once, unless the answer was an error.
+        const waited = waits && this._status.dataset.state !== 'error';
+        const wait = this._lagging || waited ? 0 : this.isVisible ? FOLLOW_MS : HIDDEN_MS;
         this._timer = window.setTimeout(() => this._follow(), wait);
       }
     });
@@ -306,7 +323,7 @@ export class SessionTimeline extends Widget {
           }
         }
       } else {
-        const page = await fetchWindow(this.session.file, this.session.id, { window: PAGE_TURNS, turn });
+        const page = await fetchWindow(this.session, this.session.id, { window: PAGE_TURNS, turn });
         if (!page || this.isDisposed) {
           return;
         }
@@ -339,7 +356,7 @@ export class SessionTimeline extends Widget {
     }
     this._later.disabled = true;
     try {
-      const page = await fetchWindow(this.session.file, this.session.id, { window: count, after });
+      const page = await fetchWindow(this.session, this.session.id, { window: count, after });
       if (page && !this.isDisposed && after === this._laterFrom - 1) {
         this._later.before(this._pageOf(page));
         this._laterFrom = (page.last_turn ?? after) + 1;
@@ -485,7 +502,7 @@ export function sessionTab(
   );
   // A fork's turn beside its parent's ("Diff with parent", forks only), a parent's beside one of
   // its forks' ("Compare with fork…", when it has forks): diffpane.ts.
-  const diff = new DiffPane(session.file, session.id, trans);
+  const diff = new DiffPane(session, session.id, trans);
   // "What if…" and "Which context mattered?" on a finished turn, run in a notebook's kernel that
   // holds the session (whatif.ts).
   const whatif = new WhatIfPane(session, trans);

@@ -12,7 +12,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { Kernel } from '@jupyterlab/services';
 import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
-import { get, ISession } from './api';
+import { get, ISession, where } from './api';
 import { setOptions, styledSelect } from './diffpane';
 import { diffView, el } from '../../nbagent/widgets/painter.js';
 import { attributionBars, whatIfEditor, IEditorPlan, IWhatIfEdits } from '../../nbagent/widgets/whatif_editor.js';
@@ -75,7 +75,7 @@ export class WhatIfPane {
   readonly node: HTMLElement;
 
   constructor(
-    private _session: Pick<ISession, 'file' | 'id'>,
+    private _session: Pick<ISession, 'file' | 'id' | 'db'>,
     trans: TranslationBundle = nullTranslator.load('nbagent')
   ) {
     this._trans = trans;
@@ -109,7 +109,7 @@ export class WhatIfPane {
   private async _paint(turn?: number): Promise<void> {
     this.node.dataset.state = 'loading';
     try {
-      const params: Record<string, string | number> = { file: this._session.file };
+      const params: Record<string, string | number> = where(this._session);
       if (turn !== undefined) {
         params.turn = turn;
       }

@@ -8,6 +8,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import { Source, where } from './api';
 import { IBundle } from './paint';
 
 /** A window's bundle: the turns from `first_turn` on, and how long the log was when read. */
@@ -28,12 +29,21 @@ export interface IWindowQuery {
   after?: number;
   /** The `seq` of the bundle the caller holds: the answer is `null` while it is current. */
   known?: number;
+  /**
+   * A database's session only: seconds the server may wait for the session to move past `known`
+   * before it answers (`null` if it did not), through its one listener of that database.
+   */
+  wait?: number;
 }
 
 /** A window of a session's timeline, or `null` when `known` is still current. */
-export async function fetchWindow(file: string, id: string, query: IWindowQuery): Promise<IWindowBundle | null> {
-  const params: Record<string, string> = { file, window: String(query.window) };
-  for (const key of ['before', 'turn', 'after', 'known'] as const) {
+export async function fetchWindow(
+  source: Source | string,
+  id: string,
+  query: IWindowQuery
+): Promise<IWindowBundle | null> {
+  const params: Record<string, string> = { ...stringParams(source), window: String(query.window) };
+  for (const key of ['before', 'turn', 'after', 'known', 'wait'] as const) {
     if (query[key] !== undefined) {
       params[key] = String(query[key]);
     }
@@ -57,9 +67,19 @@ export interface IFound {
 }
 
 /** The turns after turn `after` whose title holds `text` (case-blind), a bounded page of them. */
-export async function findTurns(file: string, id: string, text: string, after = 0, limit = 20): Promise<IFound> {
-  const params = { file, find: text, after: String(after), limit: String(limit) };
+export async function findTurns(
+  source: Source | string,
+  id: string,
+  text: string,
+  after = 0,
+  limit = 20
+): Promise<IFound> {
+  const params = { ...stringParams(source), find: text, after: String(after), limit: String(limit) };
   return (await timeline(id, params)).json();
+}
+
+function stringParams(source: Source | string): Record<string, string> {
+  return Object.fromEntries(Object.entries(where(source)).map(([k, v]) => [k, String(v)]));
 }
 
 async function timeline(id: string, params: Record<string, string>): Promise<Response> {

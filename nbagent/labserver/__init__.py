@@ -1,7 +1,9 @@
 """The Jupyter server extension behind the "Agent sessions" panel and the timeline tab.
 
 Enabled on install (``jupyter-config/server-config/nbagent.json``); it adds the read-only REST
-API of :mod:`nbagent.labserver.handlers` under ``<base_url>nbagent/api/``. Jupyter imports it by
+API of :mod:`nbagent.labserver.handlers` under ``<base_url>nbagent/api/``, over the session files
+under the contents root and the PostgreSQL stores its configuration names
+(:mod:`nbagent.labserver.databases`: ``c.NbagentServer.databases``). Jupyter imports it by
 module name; nothing of Jupyter is imported until the server loads it.
 """
 
@@ -15,6 +17,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
+    from nbagent.labserver.databases import DATABASE_READS, SETTING, Databases
     from nbagent.labserver.handlers import make_executor, routes
     from nbagent.labserver.sessions import TimelineCache
     from nbagent.labserver.window import WindowCache
@@ -24,10 +27,14 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     web_app.settings["nbagent_windows"] = WindowCache()
     web_app.settings["nbagent_executor"] = make_executor()
     web_app.settings["nbagent_list_executor"] = make_executor("nbagent-list")
+    web_app.settings[DATABASE_READS] = make_executor("nbagent-db")
+    databases = web_app.settings[SETTING] = Databases.from_config(serverapp)
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
     hide_session_side_files(serverapp)
     serverapp.log.info(
-        "nbagent: read-only session API at %snbagent/api/sessions", web_app.settings["base_url"]
+        "nbagent: read-only session API at %snbagent/api/sessions; databases: %s",
+        web_app.settings["base_url"],
+        databases.shown(),
     )
 
 

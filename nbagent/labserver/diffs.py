@@ -14,19 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from nbagent.errors import SessionNotFoundError
+from nbagent.labserver.sessions import Readable
 from nbagent.store.reading import list_sessions, read_events
 from nbagent.views.diff import diff_json, turn_diff, turn_numbers
 
 
 def diff_answer(
-    path: Path, session_id: str, turn: int | None, against: str | None, against_turn: int | None
+    path: Readable, session_id: str, turn: int | None, against: str | None, against_turn: int | None
 ) -> dict[str, Any]:
     """The diff view model of ``session_id`` against its parent (or ``against``), with the turns of
     both sides; raises ``SessionNotFoundError`` naming what is missing (a turn: with the turns that
     side has, answered 404 with that message)."""
     rows = {r.id: r for r in list_sessions(path)}
+    name = path.name if isinstance(path, Path) else str(path)
     if session_id not in rows:
-        raise SessionNotFoundError(f"no session {session_id} in {path.name}")
+        raise SessionNotFoundError(f"no session {session_id} in {name}")
     other = against or rows[session_id].parent
     if other is None:
         why = (
@@ -35,7 +37,7 @@ def diff_answer(
         )
         return {"diff": None, "why": why}
     if other not in rows:
-        raise SessionNotFoundError(f"no session {other} in {path.name} (the parent of {session_id[:8]})")
+        raise SessionNotFoundError(f"no session {other} in {name} (the parent of {session_id[:8]})")
     events_b, events_a = read_events(path, session_id), read_events(path, other)
     turns_b, turns_a = turn_numbers(events_b), turn_numbers(events_a)
     if not turns_b:

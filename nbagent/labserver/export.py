@@ -48,26 +48,29 @@ def _title(row: SessionRow, prompt: str) -> str:
     return row.title or prompt or f"session {row.id[:8]}"
 
 
-def transcript(where: Where, session_id: str | None = None, *, fmt: str = "md") -> str:
+def transcript(
+    where: Where, session_id: str | None = None, *, fmt: str = "md", shown: str | None = None
+) -> str:
     """The transcript of one session: Markdown (``md``) or a standalone HTML page (``html``).
 
     Typed prompts and injected context are marked apart by their source, as in ``%agent
     transcript``. Raises :class:`~nbagent.errors.SessionFileError` for a file nbagent cannot read
-    and :class:`~nbagent.errors.SessionNotFoundError` for an unknown session.
+    and :class:`~nbagent.errors.SessionNotFoundError` for an unknown session. ``shown`` names
+    where it came from in place of the file's name or the redacted URL (the lab server's name of a
+    database).
     """
     from nbagent.views import stylesheet, timeline_html, timeline_json, transcript_markdown
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown transcript format {fmt!r}; use one of {', '.join(FORMATS)}")
     path = parse_location(where)
+    source = source_name(path) if shown is None else shown
     row = pick_session(path, session_id)
     events = read_events(path, row.id)
     title = _title(row, first_prompt(events[:64]))
     bundle = timeline_json(events, max_text=None)
     if fmt == "md":
-        facts = " · ".join(
-            p for p in (source_name(path), f"session {row.id}", row.model and f"model {row.model}") if p
-        )
+        facts = " · ".join(p for p in (source, f"session {row.id}", row.model and f"model {row.model}") if p)
         heading = escape_markdown(" ".join(title.split()))
         return f"# {heading}\n\n*{escape_markdown(facts)}*\n\n" + transcript_markdown(bundle)
     return (
@@ -75,6 +78,6 @@ def transcript(where: Where, session_id: str | None = None, *, fmt: str = "md") 
         f"<title>{escape_html(title)}</title><style>{stylesheet()}\n"
         "body{margin:2em auto;max-width:60em;padding:0 1em}</style></head>"
         f'<body><h1 class="nbagent-title">{escape_html(title)}</h1>'
-        f"<p>{escape_html(source_name(path))} · session {escape_html(row.id)}</p>"
+        f"<p>{escape_html(source)} · session {escape_html(row.id)}</p>"
         f"{timeline_html(bundle)}</body></html>\n"
     )

@@ -23,6 +23,11 @@
 - ``GET nbagent/api/sessions/<id>/timeline?file=FILE&turn=N&output=cell&headline=H`` — turn ``N``
   as a live cell's output shows it: its MIME bundle (:mod:`nbagent.labserver.cell_output`).
 - ``GET nbagent/api/sessions/<id>/transcript?file=FILE&format=md|html`` — the transcript.
+- ``GET nbagent/api/databases`` — the names of the PostgreSQL stores the server serves
+  (:mod:`nbagent.labserver.databases`); every request above takes ``db=NAME`` in place of
+  ``file=FILE`` (``path=DIR`` for a listing) to read one of them, and a follower of one waits for
+  its next change with ``timeline?db=NAME&window=K&known=SEQ&wait=S`` (at most ``MAX_WAIT_S``;
+  204 when nothing moved meanwhile).
 
 Paths are API paths of the contents manager (relative to its root, under its hidden-file rules;
 403 outside, 404 missing or hidden); a file that is not an nbagent session file is refused with
@@ -36,8 +41,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
@@ -52,13 +58,14 @@ from tornado import web
 from nbagent.core.record import EventParseError
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.cell_output import cell_output
+from nbagent.labserver.databases import ANSWER_S, DATABASE_READS, MAX_WAIT_S, SETTING, Database, long_poll
 from nbagent.labserver.diffs import diff_answer
 from nbagent.labserver.export import FORMATS, transcript
 from nbagent.labserver.jump import MAX_FIND, MAX_MATCHES, SCAN_BYTES, around, find_turns, later
 from nbagent.labserver.listing import MAX_PAGE_SESSIONS, PAGE_SESSIONS, listing_page
 from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.plans import plan_answer
-from nbagent.labserver.sessions import TimelineCache, event_json, session_files
+from nbagent.labserver.sessions import Readable, TimelineCache, event_json, session_files, source_stem
 from nbagent.labserver.window import earlier
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
@@ -102,6 +109,9 @@ def make_executor(name: str = "nbagent-api") -> ThreadPoolExecutor:
 
 class _Base(APIHandler):
     auth_resource = AUTH_RESOURCE
+    database: Database | None = None
+    """The database this request reads (``db=NAME``), if it reads one: its reads run in the
+    databases' threads, within ``ANSWER_S``, and its errors name it by its name."""
 
     @property
     def timelines(self) -> TimelineCache:
@@ -135,6 +145,21 @@ class _Base(APIHandler):
             )
         return target
 
+    def _database(self, name: str) -> Database:
+        try:
+            self.database = self.settings[SETTING].resolve(name)
+        except PathRefused as exc:
+            raise web.HTTPError(exc.status, exc.message) from None
+        return self.database
+
+    async def _source(self) -> Resolved | Database:
+        """Where the request's session is: ``db=NAME`` (a database the server serves) or
+        ``file=FILE`` (a session file under the contents root)."""
+        name = self.get_argument("db", None)
+        if name is not None:
+            return self._database(name)
+        return await self._resolve(self.get_argument("file"), "file")
+
     def _int(self, name: str, default: int | None, low: int, high: int) -> int | None:
         raw = self.get_argument(name, None)
         if raw is None or raw == "":
@@ -153,20 +178,32 @@ class _Base(APIHandler):
         ``NBAGENT_DB``)."""
         for root in {os.path.realpath(self.root), os.path.abspath(self.root)} - {os.sep}:
             text = text.replace(root + os.sep, "").replace(root, ".")
-        return text.removesuffix(KERNEL_ADVICE)
+        text = text.removesuffix(KERNEL_ADVICE)
+        return text if self.database is None else self.database.words(text)
 
     async def _run(self, fn: Callable[..., T], *args: Any, pool: str = READS, **kwargs: Any) -> T:
         """Run a blocking read in the extension's threads (``pool``: the listings' or the other
-        reads'); nbagent errors become clear 4xx answers."""
+        reads'; a database's in threads of their own, answered within ``ANSWER_S``); nbagent
+        errors become clear 4xx answers (a database that cannot be used: 503, or 504 in time)."""
         loop = asyncio.get_running_loop()
+        db = self.database
+        pool = DATABASE_READS if db is not None else pool
         executor = self.settings.get(pool) or self.settings[READS]
         try:
-            return await loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
+            future = loop.run_in_executor(executor, lambda: fn(*args, **kwargs))
+            return await (future if db is None else asyncio.wait_for(future, ANSWER_S))
+        except asyncio.TimeoutError:
+            assert db is not None
+            raise web.HTTPError(
+                504, f"database {db.name!r} did not answer within {ANSWER_S:g} s; try again once it is back"
+            ) from None
         except SessionNotFoundError as exc:
             raise web.HTTPError(404, self._relative(str(exc))) from None
         except (ReadLimitError, EventParseError) as exc:
             raise web.HTTPError(422, self._relative(str(exc))) from None
         except NbagentError as exc:
+            if db is not None:
+                raise web.HTTPError(503, self._relative(str(exc))) from None
             message = f"{exc} (not readable as an nbagent session file)"
             raise web.HTTPError(422, self._relative(message)) from None
 
@@ -195,7 +232,12 @@ class SessionsHandler(_Base):
         limit = self._int("limit", PAGE_SESSIONS, 1, MAX_PAGE_SESSIONS)
         assert offset is not None and limit is not None
         file = self.get_argument("file", None)
-        if file is not None:
+        db = self.get_argument("db", None)
+        targets: list[tuple[Any, str]]
+        if db is not None:
+            database = self._database(db)
+            targets = [(database.real, database.api)]
+        elif file is not None:
             target = await self._resolve(file, "file")
             targets = [(target.real, target.api)]
         else:
@@ -209,6 +251,8 @@ class SessionsHandler(_Base):
                 )
             targets = await self._run(self._visible, folder.api, found, pool=LISTINGS)
         page = await self._run(listing_page, targets, Budget, offset=offset, limit=limit, pool=LISTINGS)
+        if db is not None and page.entries and set(page.entries[0]) == {"file", "error"}:
+            raise web.HTTPError(503, self._relative(page.entries[0]["error"]))
         if file is not None and page.entries and set(page.entries[0]) == {"file", "error"}:
             raise web.HTTPError(
                 422, self._relative(f"{page.entries[0]['error']} (not readable as an nbagent session file)")
@@ -216,6 +260,8 @@ class SessionsHandler(_Base):
         for row in page.entries:
             if "error" in row:
                 row["error"] = self._relative(row["error"])
+            if db is not None:
+                row["db"] = db
         if page.more:
             self.set_header("Link", f'<{self._page_url(offset + limit, limit)}>; rel="next"')
         self.set_header("X-Nbagent-Total", str(page.total))
@@ -236,7 +282,8 @@ class SessionsHandler(_Base):
         return targets
 
     def _page_url(self, offset: int, limit: int) -> str:
-        query = {k: self.get_argument(k) for k in ("path", "file") if self.get_argument(k, None) is not None}
+        keys = ("path", "file", "db")
+        query = {k: self.get_argument(k) for k in keys if self.get_argument(k, None) is not None}
         return f"{self.request.path}?{urlencode({**query, 'offset': offset, 'limit': limit})}"
 
 
@@ -244,7 +291,7 @@ class EventsHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = await self._resolve(self.get_argument("file"), "file")
+        target = await self._source()
         after = self._int("after", -1, -1, MAX_SEQ - 1)
         limit = self._int("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
 
@@ -260,12 +307,14 @@ class TimelineHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = await self._resolve(self.get_argument("file"), "file")
+        target = await self._source()
         known = self._int("known", None, 0, MAX_SEQ)
         turn = self._int("turn", None, 1, MAX_SEQ)
         turns = self._int("turns", None, 1, MAX_SEQ)
         window = self._int("window", None, 1, MAX_WINDOW)
+        wait = self._int("wait", None, 0, MAX_WAIT_S)
         find = self.get_argument("find", None)
+        newest: Callable[[], Awaitable[bytes | None]] | None = None
         if find is not None:
             after = self._int("after", 0, 0, MAX_SEQ) or 0
             limit = self._int("limit", DEFAULT_MATCHES, 1, MAX_MATCHES) or DEFAULT_MATCHES
@@ -281,25 +330,52 @@ class TimelineHandler(_Base):
                 raise web.HTTPError(422, "a window is around one place: give one of turn, before and after")
             if turn is not None or after is not None:
                 body = await self._run(self._jump, target.real, session_id, window, turn, after)
-            else:
+            elif before is not None:
                 body = await self._run(self._window, target.real, session_id, known, window, before)
+            else:
+                newest = partial(self._run, self._window, target.real, session_id, known, window, None)
+                body = await newest()
         else:
             cell = self.get_argument("output", None)
             if cell not in (None, "cell") or (cell and turn is None):
                 raise web.HTTPError(422, "output=cell needs turn=N, and cell is its only value")
             headline = self.get_argument("headline", None) if cell else None
-            body = await self._run(
-                self._bundle, target.real, session_id, known, turn, turns, headline, bool(cell)
-            )
+            bundle = (self._bundle, target.real, session_id, known, turn, turns, headline, bool(cell))
+            newest = partial(self._run, *bundle) if turn is None else None
+            body = await self._run(*bundle)
+        if wait:
+            body = await self._waited(target, session_id, known, wait, newest, body)
         if body is None:
             self.set_status(204)
             self.finish()
             return
         self.finish(body, set_content_type="application/vnd.nbagent.timeline+json")
 
+    async def _waited(
+        self,
+        target: Resolved | Database,
+        session_id: str,
+        known: int | None,
+        wait: int,
+        newest: Callable[[], Awaitable[bytes | None]] | None,
+        body: bytes | None,
+    ) -> bytes | None:
+        """``body``, or when it is ``None`` (nothing moved past ``known``) the next answer once the
+        session moves, waiting at most ``wait`` seconds through the process's listener."""
+        if not isinstance(target, Database) or known is None or newest is None:
+            raise web.HTTPError(
+                422,
+                "wait=S is for following a database's session: give db=NAME and known=SEQ, with the "
+                "newest window (window=K) or the whole timeline (no turn, before, after or find)",
+            )
+        if body is not None:
+            return body
+        store = await self._run(self.settings[SETTING].follow_store, target)
+        return await long_poll(store, session_id, known=known, seconds=wait, answer=newest)
+
     def _bundle(
         self,
-        path: Path,
+        path: Readable,
         session_id: str,
         known: int | None,
         turn: int | None,
@@ -324,11 +400,13 @@ class TimelineHandler(_Base):
             "server (nbagent transcript PATH)"
         )
 
-    def _find(self, path: Path, session_id: str, text: str, after: int, limit: int) -> bytes:
+    def _find(self, path: Readable, session_id: str, text: str, after: int, limit: int) -> bytes:
         budget = Budget(page_bytes=PAGE_BYTES, max_bytes=SCAN_BYTES * 2)
         return orjson.dumps(find_turns(path, session_id, text=text, after=after, limit=limit, budget=budget))
 
-    def _jump(self, path: Path, session_id: str, turns: int, turn: int | None, after: int | None) -> bytes:
+    def _jump(
+        self, path: Readable, session_id: str, turns: int, turn: int | None, after: int | None
+    ) -> bytes:
         """The window around ``turn``, or the page after ``after``: too long for one answer (or
         one fold), it holds fewer turns (still around ``turn``, still right after ``after``)."""
         while True:
@@ -348,7 +426,7 @@ class TimelineHandler(_Base):
             turns = max(1, turns // 4)
 
     def _window(
-        self, path: Path, session_id: str, known: int | None, turns: int, before: int | None
+        self, path: Readable, session_id: str, known: int | None, turns: int, before: int | None
     ) -> bytes | None:
         page = Budget(page_events=FOLD_EVENTS, page_bytes=PAGE_BYTES * 4)
         if before is None:
@@ -377,13 +455,13 @@ class TranscriptHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = await self._resolve(self.get_argument("file"), "file")
+        target = await self._source()
         fmt = self.get_argument("format", "md")
         if fmt not in FORMATS:
             raise web.HTTPError(400, f"format must be one of {', '.join(FORMATS)}, not {fmt[:20]!r}")
-        text = await self._run(_bounded_transcript, target.real, session_id, fmt)
-        stem = target.real.name.removesuffix(".sqlite").removesuffix(".nbagent") or "session"
-        name = f"{stem}-{session_id[:8]}.{fmt}"
+        shown = target.name if isinstance(target, Database) else None
+        text = await self._run(_bounded_transcript, target.real, session_id, fmt, shown)
+        name = f"{source_stem(target.real, target.api)}-{session_id[:8]}.{fmt}"
         mime = "text/markdown" if fmt == "md" else "text/html"
         self.set_header("Content-Disposition", content_disposition(name))
         self.set_header("X-Content-Type-Options", "nosniff")
@@ -402,9 +480,9 @@ TRANSCRIPT_EVENTS = 100_000
 """Events one transcript request may read; a longer session is exported outside the server."""
 
 
-def _bounded_transcript(path: Path, session_id: str, fmt: str) -> bytes:
+def _bounded_transcript(path: Readable, session_id: str, fmt: str, shown: str | None = None) -> bytes:
     with bounded(Budget(max_events=TRANSCRIPT_EVENTS, max_bytes=MAX_RESPONSE * 2)):
-        text = transcript(path, session_id, fmt=fmt).encode()
+        text = transcript(path, session_id, fmt=fmt, shown=shown).encode()
     if len(text) > MAX_RESPONSE:
         raise ReadLimitError(
             f"the transcript of session {session_id} in {path} is larger than the "
@@ -421,7 +499,7 @@ class DiffHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = await self._resolve(self.get_argument("file"), "file")
+        target = await self._source()
         turn = self._int("turn", None, 1, MAX_SEQ)
         against_turn = self._int("against_turn", None, 1, MAX_SEQ)
         against = self.get_argument("against", None) or None
@@ -434,7 +512,7 @@ DIFF_EVENTS = 2 * FOLD_EVENTS
 
 
 def _bounded_diff(
-    path: Path, session_id: str, turn: int | None, against: str | None, against_turn: int | None
+    path: Readable, session_id: str, turn: int | None, against: str | None, against_turn: int | None
 ) -> bytes:
     with bounded(Budget(max_events=DIFF_EVENTS, max_bytes=MAX_RESPONSE * 2)):
         body = orjson.dumps(diff_answer(path, session_id, turn, against, against_turn))
@@ -453,15 +531,26 @@ class PlanHandler(_Base):
     @web.authenticated
     @authorized
     async def get(self, session_id: str) -> None:
-        target = await self._resolve(self.get_argument("file"), "file")
+        target = await self._source()
         turn = self._int("turn", None, 1, MAX_SEQ)
         body = await self._run(_bounded_plan, target.real, session_id, turn)
         self.finish(body, set_content_type="application/json")
 
 
-def _bounded_plan(path: Path, session_id: str, turn: int | None) -> bytes:
+def _bounded_plan(path: Readable, session_id: str, turn: int | None) -> bytes:
     with bounded(Budget(max_events=FOLD_EVENTS, max_bytes=MAX_RESPONSE * 2)):
         return orjson.dumps(plan_answer(path, session_id, turn))
+
+
+class DatabasesHandler(_Base):
+    """``GET nbagent/api/databases``: ``[{"name": NAME}]``, the databases this server serves (by
+    name only: their addresses stay on the server)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        names = self.settings[SETTING].names()
+        self.finish(orjson.dumps([{"name": n} for n in names]), set_content_type="application/json")
 
 
 SESSION_ID = r"(?P<session_id>[^/]+)"
@@ -478,4 +567,5 @@ def routes(base_url: str) -> list[tuple[str, type[APIHandler]]]:
         (url_path_join(api, SESSION_ID, "transcript"), TranscriptHandler),
         (url_path_join(api, SESSION_ID, "diff"), DiffHandler),
         (url_path_join(api, SESSION_ID, "plan"), PlanHandler),
+        (url_path_join(base_url, "nbagent", "api", "databases"), DatabasesHandler),
     ]

@@ -12,11 +12,11 @@ seconds, and then says where to go on (``next``), so no request reads a whole lo
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from nbagent.core.events import TURN_START, USER_MESSAGE
 from nbagent.errors import SessionNotFoundError
+from nbagent.labserver.sessions import Readable
 from nbagent.labserver.window import last_turn, span, turn_number, turn_start
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store
@@ -37,7 +37,7 @@ SCAN_SECONDS = 2.0
 
 
 def around(
-    path: Path, session_id: str, *, turn: int, turns: int, max_text: int | None, page: Budget
+    path: Readable, session_id: str, *, turn: int, turns: int, max_text: int | None, page: Budget
 ) -> dict[str, Any]:
     """The bundle of ``turns`` turns around turn ``turn``: it in the middle, or as near as the
     session's first and last turns allow."""
@@ -51,7 +51,7 @@ def around(
 
 
 def later(
-    path: Path, session_id: str, *, after: int, turns: int, max_text: int | None, page: Budget
+    path: Readable, session_id: str, *, after: int, turns: int, max_text: int | None, page: Budget
 ) -> dict[str, Any]:
     """The bundle of the ``turns`` turns after turn ``after`` (fewer at the log's end)."""
     with bounded(page):
@@ -62,7 +62,7 @@ def later(
         return span(path, session_id, first=after + 1, until=until, max_text=max_text)
 
 
-def _last(path: Path, session_id: str) -> int:
+def _last(path: Readable, session_id: str) -> int:
     store = open_store(path, "read")
     try:
         if store.session_row(session_id) is None:
@@ -73,7 +73,7 @@ def _last(path: Path, session_id: str) -> int:
 
 
 def find_turns(
-    path: Path, session_id: str, *, text: str, after: int, limit: int, budget: Budget
+    path: Readable, session_id: str, *, text: str, after: int, limit: int, budget: Budget
 ) -> dict[str, Any]:
     """The turns after turn ``after`` whose title holds ``text`` (case-insensitive), in turn order:
     ``{"matches": [{"turn", "title"}], "next": T | None, "turns": last}``. ``next`` is the last turn

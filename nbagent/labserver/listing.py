@@ -18,6 +18,7 @@ from typing import Any
 from nbagent.errors import NbagentError
 from nbagent.labserver.sessions import (
     PROMPT_SCAN,
+    Readable,
     first_prompt,
     fork_lineage,
     no_session_reason,
@@ -49,7 +50,7 @@ class ListingPage:
 
 @dataclass
 class _Found:
-    path: Path
+    path: Readable
     api_file: str
     row: SessionRow | None = None
     error: str | None = None
@@ -61,7 +62,7 @@ class _Found:
 
 
 def listing_page(
-    files: Iterable[tuple[Path, str]],
+    files: Iterable[tuple[Readable, str]],
     budget: Callable[[], Budget],
     *,
     offset: int = 0,
@@ -85,7 +86,7 @@ def listing_page(
         except NbagentError as exc:
             found.append(_Found(path, api_file, error=str(exc)))
             continue
-        if not rows:
+        if not rows and isinstance(path, Path):  # (a database without sessions lists none)
             found.append(_Found(path, api_file, error=no_session_reason(path, api_file)))
         found.extend(_Found(path, api_file, row=row) for row in rows)
     found.sort(key=lambda f: f.recency, reverse=True)

@@ -8,16 +8,16 @@ the server only reads.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from nbagent.core.events import TURN_END
 from nbagent.errors import SessionNotFoundError
 from nbagent.forks.editor_plan import editor_plan
+from nbagent.labserver.sessions import Readable
 from nbagent.store.reading import read_events
 
 
-def plan_answer(path: Path, session_id: str, turn: int | None) -> dict[str, Any]:
+def plan_answer(path: Readable, session_id: str, turn: int | None) -> dict[str, Any]:
     """``{plan, turns}``: the editor's plan of ``turn`` and the session's finished turns; a turn the
     session has not finished raises ``SessionNotFoundError`` naming those it has (answered 404)."""
     events = read_events(path, session_id)

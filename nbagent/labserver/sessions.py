@@ -32,9 +32,12 @@ from nbagent.labserver.paths import is_session_file_name
 from nbagent.store.base import SessionRow
 from nbagent.store.budget import ReadLimitError, size_text
 from nbagent.store.budget import current as current_budget
+from nbagent.store.location import PostgresLocation
 from nbagent.store.opening import open_reader
 from nbagent.store.reading import read_events
 
+Readable = Path | PostgresLocation
+"""What the API reads: a session file, or a database the server serves (``labserver.databases``)."""
 PROMPT_SCAN = 64
 """How many leading events are searched for a session's first typed prompt."""
 
@@ -102,7 +105,7 @@ def session_entry(
     }
 
 
-def fork_lineage(path: Path, forks: list[str]) -> dict[str, tuple[str | None, str | None]]:
+def fork_lineage(path: Readable, forks: list[str]) -> dict[str, tuple[str | None, str | None]]:
     """Each fork's ``(purpose, replay_text)``: its ``session/forked.purpose`` (``attribution`` for
     §11.5's runs) and its last replay in words; two indexed reads per fork."""
     if not forks:
@@ -128,11 +131,27 @@ def fork_lineage(path: Path, forks: list[str]) -> dict[str, tuple[str | None, st
     return out
 
 
-def no_session_reason(path: Path, api_file: str) -> str:
+def no_session_reason(path: Readable, api_file: str) -> str:
     """Why a session file lists no session: empty (0 bytes), or no session written yet."""
-    if path.stat().st_size == 0:
+    if isinstance(path, Path) and path.stat().st_size == 0:
         return f"{api_file} is empty (0 bytes): no session has been written to it yet"
     return f"{api_file} holds no session yet"
+
+
+def identity(path: Readable) -> tuple[Any, ...]:
+    """What a cached fold is keyed on: a file's identity (device, inode: a file replaced under the
+    same name is another), or a database's address."""
+    if isinstance(path, PostgresLocation):
+        return ("postgresql", path.url)
+    st = path.stat()
+    return (st.st_dev, st.st_ino)
+
+
+def source_stem(path: Readable, api: str) -> str:
+    """How a download names where a session came from: the file's stem, or the database's name."""
+    if isinstance(path, PostgresLocation):
+        return api
+    return path.name.removesuffix(".sqlite").removesuffix(".nbagent") or "session"
 
 
 def event_json(ev: Event) -> dict[str, Any]:
@@ -156,7 +175,7 @@ class TimelineCache:
 
     def bundle(
         self,
-        path: Path,
+        path: Readable,
         session_id: str,
         *,
         known: int | None,
@@ -170,8 +189,7 @@ class TimelineCache:
         several requests (the bundle's ``seq`` tells how far)."""
         from nbagent.views import Timeline
 
-        st = path.stat()
-        key = (st.st_dev, st.st_ino, session_id)
+        key = (*identity(path), session_id)
         with self._lock:
             lock = self._key_locks.setdefault(key, threading.Lock())
         with lock:

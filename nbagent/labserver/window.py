@@ -18,11 +18,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from nbagent.core.events import REQUEST_HEADER, TURN_START, Event, TurnStart, parse_event
 from nbagent.errors import SessionNotFoundError
+from nbagent.labserver.sessions import Readable, identity
 from nbagent.store.base import SessionStore
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store
@@ -147,7 +147,7 @@ class WindowCache:
 
     def newest(
         self,
-        path: Path,
+        path: Readable,
         session_id: str,
         *,
         turns: int,
@@ -158,14 +158,13 @@ class WindowCache:
         """The bundle of the newest ``turns`` turns (and every turn after them since), or ``None``
         while ``known`` is still its ``seq``. Events are read under ``page`` (a long tail is folded
         over several requests)."""
-        st = path.stat()
-        key = (st.st_dev, st.st_ino, session_id, turns)
+        key = (*identity(path), session_id, turns)
         with bounded(page):  # every read of the request, the connection's limits included
             return self._newest(path, key, session_id, turns=turns, known=known, max_text=max_text)
 
     def _newest(
         self,
-        path: Path,
+        path: Readable,
         key: tuple[Any, ...],
         session_id: str,
         *,
@@ -211,7 +210,7 @@ class WindowCache:
 
 
 def earlier(
-    path: Path, session_id: str, *, before: int, turns: int, max_text: int | None, page: Budget
+    path: Readable, session_id: str, *, before: int, turns: int, max_text: int | None, page: Budget
 ) -> dict[str, Any]:
     """The bundle of the ``turns`` turns before turn ``before`` (fewer at the log's start)."""
     with bounded(page):  # every read of the request, the connection's limits included
@@ -219,7 +218,7 @@ def earlier(
 
 
 def span(
-    path: Path, session_id: str, *, first: int, until: int | None, max_text: int | None
+    path: Readable, session_id: str, *, first: int, until: int | None, max_text: int | None
 ) -> dict[str, Any]:
     """The bundle of turns ``first`` up to (not including) turn ``until`` (``None``: to the log's end),
     folded from the last quiet point before turn ``first`` and read under the caller's budget.

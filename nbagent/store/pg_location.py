@@ -90,3 +90,19 @@ def url_secrets(url: str) -> list[str]:
         pass
     found += [unquote(v) for v in parse_qs(urlsplit(url.strip()).query).get("password", [])]
     return [s for s in found if s]
+
+
+def with_schema(url: str, schema: str) -> str:
+    """``url`` naming ``schema`` as its nbagent schema (in place of any it named)."""
+    _, bare = split_schema(url)
+    parts = urlsplit(bare)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    option = f"-c {SCHEMA_SETTING}={schema}"
+    if any(key == "options" for key, _ in pairs):
+        pairs = [(k, f"{v} {option}" if k == "options" else v) for k, v in pairs]
+    else:
+        pairs.append(("options", option))
+    query = urlencode(pairs, quote_via=quote)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}?{query}" + (
+        f"#{parts.fragment}" if parts.fragment else ""
+    )
