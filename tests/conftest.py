@@ -169,3 +169,17 @@ def provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy")
+
+
+@pytest.fixture(autouse=True)
+def _server_pool_size_stays_in_its_test():
+    """A Jupyter server loaded in this process sizes its PostgreSQL pools for itself
+    (``c.NbagentServer.pool_size``); after its test, this process sizes them as a kernel does again,
+    and the pools opened at the server's size are closed (the next call opens a kernel's)."""
+    from nbagent.store import pg_pool
+
+    before = pg_pool._process_size
+    yield
+    if pg_pool._process_size != before:
+        pg_pool._process_size = before
+        pg_pool._close_all()

@@ -29,6 +29,7 @@ from tcp_proxy import StallingProxy
 import nbagent
 import nbagent.store.follow
 from nbagent.labserver import handlers
+from nbagent.labserver.databases import Databases
 from nbagent.store import pg_listen
 
 get = server_client.get
@@ -224,3 +225,21 @@ def test_a_database_that_stops_answering_fails_the_request_in_bounded_time(
     no_secret(body)
     # The files' reads never waited for it.
     assert get(*API, path="")[0] == 200
+
+
+def test_the_server_sizes_its_own_pool_and_leaves_its_kernels_theirs(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from traitlets.config import Config
+
+    from nbagent.store import pg_pool
+
+    monkeypatch.delenv("NBAGENT_PG_POOL_SIZE", raising=False)
+    assert pg_pool.pool_size() == pg_pool.POOL_SIZE  # a kernel's
+    Databases.from_config(SimpleNamespace(config=Config(), log=None))
+    assert pg_pool.pool_size() == 1
+    assert "NBAGENT_PG_POOL_SIZE" not in os.environ  # what the kernels it starts inherit
+    config = Config()
+    config.NbagentServer.pool_size = 3
+    Databases.from_config(SimpleNamespace(config=config, log=None))
+    assert pg_pool.pool_size() == 3

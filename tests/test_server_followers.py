@@ -127,7 +127,7 @@ def test_many_waiting_tabs_cost_the_server_its_listener_and_pool(pg_cluster, pg_
     assert opened.returncode == 0, opened.stderr
     ids = opened.stdout.split()
     assert len(ids) == SESSIONS
-    env = {"NBAGENT_DB": pg_url, "NBAGENT_PG_POOL_SIZE": "1"}
+    env = {"NBAGENT_DB": pg_url}  # the server sizes its own pool (c.NbagentServer.pool_size, default 1)
     with jupyter_server(tmp_path, env) as (url, token, pid):
         name = f"nbagent process {pid} on {HOST}"[:63]
         known = {}

@@ -28,13 +28,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from traitlets import Bool, Dict, Unicode
+from traitlets import Bool, Dict, Int, Unicode
 from traitlets.config import Configurable
 
 from nbagent.errors import NbagentError
 from nbagent.labserver.paths import PathRefused
 from nbagent.redaction import scrub
 from nbagent.store.location import PostgresLocation, parse_location
+from nbagent.store.pg_pool import set_process_pool_size
 
 if TYPE_CHECKING:
     from nbagent.store.postgres import PostgresStore
@@ -64,6 +65,12 @@ class NbagentServer(Configurable):
         default_value={},
         help="PostgreSQL stores the Agent sessions panel lists, by name: {'team': 'postgresql://…'}. "
         "The page asks for a database by its name only; its URL stays on the server.",
+    ).tag(config=True)
+    pool_size = Int(
+        1,
+        help="Connections the server's pool keeps to each database at most (its one LISTEN "
+        "connection comes on top). Kernels it starts are not affected: they size their own pools "
+        "(NBAGENT_PG_POOL_SIZE, default 4).",
     ).tag(config=True)
     serve_nbagent_db = Bool(
         True,
@@ -112,6 +119,7 @@ class Databases:
     def from_config(cls, serverapp: Any) -> Databases:
         """The databases ``c.NbagentServer`` names, and ``NBAGENT_DB`` unless told otherwise."""
         settings = NbagentServer(config=serverapp.config)
+        set_process_pool_size(settings.pool_size)
         configured = dict(settings.databases)
         env = os.environ.get(ENV_NAME, "").strip()
         if (

@@ -37,8 +37,23 @@ POOLER_REFUSAL = "unsupported startup parameter"
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())  # no tracebacks on a kernel's stderr
 
 
+_process_size: int | None = None
+"""This process's own pool size, set by code that knows what the process is (a Jupyter server)."""
+
+
+def set_process_pool_size(size: int) -> None:
+    """Size the pools this process opens from now on (at least 1), whatever ``NBAGENT_PG_POOL_SIZE``
+    says: a Jupyter server sets 1 for itself without setting it for the kernels it starts, which
+    inherit its environment."""
+    global _process_size
+    _process_size = max(1, int(size))
+
+
 def pool_size() -> int:
-    """The pool's size: ``NBAGENT_PG_POOL_SIZE`` when set (at least 1), else :data:`POOL_SIZE`."""
+    """The pool's size: this process's own (:func:`set_process_pool_size`), else
+    ``NBAGENT_PG_POOL_SIZE`` when set (at least 1), else :data:`POOL_SIZE`."""
+    if _process_size is not None:
+        return _process_size
     try:
         return max(1, int(os.environ.get("NBAGENT_PG_POOL_SIZE", "")))
     except ValueError:
