@@ -8,10 +8,10 @@ writes the same types as TypeScript (``nbagent/widgets/view_model.d.ts``) for th
 the lab extension, and tests/test_view_types.py fails when that file is stale or when a folded
 session writes a field its type does not declare.
 
-A field's docstring (the string after it) becomes its comment in the TypeScript file.
+A field's docstring (the string after it) becomes its comment in the TypeScript file. This module has
+no ``from __future__ import annotations``: with string annotations a ``TypedDict`` cannot tell its
+``NotRequired`` keys at run time (``__required_keys__``), which the generator and the tests read.
 """
-
-from __future__ import annotations
 
 from typing import Any, Literal, TypeAlias
 
