@@ -12,11 +12,12 @@ import { caretDownEmptyIcon } from '@jupyterlab/ui-components';
 
 import { get, Source, where } from './api';
 import { diffView, el } from '../../nbagent/widgets/painter.js';
+import type { IDiffModel } from '../../nbagent/widgets/painter.js';
 
 /** What the diff endpoint answers. */
 export interface IDiffAnswer {
   /** The view model, or `null` when there is nothing to compare (`why` says so). */
-  diff: any;
+  diff: IDiffModel | null;
   why?: string;
   turns_a: number[];
   turns_b: number[];

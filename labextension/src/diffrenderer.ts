@@ -12,12 +12,13 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { diffView, el } from '../../nbagent/widgets/painter.js';
+import type { IDiffModel } from '../../nbagent/widgets/painter.js';
 import { RANK } from './renderer';
 
 export const DIFF_MIME = 'application/vnd.nbagent.diff+json';
 
 /** Whether `value` looks like the diff view model this version paints (an object with steps). */
-function isDiff(value: unknown): value is { steps: unknown[] } {
+function isDiff(value: unknown): value is IDiffModel {
   return typeof value === 'object' && value !== null && Array.isArray((value as { steps?: unknown }).steps);
 }
 

@@ -11,7 +11,7 @@
  */
 
 import type { MarkdownFill } from './markdown';
-import { CanInsert, IProposal, proposalRow } from './proposal';
+import { CanInsert, proposalRow } from './proposal';
 import {
   el as paintEl,
   leaf as paintLeaf,
@@ -28,7 +28,7 @@ import {
   stepBox,
   turnBox
 } from '../../nbagent/widgets/painter.js';
-import type { IPainterNode } from '../../nbagent/widgets/painter.js';
+import type { IForkedNode, IInboxItem, ITimelineBundle, Leaves, ViewNode } from '../../nbagent/widgets/painter.js';
 
 /** Data as a view shows it (bidirectional controls as visible marks): the painter's one function. */
 export { shown };
@@ -40,28 +40,15 @@ export const KEEP_OPEN = 3;
 /** Pending items painted per queue before a "show more" button. */
 export const PENDING_SHOWN = 200;
 
-export interface INode {
-  id: string;
-  type: string;
-  parent: string | null;
-  seq: number;
-  [field: string]: any;
-}
+/**
+ * A node of the bundle: one of the view model's node types, discriminated on `type` (generated from
+ * nbagent/views/schema.py into nbagent/widgets/view_model.d.ts).
+ */
+export type INode = ViewNode;
+export type { IForkedNode };
 
-export interface IBundle {
-  version: number;
-  seq: number;
-  scope: { turn: number } | null;
-  headline: string | null;
-  status: string;
-  status_text: string;
-  summary: string;
-  nodes: INode[];
-  pending: { next_step: INode[]; next_turn: INode[] };
-  omitted_turns?: number;
-  /** `inbox` for an output that shows only the pending queues (an inbox widget's saved view). */
-  view?: string;
-}
+/** The bundle (`view: 'inbox'` for an output that shows only the pending queues). */
+export type IBundle = ITimelineBundle;
 
 /**
  * An element with a class and, optionally, text (always as text) and data attributes: the shared
@@ -87,7 +74,7 @@ interface IPaintContext {
   /** The answers whose raw text is shown instead of their rendering. */
   raw: Set<string>;
   /** Painters of node types the shared painter leaves to its host (`proposal`: `proposal.ts`). */
-  leaves: Record<string, (n: IPainterNode) => HTMLElement>;
+  leaves: Leaves;
 }
 
 interface IEntry {
@@ -122,7 +109,7 @@ export class TimelineView {
       opened: new Set(),
       markdown: options.markdown ?? null,
       raw: new Set(),
-      leaves: { proposal: (n: IPainterNode) => proposalRow(n as unknown as IProposal, canInsert) }
+      leaves: { proposal: n => proposalRow(n, canInsert) }
     };
     this.node = el('div', 'nbagent nba-timeline');
     this._head = el('div', 'nba-head');
@@ -216,7 +203,7 @@ export class TimelineView {
   }
 
   private _paintPending(bundle: IBundle, always = false): void {
-    const queues: [string, INode[]][] = [
+    const queues: [string, IInboxItem[]][] = [
       ['next-step', bundle.pending?.next_step ?? []],
       ['next-turn', bundle.pending?.next_turn ?? []]
     ];

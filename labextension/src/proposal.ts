@@ -20,6 +20,8 @@ import { Clipboard } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
+import type { IProposalNode } from '../../nbagent/widgets/painter.js';
+
 export const PROPOSAL_EVENT = 'nbagent-proposal';
 /** The words of this module, in the user's language once the plugin has started. */
 let trans: TranslationBundle = nullTranslator.load('nbagent');
@@ -28,18 +30,6 @@ export const INSERT_COMMAND = 'nbagent:insert-proposal';
 export const ACTIONS_TARGET = 'nbagent.proposals';
 const NEEDS_KERNEL = 'needsKernel';
 
-/** What a `proposal` node carries (docs/timeline-json.md). */
-export interface IProposal {
-  id: string;
-  proposal: string;
-  code: string;
-  note?: string;
-  cell?: { execution_count?: number | null; cell_id?: string } | null;
-  /** What the log says the user did with it (a `notebook` message): absent while only proposed. */
-  done?: 'inserted' | 'inserted-and-ran';
-  /** The `In [n]` it went below, when the front end said. */
-  done_below?: number | null;
-}
 
 /** The detail of the DOM event an insert button dispatches. */
 export interface IProposalRequest {
@@ -64,7 +54,7 @@ export interface IPlaced {
  * untrusted output). `placed` finds a proposal the notebook already holds (its cell's metadata),
  * so a reopened notebook shows it inserted, whatever its kernel knows.
  */
-export type CanInsert = (() => boolean | null) & { placed?: (n: IProposal) => IPlaced | null };
+export type CanInsert = (() => boolean | null) & { placed?: (n: IProposalNode) => IPlaced | null };
 
 /** The metadata key an inserted proposal's cell carries (saved with the notebook). */
 export const CELL_METADATA = 'nbagent';
@@ -141,7 +131,7 @@ async function copy(text: string): Promise<void> {
 }
 
 /** The row of one proposal; `canInsert` says whether insert buttons are offered here. */
-export function proposalRow(n: IProposal, canInsert: CanInsert | null): HTMLElement {
+export function proposalRow(n: IProposalNode, canInsert: CanInsert | null): HTMLElement {
   const box = h('div', 'nba-item nba-proposal');
   box.dataset.id = n.id;
   box.dataset.proposal = n.proposal;
@@ -228,7 +218,7 @@ function placedCell(panel: NotebookPanel, proposal: string, askedBy: string | nu
 export function proposalHost(panel: NotebookPanel): CanInsert {
   const kernel = (): boolean => !!panel.sessionContext.session?.kernel;
   const live: CanInsert = Object.assign(kernel, {
-    placed: (n: IProposal) => placedCell(panel, n.proposal, n.cell?.cell_id ?? null)
+    placed: (n: IProposalNode) => placedCell(panel, n.proposal, n.cell?.cell_id ?? null)
   });
   const follow = (): void => {
     const show = kernel();

@@ -68,7 +68,7 @@ export function endedHeadline(headline: string | null, turn: number): string | n
 export function endedData(was: ILiveBundle, answer: Record<string, unknown>, turn: number): Record<string, unknown> | null {
   const logged = answer[TIMELINE_MIME] as IBundle | undefined;
   const head = logged?.nodes?.[0];
-  if (!logged || logged.status === 'running' || !head || head.id !== `turn-${turn}` || head.status === 'running') {
+  if (!logged || logged.status === 'running' || head?.type !== 'turn' || head.id !== `turn-${turn}` || head.status === 'running') {
     return null;
   }
   const bundle: ILiveBundle = { ...logged, scope: { turn }, session: was.session };

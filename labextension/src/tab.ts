@@ -19,7 +19,7 @@ import { DiffPane, IForkChoice } from './diffpane';
 import type { ISessionRow } from './panel';
 import { WhatIfPane } from './whatif';
 import { MarkdownFill } from './markdown';
-import { el, IBundle, INode, shown, TimelineView } from './paint';
+import { el, IBundle, IForkedNode, shown, TimelineView } from './paint';
 import { TurnJump } from './jump';
 import { fetchWindow, IWindowBundle } from './windows';
 
@@ -238,7 +238,7 @@ export class SessionTimeline extends Widget {
    * that opens the parent's tab (when the parent is a session of the same file).
    */
   private async _paintFork(bundle: IBundle): Promise<void> {
-    const forked = bundle.nodes.find(n => n.type === 'forked' && n.parent === null);
+    const forked = bundle.nodes.find((n): n is IForkedNode => n.type === 'forked' && n.parent === null);
     if (!forked || this._fork.dataset.parent === String(forked.parent_session)) {
       return;
     }
@@ -434,7 +434,7 @@ export class SessionTimeline extends Widget {
 
 /** The words of a fork's line: where it was forked, the parent a link when it is in this file. */
 function forkLine(
-  forked: INode,
+  forked: IForkedNode,
   parent: ISession | undefined,
   open: () => void,
   trans: TranslationBundle

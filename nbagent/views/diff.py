@@ -28,10 +28,20 @@ from nbagent.core.events import (
 )
 from nbagent.core.messages import Message, message_text
 from nbagent.views.labels import describe_message
+from nbagent.views.schema import (
+    DiffMark,
+    DiffModel,
+    DiffRow,
+    DiffSide,
+    DiffSideName,
+    DiffStep,
+    DiffSymbol,
+    DiffTurnRef,
+)
 from nbagent.views.text import clip
 
-Mark = Literal["same", "added", "removed", "moved"]
-SYMBOL = {"same": "=", "added": "+", "removed": "-", "moved": "~"}
+Mark = DiffMark
+SYMBOL: dict[Mark, DiffSymbol] = {"same": "=", "added": "+", "removed": "-", "moved": "~"}
 
 
 @dataclass(frozen=True)
@@ -363,7 +373,7 @@ def _first_steps_by_id(steps: Sequence[StepDiff], side: str) -> dict[str, int]:
     return first
 
 
-def _row_json(m: DiffMessage, step: int, other: str, there: dict[str, int]) -> dict[str, object]:
+def _row_json(m: DiffMessage, step: int, other: str, there: dict[str, int]) -> DiffRow:
     mark_text = m.mark
     if m.mark == "moved":
         elsewhere = there.get(m.id)
@@ -372,50 +382,57 @@ def _row_json(m: DiffMessage, step: int, other: str, there: dict[str, int]) -> d
             if elsewhere is not None and elsewhere != step
             else f"moved: another place in step {step} of {other}"
         )
-    return {"id": m.id, "role": m.role, "kind": m.source, "badge": m.badge or m.source, "label": m.label,
-            "first_line": m.first_line, "tokens_text": f"≈{m.tokens:,} tok", "mark": m.mark,
-            "symbol": SYMBOL[m.mark], "mark_text": mark_text, "carried": m.carried}  # fmt: skip
+    return DiffRow(id=m.id, role=m.role, kind=m.source, badge=m.badge or m.source, label=m.label,
+                   first_line=m.first_line, tokens_text=f"≈{m.tokens:,} tok", mark=m.mark,
+                   symbol=SYMBOL[m.mark], mark_text=mark_text, carried=m.carried)  # fmt: skip
 
 
 DIFF_MIME = "application/vnd.nbagent.diff+json"
 """The MIME type of a saved diff view model (what the lab extension's diff renderer paints)."""
 
 
-def diff_json(d: TurnDiff) -> dict[str, object]:
+def _sides(
+    s: StepDiff,
+) -> tuple[tuple[DiffSideName, DiffSideName, tuple[DiffMessage, ...], Answer | None], ...]:
+    """Each side of a step: its name, the other side's, its request and its answer."""
+    return (("a", "b", s.a, s.answer_a), ("b", "a", s.b, s.answer_b))
+
+
+def diff_json(d: TurnDiff) -> DiffModel:
     """The diff as the browser paints it: every word ready-made (docs/timeline-json.md's rule)."""
     first = {"a": _first_steps_by_id(d.steps, "a"), "b": _first_steps_by_id(d.steps, "b")}
-    steps = []
+    steps: list[DiffStep] = []
     for s in d.steps:
-        sides = []
-        for side, other, rows, answer in (("a", "b", s.a, s.answer_a), ("b", "a", s.b, s.answer_b)):
-            sides.append({
-                "side": side,
-                "missing": answer is None and not rows,
-                "rows": [_row_json(m, s.step, other, first[other]) for m in rows],
-                "carried_count": sum(m.carried for m in rows),
-                "carried_text": carried_text(rows, s.step),
-                "answer_text": answer_line(answer),
-                "failed": bool(answer is not None and answer.error),
-            })  # fmt: skip
+        sides: list[DiffSide] = []
+        for side, other, rows, answer in _sides(s):
+            sides.append(DiffSide(
+                side=side,
+                missing=answer is None and not rows,
+                rows=[_row_json(m, s.step, other, first[other]) for m in rows],
+                carried_count=sum(m.carried for m in rows),
+                carried_text=carried_text(rows, s.step),
+                answer_text=answer_line(answer),
+                failed=bool(answer is not None and answer.error),
+            ))  # fmt: skip
         counts = Counter(m.mark for m in (*s.a, *s.b))
-        steps.append({
-            "step": s.step,
-            "changed": s.answer_changed,
-            "answer_changed": s.answer_changed,
-            "answer_diff": [list(op) for op in s.answer_diff],
-            "changed_text": "the answer changed" if s.answer_changed else "same answer",
-            "marks_text": " · ".join(f"{counts[k]} {k}" for k in ("added", "removed", "moved") if counts[k]),
-            "sides": sides,
-        })  # fmt: skip
+        steps.append(DiffStep(
+            step=s.step,
+            changed=s.answer_changed,
+            answer_changed=s.answer_changed,
+            answer_diff=[list(op) for op in s.answer_diff],
+            changed_text="the answer changed" if s.answer_changed else "same answer",
+            marks_text=" · ".join(f"{counts[k]} {k}" for k in ("added", "removed", "moved") if counts[k]),
+            sides=sides,
+        ))  # fmt: skip
     changed = sum(s.answer_changed for s in d.steps)
-    return {
-        "version": 1,
-        "a": {"session": d.session_a, "turn": d.turn_a, "title": f"a · turn {d.turn_a} of {d.session_a[:8]}"},
-        "b": {"session": d.session_b, "turn": d.turn_b, "title": f"b · turn {d.turn_b} of {d.session_b[:8]}"},
-        "summary": f"{len(d.steps)} step{'s' if len(d.steps) != 1 else ''} · "
+    return DiffModel(
+        version=1,
+        a=DiffTurnRef(session=d.session_a, turn=d.turn_a, title=f"a · turn {d.turn_a} of {d.session_a[:8]}"),
+        b=DiffTurnRef(session=d.session_b, turn=d.turn_b, title=f"b · turn {d.turn_b} of {d.session_b[:8]}"),
+        summary=f"{len(d.steps)} step{'s' if len(d.steps) != 1 else ''} · "
         f"{changed} answer{'s' if changed != 1 else ''} changed",
-        "identical": d.identical,
-        "identical_text": identical_text(d) if d.identical else "",
-        "legend": [[SYMBOL[k], k] for k in ("same", "added", "removed", "moved")],
-        "steps": steps,
-    }
+        identical=d.identical,
+        identical_text=identical_text(d) if d.identical else "",
+        legend=[[SYMBOL[k], k] for k in ("same", "added", "removed", "moved")],
+        steps=steps,
+    )

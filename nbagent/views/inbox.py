@@ -9,6 +9,7 @@ from nbagent.core.estimate import CHARS, TokenCounter, content_tokens
 from nbagent.core.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.escape import visible_controls
 from nbagent.views.labels import describe_message
+from nbagent.views.schema import InboxItem, InboxModel, InboxQueue
 from nbagent.views.text import plural
 
 QUEUES = (
@@ -18,35 +19,31 @@ QUEUES = (
 STATUS_TEXT = {"idle": "agent idle", "running": "agent running", "closed": "session closed"}
 
 
-def inbox_item(message: Any, queue: str, counter: TokenCounter = CHARS) -> dict[str, Any]:
+def inbox_item(message: Any, queue: str, counter: TokenCounter = CHARS) -> InboxItem:
     """One pending message as every inbox shows it (a ``Message`` or its stored JSON), with the
     tokens it will add to the next request (counted as the meter counts it)."""
     label = describe_message(message, queue=queue)
     ident = message.id if hasattr(message, "id") else message.get("id", "")
     content = message.content if hasattr(message, "content") else message.get("content") or ()
     tokens = content_tokens(content, counter)
-    return {"id": str(ident), "queue": queue, **label.fields(), "summary": label.summary,
-            "tokens": tokens, "tokens_text": f"≈{tokens:,} token{'' if tokens == 1 else 's'}"}  # fmt: skip
+    return InboxItem(id=str(ident), queue=queue, **label.fields(), summary=label.summary,
+                     tokens=tokens, tokens_text=f"≈{tokens:,} token{'' if tokens == 1 else 's'}")  # fmt: skip
 
 
-def inbox_model(
-    next_step: Iterable[Mapping[str, Any]], next_turn: Iterable[Mapping[str, Any]], status: str
-) -> dict[str, Any]:
+def inbox_model(next_step: Iterable[InboxItem], next_turn: Iterable[InboxItem], status: str) -> InboxModel:
     """``{"status", "status_text", "pending", "pending_text", "queues": [{"key", "name", "hint", "items"}]}``.
 
     ``next_step``/``next_turn`` are items from :func:`inbox_item` (or ``Timeline.pending``).
     """
     lists = {"next_step": list(next_step), "next_turn": list(next_turn)}
     pending = sum(len(v) for v in lists.values())
-    return {
-        "status": status,
-        "status_text": STATUS_TEXT.get(status, status),
-        "pending": pending,
-        "pending_text": f"{pending} pending",
-        "queues": [
-            {"key": key, "name": name, "hint": hint, "items": lists[key]} for key, name, hint in QUEUES
-        ],
-    }
+    return InboxModel(
+        status=status,
+        status_text=STATUS_TEXT.get(status, status),
+        pending=pending,
+        pending_text=f"{pending} pending",
+        queues=[InboxQueue(key=key, name=name, hint=hint, items=lists[key]) for key, name, hint in QUEUES],
+    )
 
 
 def inbox_text(inbox: Mapping[str, Any]) -> str:

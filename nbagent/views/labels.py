@@ -14,6 +14,7 @@ from typing import Any
 
 from nbagent._json import thaw
 from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.views.schema import MessageFields
 from nbagent.views.text import clip, content_line, human_size, more_lines_text
 
 FIRST_LINE_MAX = 160
@@ -75,20 +76,20 @@ class Label:
             return self.title
         return f"{self.badge} «{clip(self.first_line, LABEL_MAX)}»" if self.first_line else self.badge
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> MessageFields:
         """The JSON fields of a message node or an inbox item (see docs/timeline-json.md)."""
-        return {
-            "kind": self.kind,
-            "role": self.role,
-            "badge": self.badge,
-            "label": self.label,
-            "first_line": self.first_line,
-            "more_lines": self.more_lines,
-            "more_text": self.more_text,
-            "size": self.size,
-            "size_text": self.size_text,
-            "text": self.text,
-        }
+        return MessageFields(
+            kind=self.kind,
+            role=self.role,
+            badge=self.badge,
+            label=self.label,
+            first_line=self.first_line,
+            more_lines=self.more_lines,
+            more_text=self.more_text,
+            size=self.size,
+            size_text=self.size_text,
+            text=self.text,
+        )
 
 
 def role_of(kind: str, queue: str | None = None, via: str | None = None) -> str:

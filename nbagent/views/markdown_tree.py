@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
+
+from nbagent.views.schema import ViewNode
 
 Tree = list[Any]
 LINK_SCHEMES = frozenset({"http", "https", "mailto"})
@@ -162,10 +164,10 @@ class AnswerTrees:
     def _whole(self, node: Mapping[str, Any]) -> bool:
         return node.get("type") == "assistant" and not node.get("streaming") and bool(node.get("text"))
 
-    def node(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
-        """``node``, with its tree when it is a whole answer."""
+    def node(self, node: ViewNode) -> ViewNode:
+        """``node``, with its tree when it is a whole answer (``AssistantNode.md``)."""
         tree = self._tree(node) if self._whole(node) else None
-        return {**node, "md": tree} if tree is not None else node
+        return cast(ViewNode, {**node, "md": tree}) if tree is not None else node
 
     def patches(self, ops: list[Any], nodes: Mapping[str, Mapping[str, Any]]) -> list[Any]:
         """``ops`` with the tree added where an answer became whole or its text changed while whole."""

@@ -16,6 +16,7 @@ from typing import Any
 from nbagent._json import thaw
 from nbagent.core.estimate import CHARS, TokenCounter, counter_for
 from nbagent.core.events import AssistantMessageEvent, RequestEstimate
+from nbagent.views.schema import BarPart, EstimateFields, TokenEstimate, UsageSummary
 
 KIND_ORDER = ("user", "cell", "dataframe", "variable", "error", "session-reference", "plugin", "notebook",
               "tool", "assistant", "system", "tools")  # fmt: skip
@@ -37,11 +38,11 @@ def ordered(by_source: Mapping[str, int]) -> list[tuple[str, int]]:
     return known + rest
 
 
-def bar(by_source: Mapping[str, int]) -> list[dict[str, Any]]:
+def bar(by_source: Mapping[str, int]) -> list[BarPart]:
     """The stacked bar of one request: ``[{kind, tokens, share, text}]`` (shares of the total, 0–1)."""
     total = sum(by_source.values())
     return [
-        {"kind": k, "tokens": v, "share": v / total if total else 0.0, "text": f"{k}: {tokens_text(v)}"}
+        BarPart(kind=k, tokens=v, share=v / total if total else 0.0, text=f"{k}: {tokens_text(v)}")
         for k, v in ordered(by_source)
     ]
 
@@ -105,14 +106,14 @@ def window_text(total: int, window: int | None) -> str:
     return f" · {share_text(total, window)} of the {window:,}-token window" if window else ""
 
 
-def estimate_fields(ev: RequestEstimate) -> dict[str, Any]:
+def estimate_fields(ev: RequestEstimate) -> EstimateFields:
     """What a step node shows of its request's estimate (docs/timeline-json.md, ``step.tokens``)."""
     by_source = {str(k): int(v) for k, v in ev.by_source.items()}
-    return {
-        "tokens": {"total": ev.total, "by_source": by_source, "counter": ev.counter, "window": ev.window},
-        "tokens_text": f"≈{tokens_text(ev.total)} in{window_text(ev.total, ev.window)}",
-        "bar": bar(by_source),
-    }
+    return EstimateFields(
+        tokens=TokenEstimate(total=ev.total, by_source=by_source, counter=ev.counter, window=ev.window),
+        tokens_text=f"≈{tokens_text(ev.total)} in{window_text(ev.total, ev.window)}",
+        bar=bar(by_source),
+    )
 
 
 def warning_text(warning: Mapping[str, Any]) -> str:
@@ -189,7 +190,7 @@ class UsageTally:
                 total = (total or Decimal(0)) + amount
         return total, unknown
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> UsageSummary:
         """The session's totals, with ready-made words (the bundle's ``usage``)."""
         from nbagent.usage import NOT_PRICED, cost_text
 
@@ -202,17 +203,17 @@ class UsageTally:
         elif self.per_model and all(p in NOT_PRICED for p, _ in self.per_model):
             text = "none (offline model)"
         last = self.last
-        return {
-            "requests": self.requests,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cached_input_tokens": self.cached_input_tokens,
-            "cost": None if amount is None else str(amount),
-            "estimated_tokens": self.estimated,
-            "cost_text": text if self.per_model else self._no_usage_cost(),
-            "last_request": None if last is None else {**estimate_fields(last)["tokens"]},
-            "text": self.line(text if self.per_model else self._no_usage_cost()),
-        }
+        return UsageSummary(
+            requests=self.requests,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_input_tokens=self.cached_input_tokens,
+            cost=None if amount is None else str(amount),
+            estimated_tokens=self.estimated,
+            cost_text=text if self.per_model else self._no_usage_cost(),
+            last_request=None if last is None else estimate_fields(last)["tokens"],
+            text=self.line(text if self.per_model else self._no_usage_cost()),
+        )
 
     def _no_usage_cost(self) -> str:
         return "none" if self.offline else "unknown"

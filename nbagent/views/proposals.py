@@ -16,6 +16,7 @@ from typing import Any
 from nbagent._json import storable
 from nbagent.core.events import TOOL_CALL, TURN_START, Event, ToolCallEvent, TurnStart, parse_event
 from nbagent.views.escape import escape_html
+from nbagent.views.schema import ProposalCell, ProposalNode, ToolNode
 from nbagent.views.text import clip
 
 PROPOSE_CELL = "propose_cell"
@@ -23,9 +24,6 @@ PROPOSE_CELL = "propose_cell"
 
 NOTE_CHARS = 500
 """Characters of a proposal's note shown at most."""
-
-Node = dict[str, Any]
-
 
 DONE = ("inserted", "inserted-and-ran")
 """What the user can have done with a proposal: the ``action`` of the ``notebook`` message saying so."""
@@ -84,35 +82,35 @@ def proposed_code(arguments: str) -> tuple[str, str] | None:
     return parsed["code"], clip(note, NOTE_CHARS) if isinstance(note, str) else ""
 
 
-def proposal_node(tool: Mapping[str, Any], pid: str, seq: int, cell: Mapping[str, Any] | None) -> Node | None:
+def proposal_node(tool: ToolNode, pid: str, seq: int, cell: ProposalCell | None) -> ProposalNode | None:
     """The ``proposal`` node for a ``propose_cell`` tool node whose result came back without an error;
     ``cell`` is the turn's cell (``{execution_count, cell_id}`` of the prompt that started it)."""
-    found = proposed_code(str(tool.get("arguments") or ""))
+    found = proposed_code(tool["arguments"])
     if found is None:
         return None
     code, note = found
     where = (
         f" below In[{cell['execution_count']}]" if cell and cell.get("execution_count") is not None else ""
     )
-    return {
-        "id": f"proposal-{pid}",
-        "type": "proposal",
-        "parent": tool.get("parent"),
-        "seq": seq,
-        "proposal": pid,
-        "call_id": tool.get("call_id"),
-        "code": code,
-        "note": note,
-        "cell": dict(cell) if cell else None,
-        "text": f"proposed cell {pid}{where}: the user decides (Insert below, Insert and run, Copy)",
-    }
+    return ProposalNode(
+        id=f"proposal-{pid}",
+        type="proposal",
+        parent=tool["parent"],
+        seq=seq,
+        proposal=pid,
+        call_id=tool["call_id"],
+        code=code,
+        note=note,
+        cell=ProposalCell(**cell) if cell else None,
+        text=f"proposed cell {pid}{where}: the user decides (Insert below, Insert and run, Copy)",
+    )
 
 
-def turn_cell(source: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def turn_cell(source: Mapping[str, Any] | None) -> ProposalCell | None:
     """The cell a user message came from (``source.cell`` of a typed prompt), if it says."""
     if not source or source.get("kind") != "user" or not isinstance(source.get("cell"), Mapping):
         return None
-    return dict(source["cell"])
+    return ProposalCell(**source["cell"])
 
 
 def proposal_html(n: Mapping[str, Any]) -> str:

@@ -18,8 +18,8 @@ every rendering then shows it (a renderer skips node types it does not know).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from typing import Any, ClassVar, cast
 
 from nbagent._json import thaw
 from nbagent.core.events import (
@@ -52,6 +52,24 @@ from nbagent.views.meter import UsageTally, counter_from_model_name, estimate_fi
 from nbagent.views.outcomes import approval_text, turn_outcome
 from nbagent.views.proposals import PROPOSE_CELL, proposal_done, proposal_id, proposal_node, turn_cell
 from nbagent.views.replays import replay_text
+from nbagent.views.schema import (
+    ApprovalNode,
+    AssistantNode,
+    ForkedNode,
+    InboxItem,
+    MarkKind,
+    MarkNode,
+    MessageNode,
+    ProposalCell,
+    ReplayedNode,
+    RetryNode,
+    StepNode,
+    TimelineBundle,
+    TimelineSnapshot,
+    ToolNode,
+    TurnNode,
+    WarningNode,
+)
 from nbagent.views.text import clip, first_line, plural, summary_line
 
 Patch = list[Any]
@@ -65,7 +83,7 @@ class Timeline:
         self.nodes: dict[str, Node] = {}
         self.seq = 0
         """The number of events folded so far (the next expected ``seq``)."""
-        self.pending: dict[str, list[Node]] = {NEXT_STEP: [], NEXT_TURN: []}
+        self.pending: dict[str, list[InboxItem]] = {NEXT_STEP: [], NEXT_TURN: []}
         """The inbox replayed from the splices: items (label fields + ``id`` and ``queue``) in order."""
         self.open_turn: int | None = None
         self._turn: str | None = None
@@ -74,11 +92,11 @@ class Timeline:
         self._attempt = 1
         self._tools: dict[str, str] = {}  # call id -> tool node id (this turn)
         self._proposals: dict[str, str] = {}  # call id -> proposal id (this turn's propose_cell calls)
-        self._turn_cell: dict[str, Any] | None = None  # the cell of the prompt that started this turn
+        self._turn_cell: ProposalCell | None = None  # the cell of the prompt that started this turn
         self._approvals: dict[str, str] = {}  # approval id -> node id
         self._queued: dict[str, str] = {}  # message id -> queue it was inserted into
         self._via: dict[str, str] = {}  # message id -> tool whose result added it
-        self._replayed: dict[str, Any] | None = None  # a session/replayed waiting for its turn/start
+        self._replayed: SessionReplayed | None = None  # a session/replayed waiting for its turn/start
         self._last_result: str | None = None  # tool name, while its result is the latest event
         self._out: list[Patch] = []
         self.usage = UsageTally()
@@ -90,7 +108,8 @@ class Timeline:
 
     def feed(self, events: Iterable[Event]) -> list[Patch]:
         """Fold ``events`` (already-seen seqs are skipped) and return the compacted patches."""
-        self._out = out = []
+        out: list[Patch] = []
+        self._out = out
         for event in events:
             if event.seq < self.seq:
                 continue
@@ -107,9 +126,9 @@ class Timeline:
             for m in self.pending[queue]:
                 self._queued[m["id"]] = queue
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> TimelineSnapshot:
         """What the widget needs for a first render: ``{"seq", "nodes"}`` (full text)."""
-        return {"seq": self.seq, "nodes": list(self.nodes.values())}
+        return TimelineSnapshot(seq=self.seq, nodes=list(self.nodes.values()))
 
     def to_json(
         self,
@@ -118,7 +137,7 @@ class Timeline:
         headline: str | None = None,
         max_text: int | None = 4000,
         max_turns: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> TimelineBundle:
         """The ``application/vnd.nbagent.timeline+json`` bundle (docs/timeline-json.md)."""
         return bundle_json(self, turn=turn, headline=headline, max_text=max_text, max_turns=max_turns)
 
@@ -142,13 +161,21 @@ class Timeline:
         self._out.append(["add", dict(node)])
 
     def _set(self, node_id: str, **fields: Any) -> None:
-        self.nodes[node_id].update(fields)
+        """Update fields of a node (the fields its type declares in nbagent/views/schema.py:
+        tests/test_view_types.py checks that a folded session writes no other)."""
+        cast("dict[str, Any]", self.nodes[node_id]).update(fields)
         self._out.append(["set", node_id, fields])
 
     def _append(self, node_id: str, field: str, more: str) -> None:
-        node = self.nodes[node_id]
+        node = cast("dict[str, Any]", self.nodes[node_id])
         node[field] += more
         self._out.append(["text", node_id, field, more])
+
+    def _turn_at(self, node_id: str) -> TurnNode:
+        return cast(TurnNode, self.nodes[node_id])
+
+    def _answer_at(self, node_id: str) -> AssistantNode:
+        return cast(AssistantNode, self.nodes[node_id])
 
     # -- the fold ---------------------------------------------------------------------------------
 
@@ -169,12 +196,12 @@ class Timeline:
         parent = self._ensure_turn(turn, ev.seq, ev.time)
         self._step = f"step-{turn}-{step}"
         self._answer, self._attempt = None, 1
-        self._add({"id": self._step, "type": "step", "parent": parent, "seq": ev.seq,
-                   "turn": turn, "step": step, "label": f"step {step}"})  # fmt: skip
+        self._add(StepNode(id=self._step, type="step", parent=parent, seq=ev.seq,
+                           turn=turn, step=step, label=f"step {step}"))  # fmt: skip
         self._set(parent, steps=step, steps_text=plural(step, "step"))
 
     def _step_end(self, ev: StepEnd) -> None:
-        if self._answer is not None and self.nodes[self._answer]["streaming"]:
+        if self._answer is not None and self._answer_at(self._answer)["streaming"]:
             self._settle(self._answer)
         self._step = self._answer = None
 
@@ -187,17 +214,17 @@ class Timeline:
         self._tools[ev.call_id] = node_id
         if ev.name == PROPOSE_CELL:
             self._proposals[ev.call_id] = proposal_id(ev.turn, len(self._proposals) + 1)
-        self._add({"id": node_id, "type": "tool", "parent": self._step or self._turn, "seq": ev.seq,
-                   "name": ev.name, "call_id": ev.call_id, "arguments": ev.arguments,
-                   "arguments_text": clip(" ".join(ev.arguments.split()), LINE_MAX), "result": None,
-                   "result_line": "", "is_error": False, "error_code": None, "outcome": "running"})  # fmt: skip
+        self._add(ToolNode(id=node_id, type="tool", parent=self._step or self._turn, seq=ev.seq,
+                           name=ev.name, call_id=ev.call_id, arguments=ev.arguments,
+                           arguments_text=clip(" ".join(ev.arguments.split()), LINE_MAX), result=None,
+                           result_line="", is_error=False, error_code=None, outcome="running"))  # fmt: skip
 
     def _approval_asked(self, ev: ApprovalAsked) -> None:
         node_id = f"approval-{ev.seq}"
         self._approvals[ev.id] = node_id
-        self._add({"id": node_id, "type": "approval", "parent": self._step or self._turn,
-                   "seq": ev.seq, "tool": ev.tool, "call_id": ev.call_id, "outcome": None,
-                   "text": approval_text(ev.tool, None)})  # fmt: skip
+        self._add(ApprovalNode(id=node_id, type="approval", parent=self._step or self._turn,
+                               seq=ev.seq, tool=ev.tool, call_id=ev.call_id, outcome=None,
+                               text=approval_text(ev.tool, None)))  # fmt: skip
 
     def _approval_decided(self, ev: ApprovalDecided) -> None:
         node_id = self._approvals.pop(ev.id, None)
@@ -207,13 +234,12 @@ class Timeline:
 
     def _forked(self, ev: SessionForked) -> None:
         where = f"before turn {ev.turn}" if ev.turn is not None else f"at seq {ev.at}"
-        self._add({"id": f"forked-{ev.seq}", "type": "forked", "parent": None, "seq": ev.seq,
-                   "parent_session": ev.parent, "at": ev.at, "turn": ev.turn,
-                   "text": f"forked from {ev.parent} {where}"})  # fmt: skip
+        self._add(ForkedNode(id=f"forked-{ev.seq}", type="forked", parent=None, seq=ev.seq,
+                             parent_session=ev.parent, at=ev.at, turn=ev.turn,
+                             text=f"forked from {ev.parent} {where}"))  # fmt: skip
 
     def _replayed_turn(self, ev: SessionReplayed) -> None:  # written just before the turn it replays
-        self._replayed = {"id": f"replayed-{ev.seq}", "type": "replayed", "seq": ev.seq,
-                          "parent_turn": ev.parent_turn, "text": replay_text(ev)}  # fmt: skip
+        self._replayed = ev
 
     def _header(self, ev: RequestHeader) -> None:
         self.counter = counter_from_model_name(ev.model)
@@ -223,14 +249,16 @@ class Timeline:
         self.open_turn = turn
         self._step = self._answer = None
         self._tools, self._proposals, self._turn_cell = {}, {}, None
-        self._add({"id": self._turn, "type": "turn", "parent": None, "seq": seq, "turn": turn,
-                   "status": "running", "status_text": "running", "title": "", "outcome": "", "why": None,
-                   "steps": 0, "steps_text": plural(0, "step"), "start": time, "end": None,
-                   "duration_text": ""})  # fmt: skip
+        self._add(TurnNode(id=self._turn, type="turn", parent=None, seq=seq, turn=turn,
+                           status="running", status_text="running", title="", outcome="", why=None,
+                           steps=0, steps_text=plural(0, "step"), start=time, end=None,
+                           duration_text=""))  # fmt: skip
         replayed, self._replayed = self._replayed, None
         if replayed is not None:
-            self._set(self._turn, replay_text=replayed["text"])
-            self._add({**replayed, "parent": self._turn})
+            text = replay_text(replayed)
+            self._set(self._turn, replay_text=text)
+            self._add(ReplayedNode(id=f"replayed-{replayed.seq}", type="replayed", seq=replayed.seq,
+                                   parent_turn=replayed.parent_turn, text=text, parent=self._turn))  # fmt: skip
         return self._turn
 
     def _ensure_turn(self, turn: int, seq: int, time: int) -> str:
@@ -242,7 +270,7 @@ class Timeline:
 
     def _end_turn(self, ev: TurnEnd) -> None:
         node_id = self._ensure_turn(ev.turn, ev.seq, ev.time)
-        node = self.nodes[node_id]
+        node = self._turn_at(node_id)
         outcome = turn_outcome(ev)
         self._set(node_id, status=ev.kind, status_text=outcome.status_text, outcome=outcome.line,
                   why=outcome.why, end=ev.time,
@@ -253,27 +281,27 @@ class Timeline:
     def _message(self, ev: UserMessageEvent) -> None:
         via = self._via.pop(ev.id, None)
         label = describe_message(ev.message, queue=self._queued.pop(ev.id, None), via=via)
-        node = {"id": f"msg-{ev.seq}", "type": "message", "parent": self._step or self._turn, "seq": ev.seq,
-                "message_id": ev.id, **label.fields(), "via": via, "source": thaw(ev.source)}  # fmt: skip
+        node = MessageNode(id=f"msg-{ev.seq}", type="message", parent=self._step or self._turn, seq=ev.seq,
+                           message_id=ev.id, **label.fields(), via=via, source=thaw(ev.source))  # fmt: skip
         self._add(node)
         if self._turn is not None and self._turn_cell is None:
             self._turn_cell = turn_cell(node["source"])
-        if label.kind == "user" and self._turn in self.nodes and not self.nodes[self._turn]["title"]:
+        if label.kind == "user" and self._turn in self.nodes and not self._turn_at(self._turn)["title"]:
             self._set(self._turn, title=clip(label.first_line, LINE_MAX))
 
     def _answer_node(self, ev: AssistantChunk | AssistantMessageEvent) -> str:
         if self._answer is None:
             suffix = f"-a{self._attempt}" if self._attempt > 1 else ""
             self._answer = f"answer-{ev.turn}-{ev.step}{suffix}"
-            self._add({"id": self._answer, "type": "assistant", "parent": self._step or self._turn,
-                       "seq": ev.seq, "text": "", "reasoning": "", "first_line": "", "streaming": True,
-                       "interrupted": False, "failed": False, "calls": 0, "calls_text": "", "outcome": "",
-                       "model": None, "usage": None})  # fmt: skip
+            self._add(AssistantNode(id=self._answer, type="assistant", parent=self._step or self._turn,
+                                    seq=ev.seq, text="", reasoning="", first_line="", streaming=True,
+                                    interrupted=False, failed=False, calls=0, calls_text="", outcome="",
+                                    model=None, usage=None))  # fmt: skip
         return self._answer
 
     def _settle(self, node_id: str, **fields: Any) -> None:
         """The answer stopped streaming without an ``assistant/message`` (a failure, a retry)."""
-        node = self.nodes[node_id]
+        node = self._answer_at(node_id)
         line = first_line(node["text"], LINE_MAX) or ("(reasoning)" if node["reasoning"] else "")
         self._set(node_id, streaming=False, first_line=line, **fields)
 
@@ -282,7 +310,7 @@ class Timeline:
         if not blocks and self._answer is None:
             return
         node_id = self._answer_node(ev)
-        node = self.nodes[node_id]
+        node = self._answer_at(node_id)
         text, reasoning, calls = ev.text, ev.reasoning, len(ev.call_ids)
         fields: dict[str, Any] = {"streaming": False, "calls": calls, "model": ev.model,
                                   "calls_text": plural(calls, "tool call") if calls else "",
@@ -308,31 +336,32 @@ class Timeline:
         self._set(target, **estimate_fields(ev))
         turn = self._turn
         if turn is not None and turn != target:
-            sent = self.nodes[turn].get("sent_tokens", 0) + ev.total
+            sent = self._turn_at(turn).get("sent_tokens", 0) + ev.total
             self._set(turn, sent_tokens=sent, sent_tokens_text=f"≈{sent:,} tokens sent")
         if ev.warning is not None:
-            self._add({"id": f"warning-{ev.seq}", "type": "warning", "parent": target, "seq": ev.seq,
-                       "warning": thaw(ev.warning), "text": warning_text(ev.warning)})  # fmt: skip
+            self._add(WarningNode(id=f"warning-{ev.seq}", type="warning", parent=target, seq=ev.seq,
+                                  warning=thaw(ev.warning), text=warning_text(ev.warning)))  # fmt: skip
 
     def _tool_result(self, ev: ToolResultEvent) -> None:
         block = ev.block
         result = full_text(block.get("content", ()))
         code = ev.error_code
         outcome = f"failed: {code}" if ev.is_error and code else "failed" if ev.is_error else "done"
-        fields = {"result": result, "result_line": summary_line(result, LINE_MAX), "is_error": ev.is_error,
-                  "error_code": code, "outcome": outcome}  # fmt: skip
+        line = summary_line(result, LINE_MAX)
         node_id = self._tools.get(ev.call_id) or f"tool-{ev.turn}-{ev.step}-{ev.call_id}"
         if node_id in self.nodes:
-            self._set(node_id, **fields)
-            name = self.nodes[node_id]["name"]
+            self._set(node_id, result=result, result_line=line, is_error=ev.is_error, error_code=code,
+                      outcome=outcome)  # fmt: skip
+            name = cast(ToolNode, self.nodes[node_id])["name"]
         else:  # crash repair: a result without a logged call
             name = "?"
-            self._add({"id": node_id, "type": "tool", "parent": self._step or self._turn, "seq": ev.seq,
-                       "name": name, "call_id": ev.call_id, "arguments": "", "arguments_text": "", **fields})  # fmt: skip
+            self._add(ToolNode(id=node_id, type="tool", parent=self._step or self._turn, seq=ev.seq, name=name,
+                               call_id=ev.call_id, arguments="", arguments_text="", result=result,
+                               result_line=line, is_error=ev.is_error, error_code=code, outcome=outcome))  # fmt: skip
         self._last_result = name
         pid = self._proposals.get(ev.call_id)
         if pid is not None and not ev.is_error:
-            proposal = proposal_node(self.nodes[node_id], pid, ev.seq, self._turn_cell)
+            proposal = proposal_node(cast(ToolNode, self.nodes[node_id]), pid, ev.seq, self._turn_cell)
             if proposal is not None:
                 self._add(proposal)
 
@@ -340,9 +369,9 @@ class Timeline:
         code = str(ev.failure.get("code") or "?")
         message = str(ev.failure.get("message") or "")
         text = f"retrying (attempt {ev.attempt}) in {ev.delay_ms} ms after {code}"
-        self._add({"id": f"retry-{ev.seq}", "type": "retry", "parent": self._step or self._turn, "seq": ev.seq,
-                   "attempt": ev.attempt, "delay_ms": ev.delay_ms, "code": code, "text": text,
-                   "why": message})  # fmt: skip
+        self._add(RetryNode(id=f"retry-{ev.seq}", type="retry", parent=self._step or self._turn, seq=ev.seq,
+                            attempt=ev.attempt, delay_ms=ev.delay_ms, code=code, text=text,
+                            why=message))  # fmt: skip
         if self._answer is not None:
             self._settle(self._answer, failed=True, outcome="failed attempt")
             self._answer = None
@@ -378,10 +407,10 @@ class Timeline:
         elif ev.outcome == "moved":
             self._mark(ev, "move", removed, ev.removed_count, f"moved out of {ev.target}")
 
-    def _mark(self, ev: Splice, mark: str, items: list[Node], count: int, words: str) -> None:
+    def _mark(self, ev: Splice, mark: MarkKind, items: list[InboxItem], count: int, words: str) -> None:
         names = [m["summary"] for m in items] or [plural(count, "message")]
-        self._add({"id": f"mark-{ev.seq}", "type": "mark", "parent": self._turn, "seq": ev.seq, "mark": mark,
-                   "queue": ev.target, "items": names, "text": f"{words}: {', '.join(names)}"})  # fmt: skip
+        self._add(MarkNode(id=f"mark-{ev.seq}", type="mark", parent=self._turn, seq=ev.seq, mark=mark,
+                           queue=ev.target, items=names, text=f"{words}: {', '.join(names)}"))  # fmt: skip
 
     _FOLDS: ClassVar[dict[type, Callable[[Timeline, Any], None]]] = {
         TurnStart: _turn_start,
@@ -423,7 +452,7 @@ def project(events: Iterable[Event]) -> Timeline:
     return timeline
 
 
-def apply_patches(nodes: dict[str, Node], patches: Iterable[Patch]) -> dict[str, Node]:
+def apply_patches(nodes: MutableMapping[str, Any], patches: Iterable[Patch]) -> MutableMapping[str, Any]:
     """Apply patches to a node dict in place (the Python twin of the front end's reducer)."""
     for p in patches:
         if p[0] == "add":
@@ -447,6 +476,6 @@ def timeline_json(
     headline: str | None = None,
     max_text: int | None = 4000,
     max_turns: int | None = None,
-) -> dict[str, Any]:
+) -> TimelineBundle:
     """Fold ``events`` and return their bundle (see :meth:`Timeline.to_json`)."""
     return bundle_json(project(events), turn=turn, headline=headline, max_text=max_text, max_turns=max_turns)

@@ -13,6 +13,7 @@ from nbagent.core.events import Event
 from nbagent.views.bundle import TIMELINE_MIME
 from nbagent.views.html import live_turn_html
 from nbagent.views.plain import live_turn_text
+from nbagent.views.schema import SessionRef, TimelineBundle
 from nbagent.views.text import first_line
 from nbagent.views.timeline import Timeline
 
@@ -33,7 +34,7 @@ class TurnView:
         self.discarded = False
         self.progress: str | None = None
         """What a running tool last said of its progress (an MCP progress notification; not logged)."""
-        self.session: dict[str, Any] | None = None
+        self.session: SessionRef | None = None
         """Where the session lives (``{"id", "file"}``), carried in the bundle so a front end can look
         up the turn's true end after the kernel is gone (docs/timeline-json.md)."""
 
@@ -64,7 +65,7 @@ class TurnView:
         if self.discarded:
             return True
         node = self.timeline.nodes.get(f"turn-{self.turn}")
-        return node is not None and node["status"] != "running"
+        return node is not None and node["type"] == "turn" and node["status"] != "running"
 
     @property
     def state(self) -> str:
@@ -80,12 +81,14 @@ class TurnView:
         line = f"{self.verb} «{self.what}» · {where} · {self.state}"
         return f"{line} · {self.progress}" if self.progress and self.state == "running" else line
 
-    def to_json(self, max_text: int | None = 4000) -> dict[str, Any]:
+    def to_json(self, max_text: int | None = 4000) -> TimelineBundle:
         """The one-turn bundle (``scope: {"turn": N}``) with this view's headline."""
         turn = self.turn if self.turn is not None and not self.discarded else -1
         bundle = self.timeline.to_json(turn=turn, headline=self.headline, max_text=max_text)
         if self.turn is None or self.discarded:
-            bundle.update(scope={"turn": None}, status="idle", status_text=self.state, summary=self.state)
+            bundle["scope"] = {"turn": None}
+            bundle["status"] = "idle"
+            bundle["status_text"] = bundle["summary"] = self.state
         bundle["session"] = self.session
         return bundle
 

@@ -31,6 +31,7 @@ from nbagent.views import (
     timeline_text,
 )
 from nbagent.views.markdown_tree import AnswerTrees
+from nbagent.views.schema import InboxModel, TimelineSnapshot
 from nbagent.widgets.modules import widget_module
 from nbagent.widgets.whatif import WhatIf, handle_why
 from nbagent.widgets.whatif import handle as whatif_message
@@ -148,9 +149,9 @@ class TimelineWidget(_AgentWidget):
         return state
 
     def _sync_state(self) -> None:
-        self.snapshot = self.current()
+        self.snapshot = dict(self.current())  # a traitlets Dict
 
-    def current(self) -> dict[str, Any]:
+    def current(self) -> TimelineSnapshot:
         """The view model now (pending events folded in first): ``{"seq", "nodes"}``."""
         self._batch.flush_now()
         with self._lock:
@@ -214,7 +215,7 @@ class InboxWidget(_AgentWidget):
         super().__init__(queues=self._view(), **kwargs)
         self.on_msg(self._on_msg)
 
-    def _view(self) -> dict[str, Any]:
+    def _view(self) -> InboxModel:
         inbox = self._agent.inbox
         view = inbox_model(
             [inbox_item(m, NEXT_STEP) for m in inbox.next_step],
@@ -230,7 +231,7 @@ class InboxWidget(_AgentWidget):
             self._batch.push(notice)
 
     def _refresh(self) -> None:
-        self.queues = self._view()
+        self.queues = dict(self._view())
 
     def _sync_state(self) -> None:
         self._batch.flush_now()

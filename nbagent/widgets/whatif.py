@@ -23,6 +23,7 @@ from nbagent.views import Coalescer, Timeline
 from nbagent.views.attribution import Attribution, plan_text
 from nbagent.views.diff import diff_json, turn_diff
 from nbagent.views.markdown_tree import AnswerTrees
+from nbagent.views.schema import TimelineSnapshot
 from nbagent.views.text import clip
 
 log = logging.getLogger("nbagent.widgets")
@@ -104,7 +105,7 @@ class ReplayFeed:
             msg = {"type": "whatif-patch", "key": self.key, "from": start, "to": end, "ops": ops}
             self._send({**msg, "time": events[-1].time})
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> TimelineSnapshot:
         self._batch.flush_now()
         with self._lock:
             snap = self.timeline.snapshot()

@@ -4,6 +4,7 @@
  * The painter's `shown` makes bidirectional controls visible.
  */
 
+import type { ITurnNode } from '../../../nbagent/widgets/painter.js';
 import type { IBundle } from '../paint';
 import { endedData, endedHeadline, runningTurn, TIMELINE_MIME } from '../restartdata';
 
@@ -25,11 +26,29 @@ function live(status: string, extra: Record<string, unknown> = {}): Record<strin
   };
 }
 
-function logged(status: string, outcome: string | null, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function logged(status: string, outcome: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { [TIMELINE_MIME]: loggedBundle(status, outcome), ...extra };
 }
 
-function loggedBundle(status: string, outcome: string | null): IBundle {
+function loggedBundle(status: string, outcome: string): IBundle {
+  const running = status === 'running';
+  const head: ITurnNode = {
+    id: 'turn-2',
+    type: 'turn',
+    parent: null,
+    seq: 1,
+    turn: 2,
+    status,
+    status_text: status,
+    title: 'go',
+    outcome,
+    why: running ? null : outcome,
+    steps: 1,
+    steps_text: '1 step',
+    start: 1000,
+    end: running ? null : 2000,
+    duration_text: running ? '' : '1.0 s'
+  };
   return {
     version: 1,
     seq: 9,
@@ -37,9 +56,11 @@ function loggedBundle(status: string, outcome: string | null): IBundle {
     headline: 'followup «go» · turn 2 · done',
     status: status === 'running' ? 'running' : 'idle',
     status_text: status,
-    summary: outcome ?? 'running',
-    nodes: [{ id: 'turn-2', type: 'turn', parent: null, seq: 1, status, outcome }],
-    pending: { next_step: [], next_turn: [] }
+    summary: outcome || 'running',
+    nodes: [head],
+    pending: { next_step: [], next_turn: [] },
+    omitted_turns: 0,
+    usage: null
   };
 }
 
@@ -66,7 +87,7 @@ describe('endedData', () => {
   const was = live('running') as any;
 
   it('is null while the log has the turn running', () => {
-    expect(endedData(was, logged('running', null), 2)).toBeNull();
+    expect(endedData(was, logged('running', ''), 2)).toBeNull();
   });
 
   it('is null for an answer about another turn', () => {
