@@ -17,6 +17,7 @@ import pytest
 from conftest import CHROMIUM, Lab, shot, start_lab
 from lab_sessions import XSS, write_session
 from page_errors import PageErrors
+from test_lab_sessions_panel import show_panel
 
 pytestmark = pytest.mark.browser
 
@@ -58,12 +59,7 @@ def test_the_panel_lists_a_database_opens_its_session_and_follows_another_proces
     sid = write_session(team_url, [f"First question {XSS}"])
     errors = PageErrors().watch(page)
     page.goto(f"{db_lab.url}/lab/workspaces/db?token={db_lab.token}")
-    page.wait_for_function("() => window.jupyterapp?.commands.hasCommand('nbagent:show-sessions')")
-    page.wait_for_function(
-        """() => { window.jupyterapp.commands.execute('nbagent:show-sessions');
-        const p = document.getElementById('nbagent-sessions'); return p !== null && p.offsetParent !== null; }""",
-        polling=250,
-    )
+    show_panel(page)
     root = page.locator('.jp-nbagent-db[data-db="team"]')
     root.wait_for()
     assert root.locator(":scope > .jp-nbagent-row-label").inner_text() == "team"  # its name, never its URL

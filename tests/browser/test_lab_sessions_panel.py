@@ -22,8 +22,10 @@ SHOW_PANEL_JS = """() => {
 
 
 def show_panel(page: Any) -> None:
-    """Show the Agent sessions panel (again, until the workspace's own restoring settles)."""
+    """Show the Agent sessions panel once the workspace's own restoring is done (a restore that
+    ends later puts the file browser back in the side bar), and again until it shows."""
     page.wait_for_function("() => window.jupyterapp?.commands.hasCommand('nbagent:show-sessions')")
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
     page.wait_for_function(SHOW_PANEL_JS, polling=250)
 
 
