@@ -49,7 +49,6 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from nbagent.core.record import EventParseError
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.cell_output import cell_output
 from nbagent.labserver.diffs import diff_answer
@@ -60,6 +59,7 @@ from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.plans import plan_answer
 from nbagent.labserver.sessions import TimelineCache, event_json, session_files
 from nbagent.labserver.window import earlier
+from nbagent.log.record import EventParseError
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
 

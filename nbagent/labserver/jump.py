@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nbagent.core.events import TURN_START, USER_MESSAGE
 from nbagent.errors import SessionNotFoundError
 from nbagent.labserver.window import last_turn, span, turn_number, turn_start
+from nbagent.log.events import TURN_START, USER_MESSAGE
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store
 from nbagent.views.labels import describe_message

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nbagent.core.events import REQUEST_HEADER, TURN_START, Event, TurnStart, parse_event
 from nbagent.errors import SessionNotFoundError
+from nbagent.log.events import REQUEST_HEADER, TURN_START, Event, TurnStart, parse_event
 from nbagent.store.base import SessionStore
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.log.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.text import clip, plural
 
 Node = dict[str, Any]
