@@ -63,7 +63,7 @@ def fold_cost(turns: int) -> tuple[float, float]:
 
     import nbagent
     from nbagent import UserMessage
-    from nbagent.core.events import parse_event
+    from nbagent.log.events import parse_event
     from nbagent.models import Response, ScriptedModel
     from nbagent.views import project
 

@@ -512,7 +512,7 @@ class Bench:
         fixed record (its staging stays): blocks of turns in turn (ABBA), drift-fair; in memory (a
         CPU figure) and durable (``synchronous=NORMAL``)."""
         import nbagent.core.loop as loop_module
-        from nbagent.core.events import RequestEstimate
+        from nbagent.log.events import RequestEstimate
 
         n = self.cfg.loop_sizes[min(1, len(self.cfg.loop_sizes) - 1)]
         measured = loop_module.request_estimate

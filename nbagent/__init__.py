@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent, LiveNotice
-    from nbagent.core.events import Event
     from nbagent.core.hooks import Enter, PreStep, Reject, RequestFailure, Retry, SessionStart, TurnStopping
-    from nbagent.core.messages import AssistantMessage, Message, UserMessage
     from nbagent.core.retry import RetryPolicy
     from nbagent.core.runs import Run
     from nbagent.core.tools import Tool, ToolResult, tool
@@ -25,6 +23,8 @@ if TYPE_CHECKING:
     )
     from nbagent.forks.attribution import attribution
     from nbagent.forks.sessions import diff, fork_session
+    from nbagent.log.events import Event
+    from nbagent.log.messages import AssistantMessage, Message, UserMessage
     from nbagent.session import open_session, resume_session
     from nbagent.store.base import SessionRow
     from nbagent.store.follow import follow_events
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # and a tool that only reads a log do not pay for the agent runtime they do not use.
 _HOMES = {
     "nbagent.agent": ("Agent", "LiveNotice"),
-    "nbagent.core.events": ("Event",),
+    "nbagent.log.events": ("Event",),
     "nbagent.core.hooks": (
         "Enter",
         "PreStep",
@@ -44,7 +44,7 @@ _HOMES = {
         "SessionStart",
         "TurnStopping",
     ),
-    "nbagent.core.messages": ("AssistantMessage", "Message", "UserMessage"),
+    "nbagent.log.messages": ("AssistantMessage", "Message", "UserMessage"),
     "nbagent.core.retry": ("RetryPolicy",),
     "nbagent.core.runs": ("Run",),
     "nbagent.core.tools": ("Tool", "ToolResult", "tool"),

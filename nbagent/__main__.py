@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 # Each command imports what it uses when it runs: ``--version`` and ``--help`` load no provider,
 # DataFrame, IPython or Jupyter module (tests/test_cli_imports.py).
 if TYPE_CHECKING:
-    from nbagent.core import events as ev
+    from nbagent.log import events as ev
     from nbagent.store.location import StoreLocation
 
 TUTORIAL = "quickstart.ipynb"
@@ -28,7 +28,7 @@ def _tutorial_source() -> Path:
 
 def _event_line(record: ev.TypedEvent) -> str:
     """A few words on one event of the demo's log."""
-    from nbagent.core import events as ev
+    from nbagent.log import events as ev
     from nbagent.views.labels import describe_message
 
     match record:
@@ -54,7 +54,7 @@ def _event_line(record: ev.TypedEvent) -> str:
 async def _demo(folder: Path) -> None:
     import nbagent
     from nbagent.context import cell_text
-    from nbagent.core import events as ev
+    from nbagent.log import events as ev
     from nbagent.views import transcript
 
     path = folder / "demo.nbagent.sqlite"

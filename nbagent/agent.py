@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nbagent.core.agent import AgentCore, LiveNotice
-from nbagent.core.messages import UserMessage
 from nbagent.core.runs import Run
 from nbagent.errors import NbagentError
+from nbagent.log.messages import UserMessage
 from nbagent.models.base import Model
 
 if TYPE_CHECKING:

@@ -13,7 +13,11 @@ from nbagent import _json
 from nbagent._json import gc_paused
 from nbagent.agent import Agent
 from nbagent.core.driver_state import Resumed
-from nbagent.core.events import (
+from nbagent.core.inbox import InboxState, replay_raw, replay_splice
+from nbagent.core.retry import RetryPolicy
+from nbagent.core.tools import Tool
+from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
+from nbagent.log.events import (
     ASSISTANT_MESSAGE,
     INBOX_SPLICED,
     MESSAGE_EVENTS,
@@ -38,12 +42,8 @@ from nbagent.core.events import (
     parse_event,
     record_type,
 )
-from nbagent.core.inbox import InboxState, replay_raw, replay_splice
-from nbagent.core.messages import Message, message_from_json, tool_result_message
-from nbagent.core.retry import RetryPolicy
-from nbagent.core.tools import Tool
-from nbagent.core.vocabulary import ToolError
-from nbagent.errors import NbagentError, SessionCorruptError, SessionNotFoundError
+from nbagent.log.messages import Message, message_from_json, tool_result_message
+from nbagent.log.vocabulary import ToolError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 from nbagent.store.base import Releasable, SessionRow, SessionStore, StoredSession

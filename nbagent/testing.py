@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nbagent.core import events as ev
-from nbagent.core.events import Event
 from nbagent.core.inbox import InboxState
-from nbagent.core.messages import message_from_json
 from nbagent.core.projections import derive_history
+from nbagent.log import events as ev
+from nbagent.log.events import Event
+from nbagent.log.messages import message_from_json
 
 __all__ = ["InvariantError", "check_invariants", "derive_history", "replay_inbox"]
 

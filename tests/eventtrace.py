@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 
 
 def label(message: Any) -> str:

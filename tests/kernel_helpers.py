@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 
 IPYKERNEL6_PYTHON = os.environ.get("NBAGENT_IPYKERNEL6_PYTHON") or str(
     Path(__file__).resolve().parent.parent / "build" / "ipykernel6" / "bin" / "python"

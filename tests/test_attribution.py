@@ -153,7 +153,7 @@ async def test_more_runs_than_max_runs_raise_before_any_fork(tmp_path: Path) -> 
 
 
 def test_scores_read_text_and_tool_calls_and_views_escape_labels() -> None:
-    from nbagent.core.events import Event
+    from nbagent.log.events import Event
     from nbagent.views.attribution import Attribution, AttributionItem
 
     call = {"type": "tool-call", "id": "c", "name": "total", "arguments": {"b": 1, "a": "x"}}

@@ -36,6 +36,7 @@ NOT_FOR_THE_CLI = (
     "zmq",
     # the agent runtime: a command that runs a session imports it when it runs
     "pydantic",
+    "nbagent.log",
     "nbagent.core",
     "nbagent.models",
     "nbagent.notebook",
@@ -69,9 +70,9 @@ def test_the_cli_answers_version_and_help_without_importing_what_commands_use(ar
 def test_import_nbagent_loads_the_runtime_only_when_a_name_is_used():
     code = (
         "import sys, nbagent\n"
-        "before = {m for m in sys.modules if m.startswith(('nbagent.core', 'pydantic'))}\n"
+        "before = {m for m in sys.modules if m.startswith(('nbagent.log', 'nbagent.core', 'pydantic'))}\n"
         "nbagent.open_session\n"
-        "after = {m for m in sys.modules if m.startswith(('nbagent.core', 'pydantic'))}\n"
+        "after = {m for m in sys.modules if m.startswith(('nbagent.log', 'nbagent.core', 'pydantic'))}\n"
         "print(sorted(before), 'nbagent.core.agent' in after, 'nbagent.session' in sys.modules)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import Kernel, read_events
 
-from nbagent.core.events import INBOX_SPLICED
+from nbagent.log.events import INBOX_SPLICED
 
 pytestmark = pytest.mark.kernel
 

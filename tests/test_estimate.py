@@ -13,8 +13,8 @@ import nbagent
 from nbagent import UserMessage
 from nbagent.core import estimate as estimate_module
 from nbagent.core.estimate import CHARS, TiktokenCounter, counter_for, use_encoding
-from nbagent.core.events import RequestEstimate, parse_event
 from nbagent.core.retry import RetryPolicy
+from nbagent.log.events import RequestEstimate, parse_event
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.testing import check_invariants
 

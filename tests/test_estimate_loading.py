@@ -12,7 +12,7 @@ import tiktoken
 
 import nbagent
 from nbagent.core import estimate as estimate_module
-from nbagent.core.events import RequestEstimate, parse_event
+from nbagent.log.events import RequestEstimate, parse_event
 from nbagent.models import ScriptedModel
 
 

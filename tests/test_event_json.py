@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 import nbagent
-import nbagent.core.messages as messages_module
 import nbagent.core.tool_batch as tool_batch_module
+import nbagent.log.messages as messages_module
 from nbagent import Reject, ToolResult, UserMessage
 from nbagent._json import dumps
-from nbagent.core.events import Event
 from nbagent.core.retry import RetryPolicy
+from nbagent.log.events import Event
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.models.base import Finish, TextDelta, Usage
 from nbagent.session import repair_drafts

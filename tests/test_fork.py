@@ -9,7 +9,7 @@ import pytest
 from filestate import snapshot
 
 import nbagent
-from nbagent.core.events import block_text
+from nbagent.log.events import block_text
 from nbagent.models import ScriptedModel
 from nbagent.store.copying import copy_sessions
 from nbagent.testing import check_invariants

@@ -117,7 +117,7 @@ async def test_a_raising_listener_errors_the_turn_and_later_input_waits_for_a_wa
         "INS nt 0 ['queued']",
         "TE 1 error:UNKNOWN",
     ]
-    assert errors and "listener broke" in errors[0]["message"]
+    assert errors and "listener broke" in errors[0].message
     assert agent.status == "idle"
     assert [m.plain_text for m in agent.inbox.next_step] == ["after-claim"]
     assert [m.plain_text for m in agent.inbox.next_turn] == ["queued"]
@@ -223,7 +223,7 @@ async def test_a_request_error_listener_can_own_the_retry(db):
     seen = []
 
     async def fix(failure, next):
-        seen.append((failure.attempt, failure.failure["code"]))
+        seen.append((failure.attempt, failure.failure.code))
         return Retry()
 
     agent.hooks.request_error.add(fix)
@@ -301,7 +301,7 @@ async def test_every_hook_payload_carries_the_agent_itself_and_the_driver_holds_
         return await next()
 
     async def on_error(failure, next):
-        seen.append(("request_error", failure.agent, failure.failure["code"]))
+        seen.append(("request_error", failure.agent, failure.failure.code))
         return await next()
 
     async def on_stopping(stop):

@@ -14,7 +14,7 @@ import pytest
 from eventtrace import trace
 from kernel_helpers import Kernel, read_events, wait_for
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 from nbagent.testing import check_invariants
 
 pytestmark = pytest.mark.kernel

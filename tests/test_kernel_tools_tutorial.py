@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from kernel_helpers import KERNELS, Kernel, read_events
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 from nbagent.notebook.headless import output_text, run_notebook
 from nbagent.testing import check_invariants
 

@@ -13,7 +13,7 @@ from mcp_helpers import DEMO
 from test_mcp_http import call
 
 import nbagent
-from nbagent.core.messages import Message
+from nbagent.log.messages import Message
 from nbagent.models import ScriptedModel
 from nbagent.models._anthropic_wire import to_anthropic_messages
 from nbagent.models._openai_wire import to_openai_messages

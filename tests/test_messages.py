@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from nbagent import UserMessage
-from nbagent.core.messages import message_from_json
+from nbagent.log.messages import message_from_json
 
 
 def test_text_builds_a_user_sourced_one_block_message():

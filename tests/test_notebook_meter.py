@@ -10,7 +10,7 @@ import pytest
 from IPython.core.error import UsageError
 from kernel_helpers import ipython_shell, magics
 
-from nbagent.core.events import RequestEstimate, parse_event
+from nbagent.log.events import RequestEstimate, parse_event
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from kernel_helpers import ipython_shell, magics
 import nbagent
 from nbagent import ToolResult, UserMessage, context
 from nbagent._json import thaw
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.models.base import ModelRequest
 from nbagent.testing import check_invariants

@@ -25,7 +25,7 @@ from provider_servers import (
     wait_for_hangup,
 )
 
-from nbagent.core.messages import AssistantMessage, UserMessage, tool_result_message
+from nbagent.log.messages import AssistantMessage, UserMessage, tool_result_message
 from nbagent.models import (
     Finish,
     ModelRequest,

@@ -25,8 +25,8 @@ from provider_servers import (
     wait_for_hangup,
 )
 
-from nbagent.core.messages import AssistantMessage, UserMessage, tool_result_message
 from nbagent.errors import NbagentError
+from nbagent.log.messages import AssistantMessage, UserMessage, tool_result_message
 from nbagent.models import (
     Failure,
     Finish,

@@ -14,7 +14,7 @@ from provider_servers import (
 )
 
 import nbagent
-from nbagent.core.events import AssistantMessageEvent, parse_event
+from nbagent.log.events import AssistantMessageEvent, parse_event
 
 pytestmark = pytest.mark.usefixtures("provider_env")
 

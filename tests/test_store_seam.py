@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import nbagent
-from nbagent.core.events import INBOX_SPLICED
 from nbagent.errors import NbagentError, SessionFileError
+from nbagent.log.events import INBOX_SPLICED
 from nbagent.store.location import PostgresLocation, SqliteLocation, parse_location
 from nbagent.store.opening import open_store
 

@@ -11,8 +11,8 @@ import pytest
 
 import nbagent
 from nbagent.core.inbox import PlannedSplice, plan_splice
-from nbagent.core.messages import UserMessage
 from nbagent.errors import SessionWriteError
+from nbagent.log.messages import UserMessage
 from nbagent.store.sqlite import ROWS_PER_STATEMENT
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import nbagent
-from nbagent.core.events import Event, Record, parse_event
+from nbagent.log.events import Event, Record, parse_event
 from nbagent.models import ScriptedModel
 from nbagent.views import Timeline, TurnView, timeline_html, transcript_markdown
 from nbagent.views.plain import live_turn_text
@@ -25,7 +25,7 @@ PACKAGE = Path(nbagent.__file__).parent
 
 @dataclass(frozen=True, slots=True)
 class Compacted(Record):
-    """The new event's record (in the real change: in nbagent/core/events.py)."""
+    """The new event's record (in the real change: in nbagent/log/events.py)."""
 
     type: ClassVar[str] = "example/compacted"  # (registered for the whole test run: a name no test uses)
     turn: int

@@ -14,7 +14,7 @@ import nbagent
 from nbagent import UserMessage
 from nbagent.context import dataframe, estimate_tokens
 from nbagent.core.estimate import CHARS, content_tokens, use_encoding
-from nbagent.core.events import RequestEstimate, parse_event
+from nbagent.log.events import RequestEstimate, parse_event
 from nbagent.models import Response, ScriptedModel
 from nbagent.models.base import Usage
 from nbagent.views import timeline_json, transcript

@@ -7,7 +7,7 @@ from typing import Any
 
 import nbagent
 from nbagent import ToolResult, UserMessage
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.views import Timeline, apply_patches, message_nodes, project, timeline_json
 

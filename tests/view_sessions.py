@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 
 GOLDEN = Path(__file__).parent / "golden" / "events_session.jsonl"
 START = 1_714_000_000_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nbagent.core.messages import UserMessage
+from nbagent.log.messages import UserMessage
 
 
 def cell_text(text: str, *, label: str | None = None, cell: Mapping[str, Any] | None = None) -> UserMessage:

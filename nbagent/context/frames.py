@@ -13,7 +13,7 @@ from nbagent.context._masking import masked
 from nbagent.context._native import is_lazy, native_kind
 from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, fit_whole, render, render_fitted
 from nbagent.context._text import estimate_tokens, printable
-from nbagent.core.messages import UserMessage
+from nbagent.log.messages import UserMessage
 
 WHOLE_ROWS = 50
 """Frames of at most this many rows are sent whole, as a table, when that fits the budget."""

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from nbagent.context._shown import shown
 from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
-from nbagent.core.messages import UserMessage
+from nbagent.log.messages import UserMessage
 
 MIN_BUDGET_TOKENS = 32
 """The smallest budget a preview is guaranteed to fit."""

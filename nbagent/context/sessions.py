@@ -6,9 +6,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from nbagent.context._text import guard
-from nbagent.core.events import AssistantMessageEvent, Event, UserMessageEvent, block_text, parse_event
-from nbagent.core.messages import UserMessage
 from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.log.events import AssistantMessageEvent, Event, UserMessageEvent, block_text, parse_event
+from nbagent.log.messages import UserMessage
 
 if TYPE_CHECKING:
     from nbagent.store.location import Where

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
-from nbagent.core.messages import UserMessage
+from nbagent.log.messages import UserMessage
 
 _TAG = "error"
 MIN_BUDGET_TOKENS = 64

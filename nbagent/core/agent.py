@@ -11,17 +11,17 @@ from typing import Any, TypeVar
 
 from nbagent.core.driver import Driver, in_driver
 from nbagent.core.driver_state import Approver, DriverConfig, Resumed
-from nbagent.core.events import NEXT_STEP, NEXT_TURN, Event
 from nbagent.core.hooks import Hooks
 from nbagent.core.inbox import Inbox, InboxState
 from nbagent.core.journal import Plan
 from nbagent.core.loop import drive
-from nbagent.core.messages import UserMessage
 from nbagent.core.notices import LiveNotice, NoticeName, Status
 from nbagent.core.ports import Releasable, SessionFile, WindowLookup
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
 from nbagent.core.tools import Tool, as_tools
+from nbagent.log.events import NEXT_STEP, NEXT_TURN, Event
+from nbagent.log.messages import UserMessage
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
 

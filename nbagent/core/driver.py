@@ -20,19 +20,19 @@ from typing import Any, Literal
 from nbagent.core.chunk_timer import ChunkTimer
 from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
 from nbagent.core.estimate import Meter
-from nbagent.core.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
 from nbagent.core.header_state import HeaderState
 from nbagent.core.hooks import SessionStart
 from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splice
 from nbagent.core.journal import Build, Journal, Plan
-from nbagent.core.messages import Message, UserMessage, coerce_user_message
 from nbagent.core.notices import LiveNotice, Notices, Status
 from nbagent.core.ports import Releasable, SessionFile
 from nbagent.core.projections import Projections
 from nbagent.core.signal import CancelSignal
 from nbagent.core.tools import Tool
-from nbagent.core.vocabulary import Target
 from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
+from nbagent.log.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
+from nbagent.log.messages import Message, UserMessage, coerce_user_message
+from nbagent.log.vocabulary import Failure, Target
 from nbagent.models.base import Model
 
 log = logging.getLogger("nbagent")
@@ -577,7 +577,7 @@ class Driver:
         if self.notices.wants("status"):
             self.notices.post("status", LiveNotice("status", status=status))
 
-    def report_error(self, error: Any, turn: int | None) -> None:
+    def report_error(self, error: Failure | BaseException, turn: int | None) -> None:
         self.notices.post("error", LiveNotice("error", error=error, turn=turn))
 
     def _after_event_round(self) -> None:

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from nbagent.core.events import Record
 from nbagent.core.hooks import AgentFace, Hooks
 from nbagent.core.inbox import InboxState
-from nbagent.core.messages import UserMessage
 from nbagent.core.ports import WindowLookup
 from nbagent.core.projections import Prefix
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.signal import CancelSignal
 from nbagent.core.tools import Tool
+from nbagent.log.events import Record
+from nbagent.log.messages import UserMessage
 
 Approver = Callable[[Tool, Any], Awaitable[str]]
 """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,

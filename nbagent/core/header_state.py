@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbagent.core.events import RequestHeader
-from nbagent.core.vocabulary import HeaderReason
+from nbagent.log.events import RequestHeader
+from nbagent.log.vocabulary import HeaderReason
 
 
 class HeaderState:

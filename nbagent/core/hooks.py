@@ -6,11 +6,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from nbagent.core.events import Event
 from nbagent.core.inbox import Inbox
-from nbagent.core.messages import UserMessage
 from nbagent.core.signal import CancelSignal
-from nbagent.core.vocabulary import Failure
+from nbagent.log.events import Event
+from nbagent.log.messages import UserMessage
+from nbagent.log.vocabulary import Failure
 
 L = TypeVar("L")
 

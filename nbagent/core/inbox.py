@@ -6,10 +6,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, Protocol
 
-from nbagent.core.events import NEXT_STEP, NEXT_TURN, Splice
-from nbagent.core.messages import UserMessage, message_from_json
-from nbagent.core.vocabulary import Target
 from nbagent.errors import SessionCorruptError
+from nbagent.log.events import NEXT_STEP, NEXT_TURN, Splice
+from nbagent.log.messages import UserMessage, message_from_json
+from nbagent.log.vocabulary import Target
 
 TARGETS: tuple[Target, Target] = (NEXT_TURN, NEXT_STEP)
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent import _json
-from nbagent.core.events import Event, Record, Splice
 from nbagent.core.inbox import InboxState
 from nbagent.core.notices import Notice
 from nbagent.core.ports import SessionFile
 from nbagent.errors import SessionClosedError, SessionLockedError, SessionWriteError
+from nbagent.log.events import Event, Record, Splice
 
 
 @dataclass(slots=True)

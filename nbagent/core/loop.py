@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent._json import FrozenDict, fix_text, storable
 from nbagent.core.estimate import Estimate, context_window, encoding_ready
-from nbagent.core.events import (
+from nbagent.core.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
+from nbagent.core.hooks import PreStep as PreStepPayload
+from nbagent.core.projections import record_message
+from nbagent.core.signal import CancelSignal, settle
+from nbagent.errors import SessionWriteError
+from nbagent.log.events import (
     AssistantMessageEvent,
     LlmRetry,
     Record,
@@ -19,13 +24,8 @@ from nbagent.core.events import (
     TurnEnd,
     UserMessageEvent,
 )
-from nbagent.core.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
-from nbagent.core.hooks import PreStep as PreStepPayload
-from nbagent.core.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
-from nbagent.core.projections import record_message
-from nbagent.core.signal import CancelSignal, settle
-from nbagent.core.vocabulary import Failure, LoopFailureCode, TokenUsage
-from nbagent.errors import SessionWriteError
+from nbagent.log.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
+from nbagent.log.vocabulary import Failure, LoopFailureCode, TokenUsage
 from nbagent.models.base import (
     Finish,
     ModelError,
@@ -56,12 +56,12 @@ class TurnFailed(Exception):
     """The turn ends ``error`` with this failure."""
 
     def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.get("message"))
+        super().__init__(failure.message)
         self.failure = failure
 
 
 def _failure(message: str, code: LoopFailureCode) -> Failure:
-    return {"message": message, "code": code}
+    return Failure(message, code)
 
 
 def check(signal: CancelSignal) -> None:
@@ -165,7 +165,7 @@ def _failed_end(driver: Driver, exc: BaseException, signal: CancelSignal, number
         return TurnEnd(number, "aborted", cause=signal.cause)
     failure = exc.failure if isinstance(exc, TurnFailed) else _failure(describe(exc), "UNKNOWN")
     driver.report_error(failure, number)
-    return TurnEnd(number, "error", error=storable(failure))
+    return TurnEnd(number, "error", error=failure.storable())
 
 
 def _end_turn(driver: Driver, signal: CancelSignal, end: TurnEnd | None) -> bool:
@@ -284,9 +284,11 @@ class _Answer:
         elif isinstance(chunk, Finish):
             self.finish = chunk.kind
             if chunk.kind == "error":
-                f = chunk.failure
-                self.failure = storable(
-                    f.to_json() if f is not None else _failure("request failed", "UNKNOWN")
+                failure = stored.get("failure")  # the chunk's failure, as storable as the chunk
+                self.failure = (
+                    Failure.from_json(failure)
+                    if failure is not None
+                    else _failure("request failed", "UNKNOWN")
                 )
 
     @property
@@ -368,12 +370,12 @@ async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, 
         raise
     except ModelError as exc:
         if not signal.cancelled:
-            answer.failure = storable(exc.failure.to_json())
+            answer.failure = exc.failure.storable()
     except SessionWriteError:
         raise
     except Exception as exc:
         if not signal.cancelled:
-            answer.failure = {"message": describe(exc), "code": getattr(exc, "code", None) or "UNKNOWN"}
+            answer.failure = Failure(describe(exc), getattr(exc, "code", None) or "UNKNOWN")
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
@@ -392,9 +394,9 @@ async def _request_error(
 
     async def default() -> Retry | None:
         policy = config.retry_policy
-        if not policy.should_retry(failure.get("code", "UNKNOWN"), attempt):
+        if not policy.should_retry(failure.code, attempt):
             return None
-        delay = policy.delay_ms(attempt, failure.get("retry_after_ms"))
+        delay = policy.delay_ms(attempt, failure.retry_after_ms)
         driver.commit([LlmRetry(turn, step, attempt + 1, delay, failure)])
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(signal.wait(), delay / 1000)

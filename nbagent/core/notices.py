@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nbagent.core.events import Event
-from nbagent.core.messages import UserMessage
+from nbagent.log.events import Event
+from nbagent.log.messages import UserMessage
+from nbagent.log.vocabulary import Failure
 
 log = logging.getLogger("nbagent")
 
@@ -32,7 +33,8 @@ class LiveNotice:
     message: UserMessage | None = None
     turn: int | None = None
     status: Status | None = None
-    error: Any = None
+    error: Failure | BaseException | None = None
+    """``error``: the :class:`Failure` a turn ended with, or the exception that stopped the session."""
     event: Event | None = None
 
 

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from nbagent._json import gc_paused
-from nbagent.core.events import (
+from nbagent.log.events import (
     MESSAGE_EVENTS,
     AssistantMessageEvent,
     Event,
@@ -19,7 +19,7 @@ from nbagent.core.events import (
     UserMessageEvent,
     parse_event,
 )
-from nbagent.core.messages import Message
+from nbagent.log.messages import Message
 
 
 def record_message(record: Record) -> Message | None:

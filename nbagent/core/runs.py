@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from nbagent.core.events import (
+from nbagent.log.events import (
     AssistantMessageEvent,
     Event,
     Splice,

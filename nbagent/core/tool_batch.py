@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbagent._json import dumps, fix_text, storable
-from nbagent.core.events import NEXT_STEP, ApprovalAsked, ApprovalDecided, ToolCallEvent, ToolResultEvent
 from nbagent.core.inbox import InboxState, plan_splice
 from nbagent.core.journal import Plan
-from nbagent.core.messages import UserMessage, coerce_user_message, freeze_content, tool_result_message
 from nbagent.core.notices import LiveNotice
 from nbagent.core.signal import CancelSignal, settle
 from nbagent.core.tools import Tool, ToolArgumentsError, result_blocks
-from nbagent.core.vocabulary import ApprovalOutcome, ToolError, ToolErrorCode
+from nbagent.log.events import NEXT_STEP, ApprovalAsked, ApprovalDecided, ToolCallEvent, ToolResultEvent
+from nbagent.log.messages import UserMessage, coerce_user_message, freeze_content, tool_result_message
+from nbagent.log.vocabulary import ApprovalOutcome, ToolError, ToolErrorCode
 from nbagent.models.base import ToolCallChunk
 
 if TYPE_CHECKING:

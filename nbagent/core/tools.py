@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from nbagent._json import MAX_DEPTH, FrozenDict, freeze, nests_deeper, storable
-from nbagent.core.messages import UserMessage
+from nbagent.log.messages import UserMessage
 
 T = TypeVar("T")
 

@@ -18,7 +18,9 @@ from difflib import SequenceMatcher
 from typing import Any, Protocol
 
 from nbagent.core.estimate import counter_for, measure, model_counter
-from nbagent.core.events import (
+from nbagent.core.inbox import InboxState, replay_splice
+from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.log.events import (
     SESSION_FORKED,
     SESSION_REPLAYED,
     AssistantMessageEvent,
@@ -33,9 +35,7 @@ from nbagent.core.events import (
     UserMessageEvent,
     parse_event,
 )
-from nbagent.core.inbox import InboxState, replay_splice
-from nbagent.core.messages import UserMessage
-from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.log.messages import UserMessage
 from nbagent.models.base import Model, model_provider
 from nbagent.store.location import Where
 from nbagent.store.opening import open_store

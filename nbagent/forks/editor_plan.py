@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nbagent.core.events import INBOX_SPLICED, STEP_START, TURN_END, TURN_START, Event
 from nbagent.core.inbox import InboxState, replay_splice
-from nbagent.core.messages import UserMessage
 from nbagent.forks.replay import plan_from_events
+from nbagent.log.events import INBOX_SPLICED, STEP_START, TURN_END, TURN_START, Event
+from nbagent.log.messages import UserMessage
 from nbagent.views.labels import describe_message
 from nbagent.views.text import clip
 

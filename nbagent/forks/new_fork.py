@@ -12,7 +12,9 @@ import uuid
 from typing import NamedTuple
 
 from nbagent import _json
-from nbagent.core.events import (
+from nbagent.errors import NbagentError, SessionNotFoundError
+from nbagent.forks.log_prefix import copy_prefix
+from nbagent.log.events import (
     REQUEST_HEADER,
     TURN_END,
     TURN_START,
@@ -21,8 +23,6 @@ from nbagent.core.events import (
     TurnStart,
     parse_event,
 )
-from nbagent.errors import NbagentError, SessionNotFoundError
-from nbagent.forks.log_prefix import copy_prefix
 from nbagent.store.base import EventRow, StoreReader
 from nbagent.store.location import StoreLocation, Where
 from nbagent.store.opening import open_store

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from nbagent.core.agent import AgentCore
-from nbagent.core.events import (
+from nbagent.core.hooks import PreStep
+from nbagent.core.inbox import InboxState, plan_splice, replay_splice
+from nbagent.core.journal import Plan
+from nbagent.core.runs import Run, fold_run
+from nbagent.errors import NbagentError
+from nbagent.log.events import (
     INBOX_SPLICED,
     SESSION_FORKED,
     TURN_END,
@@ -30,12 +35,7 @@ from nbagent.core.events import (
     ToolResultEvent,
     parse_event,
 )
-from nbagent.core.hooks import PreStep
-from nbagent.core.inbox import InboxState, plan_splice, replay_splice
-from nbagent.core.journal import Plan
-from nbagent.core.messages import UserMessage
-from nbagent.core.runs import Run, fold_run
-from nbagent.errors import NbagentError
+from nbagent.log.messages import UserMessage
 from nbagent.models.base import Model
 from nbagent.store.base import StoreReader
 from nbagent.views.labels import describe_message

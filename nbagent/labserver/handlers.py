@@ -55,7 +55,6 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from nbagent.core.record import EventParseError
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.labserver.cell_output import cell_output
 from nbagent.labserver.databases import ANSWER_S, DATABASE_READS, MAX_WAIT_S, SETTING, Database, long_poll
@@ -67,6 +66,7 @@ from nbagent.labserver.paths import PathRefused, Resolved, resolve
 from nbagent.labserver.plans import plan_answer
 from nbagent.labserver.sessions import Readable, TimelineCache, event_json, session_files, source_stem
 from nbagent.labserver.window import earlier
+from nbagent.log.record import EventParseError
 from nbagent.store.budget import Budget, ReadLimitError, bounded, size_text
 from nbagent.store.reading import read_events
 

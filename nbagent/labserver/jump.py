@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from nbagent.core.events import TURN_START, USER_MESSAGE
 from nbagent.errors import SessionNotFoundError
 from nbagent.labserver.sessions import Readable
 from nbagent.labserver.window import last_turn, span, turn_number, turn_start
+from nbagent.log.events import TURN_START, USER_MESSAGE
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store
 from nbagent.views.labels import describe_message

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbagent.core.events import TURN_END
 from nbagent.errors import SessionNotFoundError
 from nbagent.forks.editor_plan import editor_plan
 from nbagent.labserver.sessions import Readable
+from nbagent.log.events import TURN_END
 from nbagent.store.reading import read_events
 
 

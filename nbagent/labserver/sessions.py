@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from nbagent.core.events import (
+from nbagent.labserver.paths import is_session_file_name
+from nbagent.log.events import (
     INBOX_SPLICED,
     SESSION_FORKED,
     SESSION_REPLAYED,
@@ -27,8 +28,7 @@ from nbagent.core.events import (
     UserMessageEvent,
     parse_event,
 )
-from nbagent.core.messages import Message
-from nbagent.labserver.paths import is_session_file_name
+from nbagent.log.messages import Message
 from nbagent.store.base import SessionRow
 from nbagent.store.budget import ReadLimitError, size_text
 from nbagent.store.budget import current as current_budget

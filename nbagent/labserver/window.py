@@ -20,9 +20,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from nbagent.core.events import REQUEST_HEADER, TURN_START, Event, TurnStart, parse_event
 from nbagent.errors import SessionNotFoundError
 from nbagent.labserver.sessions import Readable, identity
+from nbagent.log.events import REQUEST_HEADER, TURN_START, Event, TurnStart, parse_event
 from nbagent.store.base import SessionStore
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from nbagent.core.hooks import Enter
-from nbagent.core.messages import UserMessage
 from nbagent.core.tools import Tool
+from nbagent.log.messages import UserMessage
 from nbagent.mcp.config import FIRST_REQUEST_WAIT, ServerSpec
 from nbagent.mcp.connection import McpConnection, require_sdk
 from nbagent.mcp.names import SEPARATOR, server_prefix, tool_name

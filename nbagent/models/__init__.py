@@ -1,8 +1,8 @@
 """Models: the protocol, the offline ``EchoModel`` and ``ScriptedModel``, and provider strings."""
 
+from nbagent.log.vocabulary import Failure
 from nbagent.models.base import (
     Chunk,
-    Failure,
     Finish,
     Model,
     ModelError,

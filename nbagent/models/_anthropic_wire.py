@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nbagent.core.messages import Message
+from nbagent.log.messages import Message
+from nbagent.log.vocabulary import Failure
 from nbagent.models._sdk_support import image_data
 from nbagent.models.base import (
     Chunk,
-    Failure,
     Finish,
     FinishKind,
     ReasoningDelta,

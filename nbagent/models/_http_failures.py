@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from nbagent.models.base import Failure
+from nbagent.log.vocabulary import Failure
 from nbagent.redaction import scrub
 
 _OVERFLOW_HINTS = (

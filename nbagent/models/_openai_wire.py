@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nbagent._json import thaw
-from nbagent.core.messages import Message
+from nbagent.log.messages import Message
+from nbagent.log.vocabulary import Failure
 from nbagent.models._sdk_support import image_data, text_of
 from nbagent.models.base import (
     Chunk,
-    Failure,
     Finish,
     FinishKind,
     ReasoningDelta,

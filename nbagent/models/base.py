@@ -7,45 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from nbagent._json import FrozenDict
-from nbagent.core.messages import Message
-from nbagent.redaction import scrub
+from nbagent.log.messages import Message
+from nbagent.log.vocabulary import Failure
 
 FinishKind = Literal["stop", "tool-calls", "max-tokens", "error"]
-
-FailureCode = Literal[
-    "RATE_LIMIT",
-    "SERVER",
-    "TIMEOUT",
-    "TRANSPORT",
-    "AUTH",
-    "BAD_REQUEST",
-    "CONTEXT_OVERFLOW",
-    "UNKNOWN",
-]
-"""Failure codes of a model request; the built-in retry policy retries the first four."""
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """Why a model request failed."""
-
-    message: str
-    """What went wrong; secrets in it (configured API keys, ``sk-…``/``Bearer …`` tokens) are scrubbed
-    when the failure is made, so no log, event, transcript or run error ever holds them."""
-    code: str = "UNKNOWN"
-    status: int | None = None
-    retry_after_ms: int | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "message", scrub(self.message))
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"message": self.message, "code": self.code}
-        if self.status is not None:
-            out["status"] = self.status
-        if self.retry_after_ms is not None:
-            out["retry_after_ms"] = self.retry_after_ms
-        return out
 
 
 @dataclass(frozen=True, slots=True)

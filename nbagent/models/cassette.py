@@ -23,10 +23,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from nbagent.log.vocabulary import Failure
 from nbagent.models.base import (
     CancelSignalLike,
     Chunk,
-    Failure,
     Finish,
     Model,
     ModelRequest,

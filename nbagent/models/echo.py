@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from nbagent.core.messages import Message, message_text
+from nbagent.log.messages import Message, message_text
 from nbagent.models.base import (
     CancelSignalLike,
     Chunk,

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from nbagent.errors import ScriptExhaustedError
+from nbagent.log.vocabulary import Failure
 from nbagent.models.base import (
     CancelSignalLike,
     Chunk,
-    Failure,
     Finish,
     FinishKind,
     ModelRequest,

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent, LiveNotice
-    from nbagent.core.events import Event
-    from nbagent.core.messages import UserMessage
+    from nbagent.log.events import Event
+    from nbagent.log.messages import UserMessage
 
 
 class _EmptyInbox:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.log.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.inbox import inbox_item
 from nbagent.views.labels import captured_in
 from nbagent.views.text import first_line, plural
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from nbagent.agent import Agent
-    from nbagent.core.events import Event
-    from nbagent.core.messages import UserMessage
+    from nbagent.log.events import Event
+    from nbagent.log.messages import UserMessage
 
 RESTART = "from before the restart"
 """Where followups carried into a resumed session come from, after a kernel restart (the default);
@@ -43,7 +43,7 @@ def still_pending(agent: Agent, carried: list[UserMessage]) -> list[UserMessage]
 def cut_short(events: Sequence[Event]) -> int | None:
     """The number of the session's last turn if the kernel stopping cut it short: it was closed with
     its session (``aborted``, cause ``closed``) or repaired on resume (``interrupted``)."""
-    from nbagent.core.events import TurnEnd, parse_event
+    from nbagent.log.events import TurnEnd, parse_event
 
     for event in reversed(events):
         if event.type != "turn/end":
@@ -114,9 +114,9 @@ def _running_turn(agent: Agent) -> tuple[int, str] | None:
     """The open turn's number and its first claimed message, quoted, if a turn is open."""
     if agent.status != "running":
         return None
-    from nbagent.core.events import TURN_END, TURN_START, TurnStart, parse_event
-    from nbagent.core.messages import UserMessage
     from nbagent.core.projections import derive_history
+    from nbagent.log.events import TURN_END, TURN_START, TurnStart, parse_event
+    from nbagent.log.messages import UserMessage
 
     events = agent.events
     start = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == TURN_START), None)

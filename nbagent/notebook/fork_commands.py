@@ -191,7 +191,7 @@ def _seen_by(item: str, given: str, sep: str, step: str) -> int:
 
 
 def _added(text: str) -> Any:
-    from nbagent.core.messages import UserMessage
+    from nbagent.log.messages import UserMessage
 
     return UserMessage.text(text, {"kind": "note"})
 

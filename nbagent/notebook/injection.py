@@ -15,7 +15,7 @@ from typing import Any, Literal
 from IPython.core.error import UsageError
 
 from nbagent._json import thaw
-from nbagent.core.messages import UserMessage
+from nbagent.log.messages import UserMessage
 from nbagent.views.labels import describe_message
 
 

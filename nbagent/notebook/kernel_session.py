@@ -40,7 +40,7 @@ from nbagent.store.location import PostgresLocation, SqliteLocation, StoreLocati
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
-    from nbagent.core.messages import UserMessage
+    from nbagent.log.messages import UserMessage
     from nbagent.notebook.live import LiveTurn
     from nbagent.store.base import SessionRow
 

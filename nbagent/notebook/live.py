@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nbagent.core.events import INBOX_SPLICED, TURN_END, TURN_START, Event
-from nbagent.core.messages import UserMessage
+from nbagent.log.events import INBOX_SPLICED, TURN_END, TURN_START, Event
+from nbagent.log.messages import UserMessage
 from nbagent.views import Coalescer, TurnView
 
 if TYPE_CHECKING:

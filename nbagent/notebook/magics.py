@@ -261,7 +261,7 @@ class AgentMagics(Magics):
         self._deliver("steer", self.steer, line, cell)
 
     def _deliver(self, verb: str, method: Callable[..., Any], line: str, cell: str | None) -> None:
-        from nbagent.core.messages import UserMessage
+        from nbagent.log.messages import UserMessage
         from nbagent.notebook.live import DisplaySurface, LiveTurn
 
         options, text = split_options(line, (), trailing=("--wait",))

@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nbagent.core.messages import UserMessage
 from nbagent.core.tools import Tool, ToolResult
 from nbagent.core.tools import tool as make_tool
+from nbagent.log.messages import UserMessage
 from nbagent.views.proposals import PROPOSE_CELL, next_proposal_id
 from nbagent.views.text import plural
 

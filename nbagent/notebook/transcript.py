@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 from nbagent.views.markdown import transcript
 
 __all__ = ["transcript", "transcript_output"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 
 if TYPE_CHECKING:
     from nbagent.store.location import StoreLocation

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 
 from nbagent import _json
 from nbagent._json import gc_paused
-from nbagent.core.events import Event
 from nbagent.errors import SessionCorruptError
+from nbagent.log.events import Event
 from nbagent.store import budget as read_budget
 from nbagent.store.base import EventRow, SessionRow, StoredSession
 

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nbagent.core.events import Event
 from nbagent.errors import SessionNotFoundError
+from nbagent.log.events import Event
 from nbagent.store.location import PostgresLocation, Where, parse_location
 from nbagent.store.opening import open_reader
 

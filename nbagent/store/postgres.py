@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent import _json
-from nbagent.core.events import TURN_START, Event
 from nbagent.errors import (
     NbagentError,
     SessionCorruptError,
@@ -34,6 +33,7 @@ from nbagent.errors import (
     SessionNotFoundError,
     SessionWriteError,
 )
+from nbagent.log.events import TURN_START, Event
 from nbagent.store import checked_reads
 from nbagent.store.base import Mode, Row
 from nbagent.store.checked_reads import CheckedReads, EventQuery, Fetched, LogFigures, SessionFigures

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from nbagent.core.events import Event
 from nbagent.errors import SessionNotFoundError
+from nbagent.log.events import Event
 from nbagent.store.base import SessionRow
 from nbagent.store.location import SqliteLocation, Where, parse_location
 from nbagent.store.opening import open_reader

@@ -26,12 +26,12 @@ from urllib.parse import quote
 
 from nbagent import _json
 from nbagent._json import gc_paused
-from nbagent.core.events import Event
 from nbagent.errors import (
     SessionFileError,
     SessionNotFoundError,
     SessionWriteError,
 )
+from nbagent.log.events import Event
 from nbagent.store import budget as read_budget
 from nbagent.store import checked_reads, file_errors, netfs, osfile, sqlite_checks
 from nbagent.store.base import Mode, Row

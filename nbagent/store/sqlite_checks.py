@@ -23,8 +23,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from nbagent.core.events import INBOX_SPLICED
 from nbagent.errors import SessionCorruptError, SessionWriteError
+from nbagent.log.events import INBOX_SPLICED
 from nbagent.store.file_errors import file_error
 
 QUICK_CHECK_BYTES = 16 << 20

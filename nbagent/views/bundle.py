@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar, cast
 
-from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.log.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.meter import UsageTally
 from nbagent.views.schema import InboxItem, PendingQueues, TimelineBundle, TurnNode, ViewNode
 from nbagent.views.text import clip, plural

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
-from nbagent.core.events import (
+from nbagent.log.events import (
     AssistantMessageEvent,
     Event,
     StepStart,
@@ -26,7 +26,7 @@ from nbagent.core.events import (
     UserMessageEvent,
     parse_event,
 )
-from nbagent.core.messages import Message, message_text
+from nbagent.log.messages import Message, message_text
 from nbagent.views.labels import describe_message
 from nbagent.views.schema import (
     DiffMark,
@@ -150,7 +150,7 @@ def turn_steps(events: Iterable[Event], turn: int) -> list[_Step]:
 def _failed_step(steps: list[_Step], end: TurnEnd) -> None:
     """A turn that ended in an error before its last step answered: that step's answer is the error."""
     if steps and steps[-1].answer is None and end.error is not None:
-        code, message = end.error.get("code"), end.error.get("message", "")
+        code, message = end.error.code, end.error.message
         steps[-1].answer = Answer("", (), f"{code}: {message}" if code else str(message))
 
 

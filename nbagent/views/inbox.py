@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nbagent.core.estimate import CHARS, TokenCounter, content_tokens
-from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.log.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.escape import visible_controls
 from nbagent.views.labels import describe_message
 from nbagent.views.schema import InboxItem, InboxModel, InboxQueue

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nbagent._json import thaw
-from nbagent.core.events import NEXT_STEP, NEXT_TURN
+from nbagent.log.events import NEXT_STEP, NEXT_TURN
 from nbagent.views.schema import MessageFields
 from nbagent.views.text import clip, content_line, human_size, more_lines_text
 

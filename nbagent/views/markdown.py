@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 from nbagent.views.escape import escape_markdown, visible_controls
 
 Node = Mapping[str, Any]

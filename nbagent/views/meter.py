@@ -15,7 +15,7 @@ from typing import Any
 
 from nbagent._json import thaw
 from nbagent.core.estimate import CHARS, TokenCounter, counter_for
-from nbagent.core.events import AssistantMessageEvent, RequestEstimate
+from nbagent.log.events import AssistantMessageEvent, RequestEstimate
 from nbagent.views.schema import BarPart, EstimateFields, TokenEstimate, UsageSummary
 
 KIND_ORDER = ("user", "cell", "dataframe", "variable", "error", "session-reference", "plugin", "notebook",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nbagent.core.events import TurnEnd
+from nbagent._json import FrozenDict
+from nbagent.log.events import TurnEnd
+from nbagent.log.vocabulary import Failure
 from nbagent.views.text import clip, first_line
 
 OUTCOME_MAX = 160
@@ -19,6 +21,9 @@ STATUS_TEXT: dict[str, str] = {
     "interrupted": "interrupted",
 }
 """The status pill's word for each ``turn/end.reason.kind`` (unknown kinds show as they are)."""
+
+_NO_FAILURE = Failure.from_json(FrozenDict())
+"""An ``error`` turn that stored no ``error`` (worded as one without a message)."""
 
 CAUSES: dict[str, str] = {"user": "canceled by you", "close": "canceled: the session was closed"}
 
@@ -48,10 +53,10 @@ def turn_outcome(ev: TurnEnd) -> TurnOutcome:
     if kind == "completed":
         return TurnOutcome(status, "completed", None)
     if kind == "error":
-        err = ev.error
-        code = str(err.get("code") or "UNKNOWN")
-        message = str(err.get("message") or "").strip()
-        http = f" (HTTP {err['status']})" if err.get("status") else ""
+        err = ev.error or _NO_FAILURE
+        code = str(err.code or "UNKNOWN")
+        message = str(err.message or "").strip()
+        http = f" (HTTP {err.status})" if err.status else ""
         why = f"{code}{http}: {message}" if message else f"{code}{http}: the turn failed without a message"
         return TurnOutcome(status, clip(f"failed: {first_line(why, OUTCOME_MAX)}", OUTCOME_MAX), why)
     if kind == "aborted":

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nbagent._json import storable
-from nbagent.core.events import TOOL_CALL, TURN_START, Event, ToolCallEvent, TurnStart, parse_event
+from nbagent.log.events import TOOL_CALL, TURN_START, Event, ToolCallEvent, TurnStart, parse_event
 from nbagent.views.escape import escape_html
 from nbagent.views.schema import ProposalCell, ProposalNode, ToolNode
 from nbagent.views.text import clip

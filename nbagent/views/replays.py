@@ -7,7 +7,7 @@ them: "seen by step N" is the first request that holds the message (the record's
 
 from __future__ import annotations
 
-from nbagent.core.events import SessionReplayed
+from nbagent.log.events import SessionReplayed
 from nbagent.views.text import clip
 
 REPLAY_TEXT_MAX = 160

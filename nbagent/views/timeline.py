@@ -12,7 +12,7 @@ exactly the nodes of a fresh fold of the same events:
 - ``["set", id, fields]`` updates fields of a node;
 - ``["text", id, field, more]`` appends ``more`` to a text field (streamed answer text).
 
-A new event type needs its record in :mod:`nbagent.core.events` and a case in :meth:`Timeline._fold`;
+A new event type needs its record in :mod:`nbagent.log.events` and a case in :meth:`Timeline._fold`;
 every rendering then shows it (a renderer skips node types it does not know).
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any, ClassVar, cast
 
 from nbagent._json import thaw
-from nbagent.core.events import (
+from nbagent.log.events import (
     NEXT_STEP,
     NEXT_TURN,
     ApprovalAsked,
@@ -366,8 +366,8 @@ class Timeline:
                 self._add(proposal)
 
     def _retry(self, ev: LlmRetry) -> None:
-        code = str(ev.failure.get("code") or "?")
-        message = str(ev.failure.get("message") or "")
+        code = str(ev.failure.code or "?")
+        message = str(ev.failure.message or "")
         text = f"retrying (attempt {ev.attempt}) in {ev.delay_ms} ms after {code}"
         self._add(RetryNode(id=f"retry-{ev.seq}", type="retry", parent=self._step or self._turn, seq=ev.seq,
                             attempt=ev.attempt, delay_ms=ev.delay_ms, code=code, text=text,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from nbagent.core.events import Event
+from nbagent.log.events import Event
 from nbagent.views.bundle import TIMELINE_MIME
 from nbagent.views.html import live_turn_html
 from nbagent.views.plain import live_turn_text

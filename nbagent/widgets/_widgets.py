@@ -17,7 +17,7 @@ import anywidget
 import traitlets
 
 from nbagent.agent import Agent, LiveNotice
-from nbagent.core.events import ASSISTANT_CHUNK, INBOX_SPLICED, NEXT_STEP, NEXT_TURN, Event
+from nbagent.log.events import ASSISTANT_CHUNK, INBOX_SPLICED, NEXT_STEP, NEXT_TURN, Event
 from nbagent.views import (
     TIMELINE_MIME,
     Coalescer,

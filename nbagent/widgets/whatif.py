@@ -17,8 +17,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from nbagent.agent import Agent, LiveNotice
-from nbagent.core.events import Event
 from nbagent.forks.editor_plan import editor_plan
+from nbagent.log.events import Event
 from nbagent.views import Coalescer, Timeline
 from nbagent.views.attribution import Attribution, plan_text
 from nbagent.views.diff import diff_json, turn_diff

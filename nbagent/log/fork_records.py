@@ -1,5 +1,5 @@
 """The records of forks and what-if replays (SPEC §4, §11): ``session/forked`` and
-``session/replayed``. Core records like the others (``nbagent.core.events`` re-exports them, and
+``session/replayed``. Core records like the others (``nbagent.log.events`` re-exports them, and
 defining them registers them with the adapter); kept apart so ``events.py`` stays one screenful of
 the turn's own records."""
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from nbagent._json import FrozenDict, FrozenList
-from nbagent.core.record import Record
+from nbagent.log.record import Record
 
 
 def _map(value: Any) -> Mapping[str, Any]:

@@ -1,7 +1,7 @@
 """The base of every event record, the registry of record types, and :class:`UnknownEvent`.
 
-A record class registers itself with :func:`record_type` by being defined (``nbagent.core.events``
-defines the core ones); :func:`nbagent.core.events.parse_event` reads stored events through it.
+A record class registers itself with :func:`record_type` by being defined (``nbagent.log.events``
+defines the core ones); :func:`nbagent.log.events.parse_event` reads stored events through it.
 """
 
 from __future__ import annotations

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple
 
 from nbagent._json import FrozenDict, FrozenList
-from nbagent.core.fork_records import SessionForked as SessionForked
-from nbagent.core.fork_records import SessionReplayed as SessionReplayed
-from nbagent.core.messages import AssistantMessage, UserMessage, message_view
-from nbagent.core.record import EventParseError as EventParseError
-from nbagent.core.record import Record, UnknownEvent, field_shape, record_type
-from nbagent.core.vocabulary import NEXT_STEP as NEXT_STEP
-from nbagent.core.vocabulary import NEXT_TURN as NEXT_TURN
-from nbagent.core.vocabulary import (
+from nbagent.log.fork_records import SessionForked as SessionForked
+from nbagent.log.fork_records import SessionReplayed as SessionReplayed
+from nbagent.log.messages import AssistantMessage, UserMessage, message_view
+from nbagent.log.record import EventParseError as EventParseError
+from nbagent.log.record import Record, UnknownEvent, field_shape, record_type
+from nbagent.log.vocabulary import NEXT_STEP as NEXT_STEP
+from nbagent.log.vocabulary import NEXT_TURN as NEXT_TURN
+from nbagent.log.vocabulary import (
     ApprovalOutcome,
     ApprovalScope,
     Failure,
@@ -68,7 +68,7 @@ def _opt_map(value: Any) -> Any:
     return value if isinstance(value, Mapping) else None
 
 
-# -- the records (the base class, its registry and UnknownEvent: nbagent/core/record.py) -------------
+# -- the records (the base class, its registry and UnknownEvent: nbagent/log/record.py) -------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ class TurnEnd(Record):
     cause: str | None = None
     """Why an ``aborted`` turn was cancelled (``user``, ``closed``…)."""
     error: Failure | None = None
-    """``{"message", "code", "status"?}`` of an ``error`` turn."""
+    """Why an ``error`` turn failed (stored as ``{"message", "code", "status"?}``)."""
 
     @property
     def reason(self) -> dict[str, Any]:
@@ -149,7 +149,7 @@ class TurnEnd(Record):
         if self.kind == "aborted":
             reason["reason"] = {"kind": self.cause}
         if self.error is not None:
-            reason["error"] = self.error
+            reason["error"] = self.error.to_json()
         return reason
 
     def to_json(self) -> FrozenDict:
@@ -162,8 +162,8 @@ class TurnEnd(Record):
         cause = str(inner.get("kind")) if isinstance(inner, Mapping) and inner.get("kind") else None
         error = reason.get("error")
         kind = str(reason.get("kind", "completed"))
-        error = error if isinstance(error, Mapping) else None
-        return cls(data["turn"], kind, cause, error)  # type: ignore[arg-type]
+        failure = Failure.from_json(error) if isinstance(error, Mapping) else None
+        return cls(data["turn"], kind, cause, failure)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,8 +416,17 @@ class LlmRetry(Record):
     attempt: int = 0
     """The attempt about to be made (2 for the first retry)."""
     delay_ms: int = 0
-    failure: Failure = field(default_factory=lambda: Failure())
-    """``{"code", "message", ...}`` of the failed attempt."""
+    failure: Failure = field(default_factory=lambda: Failure.from_json(_EMPTY))
+    """Why the attempt failed (stored as ``{"message", "code", ...}``)."""
+
+    def to_json(self) -> FrozenDict:
+        return FrozenDict({
+            "turn": self.turn,
+            "step": self.step,
+            "attempt": self.attempt,
+            "delay_ms": self.delay_ms,
+            "failure": self.failure.to_json(),
+        })  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LlmRetry:
@@ -426,7 +435,7 @@ class LlmRetry(Record):
             data.get("step", 0),
             data.get("attempt", 0),
             data.get("delay_ms", 0),
-            _map(data.get("failure")),  # type: ignore[arg-type]
+            Failure.from_json(_map(data.get("failure"))),
         )
 
 
