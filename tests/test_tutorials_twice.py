@@ -28,7 +28,10 @@ _VARYING = re.compile(
 def same_each_run(text: str) -> str:
     """A cell's text without what differs from run to run by nature: ids, times, durations, the
     one-time hint given where a session file is first created, and in `%agent sessions` the earlier
-    runs' sessions (the file keeps them: the list grows by one each run)."""
+    runs' sessions (the file keeps them: the list grows by one each run), and whether the model's
+    call an `%agent approve` answered was asked before that command ran or after (Run All sends
+    every cell at once: the turn and the command race, and either is answered the same)."""
+    text = text.replace(", which the model asked after this command ran", "")
     lines = [line for line in text.splitlines() if not line.startswith("nbagent: for git")]
     if lines and lines[0].startswith("sessions in "):
         lines = [line for line in lines if not line.startswith("  ")]  # keep the current (*) one
