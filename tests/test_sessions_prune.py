@@ -73,3 +73,18 @@ async def test_the_prune_and_list_commands(db):
     real = cli("sessions", "prune", str(db), "--older-than", "0")
     assert real.returncode == 0 and "deleted 3 sessions" in real.stdout, real.stdout
     assert [s.id for s in nbagent.list_sessions(db)] == [ids["root"]]
+
+
+async def test_an_attribution_run_is_told_from_a_fork_by_its_forked_record(db):
+    """``kind`` comes from the fork's ``session/forked`` record (read through ``parse_event``)."""
+    root = nbagent.open_session(db, model=ScriptedModel(["one", "two"]))
+    await root.run("first")
+    await root.run("second")
+    run = root.fork(before_turn=2, purpose="attribution")
+    plain = root.fork(before_turn=2)
+    for agent in (root, run, plain):
+        await agent.close()
+    kinds = {r.session_id: r.kind for r in prune_sessions(db, older_than_days=0, dry_run=True)}
+    assert kinds == {run.session_id: "attribution", plain.session_id: "fork"}
+    only = prune_sessions(db, older_than_days=0, attribution_only=True)
+    assert [(r.session_id, r.outcome) for r in only] == [(run.session_id, "deleted")]

@@ -14,7 +14,15 @@ from typing import Any
 
 from nbagent.core.inbox import InboxState, replay_splice
 from nbagent.forks.replay import plan_from_events
-from nbagent.log.events import INBOX_SPLICED, STEP_START, TURN_END, TURN_START, Event
+from nbagent.log.events import (
+    INBOX_SPLICED,
+    STEP_START,
+    Event,
+    EventParseError,
+    TurnEnd,
+    TurnStart,
+    parse_event,
+)
 from nbagent.log.messages import UserMessage
 from nbagent.views.labels import describe_message
 from nbagent.views.text import clip
@@ -23,17 +31,33 @@ PREVIEW = 120
 """Characters of an arrival's first line the editor shows."""
 
 
+def _turn_of(ev: Event, cls: type[TurnStart] | type[TurnEnd]) -> int | None:
+    """The turn a ``turn/start`` or ``turn/end`` row names (its typed record's), ``None`` for another
+    row or a damaged one (a view shows any log)."""
+    if ev.type != cls.type:
+        return None
+    try:
+        record = parse_event(ev)
+    except EventParseError:
+        return None
+    return record.turn if isinstance(record, cls) else None
+
+
+def finished_turns(events: Sequence[Event]) -> list[int]:
+    """The turns of ``events`` that ended, in order, each once."""
+    return sorted({turn for ev in events if (turn := _turn_of(ev, TurnEnd)) is not None})
+
+
 def _bounds(events: Sequence[Event], turn: int) -> tuple[int, int]:
     start = end = None
     for i, ev in enumerate(events):
-        if ev.type == TURN_START and ev.data.get("turn") == turn:
+        if _turn_of(ev, TurnStart) == turn:
             start = i
-        elif ev.type == TURN_END and ev.data.get("turn") == turn and start is not None:
+        elif start is not None and _turn_of(ev, TurnEnd) == turn:
             end = i
             break
     if start is None or end is None:
-        finished = sorted({int(e.data["turn"]) for e in events if e.type == TURN_END and "turn" in e.data})
-        has = ", ".join(map(str, finished)) or "none"
+        has = ", ".join(map(str, finished_turns(events))) or "none"
         raise ValueError(f"this session has no finished turn {turn} (finished turns: {has})")
     return start, end
 

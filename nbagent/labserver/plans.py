@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from nbagent.errors import SessionNotFoundError
-from nbagent.forks.editor_plan import editor_plan
+from nbagent.forks.editor_plan import editor_plan, finished_turns
 from nbagent.labserver.sessions import Readable
-from nbagent.log.events import TURN_END
 from nbagent.store.reading import read_events
 
 
@@ -21,7 +20,7 @@ def plan_answer(path: Readable, session_id: str, turn: int | None) -> dict[str, 
     """``{plan, turns}``: the editor's plan of ``turn`` and the session's finished turns; a turn the
     session has not finished raises ``SessionNotFoundError`` naming those it has (answered 404)."""
     events = read_events(path, session_id)
-    finished = sorted({int(e.data["turn"]) for e in events if e.type == TURN_END and "turn" in e.data})
+    finished = finished_turns(events)
     if not finished:
         return {"plan": None, "turns": [], "why": f"session {session_id[:8]} has no finished turn yet"}
     try:

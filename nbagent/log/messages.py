@@ -28,7 +28,8 @@ class TextBlock(TypedDict):
 
 class ImageBlock(TypedDict):
     type: Literal["image"]
-    mime: str
+    mime: NotRequired[str]
+    """Left out, it is guessed from ``path`` (or read from a ``data:`` URL)."""
     data: NotRequired[str]
     """Base64 bytes (or ``path``)."""
     path: NotRequired[str]
@@ -191,7 +192,10 @@ def _new_id() -> str:
 
 
 def freeze_content(content: Any) -> tuple[FrozenDict, ...]:
-    """Validate and deep-freeze message content: a sequence of blocks, each a dict with a ``type``."""
+    """Validate and deep-freeze message content: a sequence of blocks, each one of the shapes of
+    SPEC §2.2 (:func:`check_block`). The way in only: a message read back from a log is not checked
+    again (:func:`message_from_json`), so an older or newer log's block this version does not know
+    stays an opaque block instead of failing the resume."""
     if isinstance(content, str):
         content = [text_block(content)]
     if isinstance(content, Mapping) or not isinstance(content, Iterable):
@@ -200,7 +204,56 @@ def freeze_content(content: Any) -> tuple[FrozenDict, ...]:
     for i, block in enumerate(blocks):
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise TypeError(f"content[{i}] must be a block dict with a str 'type', got {block!r}")
+        check_block(block, f"content[{i}]")
     return tuple(blocks)
+
+
+class BlockError(ValueError):
+    """A content block that is none of the shapes of SPEC §2.2; the message says which block (by
+    its index) and what is wrong with it."""
+
+
+_BLOCK_FIELDS: dict[str, tuple[tuple[str, type], ...]] = {
+    "text": (("text", str),),
+    "image": (),
+    "tool-call": (("id", str), ("name", str), ("arguments", str)),
+    "tool-result": (("tool_call_id", str), ("content", list), ("is_error", bool)),
+    "reasoning": (("text", str),),
+}
+"""Each block type's required fields and their JSON types (a producer may add fields of its own).
+An image's ``mime`` may be left out when its ``path`` (or a ``data:`` URL) says it, as the model
+adapters read it (``nbagent.models._sdk_support.image_data``)."""
+
+BLOCK_TYPES: frozenset[str] = frozenset(_BLOCK_FIELDS)
+"""The block types this version writes (SPEC §2.2)."""
+
+
+def check_block(block: Mapping[str, Any], where: str = "block") -> None:
+    """Raise :class:`BlockError` unless ``block`` (plain JSON, e.g. deep-frozen) is one of the block
+    shapes of SPEC §2.2: its ``type`` known and its required fields there with their types; an
+    image holds ``data`` or ``path``; a tool result's ``content`` is blocks, checked the same way.
+    ``where`` names the block in the error (``content[2]``)."""
+    kind = block.get("type")
+    fields = _BLOCK_FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        known = ", ".join(repr(t) for t in _BLOCK_FIELDS)
+        raise BlockError(f"{where} has type {kind!r}, which is not a block type (one of {known})")
+    for name, json_type in fields:
+        value = block.get(name)
+        if type(value) is not json_type and not isinstance(value, json_type):
+            got = "missing" if name not in block else f"a {type(value).__name__}"
+            what = {str: "a str", list: "a list of blocks", bool: "a bool"}[json_type]
+            raise BlockError(f"{where} ({kind}) needs {name!r} as {what}, got {got}")
+    if kind == "image":
+        if not any(isinstance(block.get(k), str) for k in ("data", "path")):
+            raise BlockError(f"{where} (image) needs 'data' (base64) or 'path' as a str, got neither")
+        if "mime" in block and not isinstance(block["mime"], str):
+            raise BlockError(f"{where} (image) needs 'mime' as a str, got a {type(block['mime']).__name__}")
+    if kind == "tool-result":
+        for j, inner in enumerate(block["content"]):
+            if not isinstance(inner, Mapping):
+                raise BlockError(f"{where}.content[{j}] must be a block dict, got {inner!r}")
+            check_block(inner, f"{where}.content[{j}]")
 
 
 def freeze_source(source: Any) -> FrozenDict:

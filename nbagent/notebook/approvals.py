@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent._json import storable
 from nbagent.core.tool_batch import arguments_digest, new_approval_id
+from nbagent.log.events import ApprovalAsked, Event, EventParseError, parse_event
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
@@ -145,7 +146,7 @@ class Approvals:
     def __init__(self, agent: Agent | None = None, *, timeout: float | None = None) -> None:
         """``agent``: the agent whose ``approver`` this is, to tell which turn asked (optional)."""
         self.agent = agent
-        self._asked_now: dict[str, Any] | None = None
+        self._asked_now: ApprovalAsked | None = None
         """The latest ``approval/asked`` from the agent's event notices, until a question takes it."""
         self._asked_taken: dict[str, None] = {}
         """Ids of ``approval/asked`` events a question took already (a late notice is not reused)."""
@@ -165,14 +166,16 @@ class Approvals:
     async def __call__(self, tool: Any, call: Any) -> Outcome:
         """Decide one call of ``tool`` (``agent.approver``): allowed by policy, or asked."""
         asked = self._asked_for(str(call.id))
-        turn = asked.get("turn")
+        turn = asked.turn if asked is not None else None
         question = Question(
-            id=str(asked.get("id") or new_approval_id()),
+            id=str((asked.id if asked is not None else "") or new_approval_id()),
             tool=tool.name,
             call_id=call.id,
             arguments=str(call.arguments),
             turn=turn if isinstance(turn, int) else None,
-            arguments_sha256=str(asked.get("arguments_sha256") or arguments_digest(call.arguments)),
+            arguments_sha256=str(
+                (asked.arguments_sha256 if asked is not None else None) or arguments_digest(call.arguments)
+            ),
         )
         if self.policy == "session" or tool.name in self.allowed_tools:
             self._settle(question, "allowed-session", "allowed for this session")
@@ -298,21 +301,22 @@ class Approvals:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _asked_for(self, call_id: str) -> dict[str, Any]:
+    def _asked_for(self, call_id: str) -> ApprovalAsked | None:
         """The ``approval/asked`` this question answers (its id, turn and digest): from the event
         notices, else (they may come later when another thread committed it) from the end of the log.
-        Empty without an agent (a desk used on its own makes its own id)."""
+        ``None`` without an agent (a desk used on its own makes its own id)."""
         with self._lock:
             asked, self._asked_now = self._asked_now, None
-        if asked is None or asked.get("call_id") != call_id or asked.get("id") in self._asked_taken:
+        if asked is None or asked.call_id != call_id or asked.id in self._asked_taken:
             asked = None
             for event in reversed(self.agent.events if self.agent is not None else ()):
-                if event.type == "approval/asked" and event.data.get("call_id") == call_id:
-                    asked = dict(event.data)
+                record = _asked(event)
+                if record is not None and record.call_id == call_id:
+                    asked = record
                     break
         if asked is None:
-            return {}
-        self._asked_taken[str(asked.get("id"))] = None
+            return None
+        self._asked_taken[str(asked.id)] = None
         while len(self._asked_taken) > _KEPT_SETTLED:
             del self._asked_taken[next(iter(self._asked_taken))]
         return asked
@@ -320,9 +324,10 @@ class Approvals:
     def _on_event(self, notice: Any) -> None:
         """Note each ``approval/asked`` (delivered on the agent loop before the ask)."""
         event = notice.event
-        if event is not None and event.type == "approval/asked":
+        asked = _asked(event) if event is not None else None
+        if asked is not None:
             with self._lock:
-                self._asked_now = dict(event.data)
+                self._asked_now = asked
 
     def _find(self, approval_id: str | None) -> _Open | None:
         if approval_id is not None:
@@ -375,3 +380,14 @@ def decided_call(question: Question, *, early: bool = False) -> str:
 def _resolve(future: asyncio.Future[Any], value: Any) -> None:
     if not future.done():
         future.set_result(value)
+
+
+def _asked(event: Event) -> ApprovalAsked | None:
+    """The typed record of an ``approval/asked`` row, ``None`` for any other (or a damaged one)."""
+    if event.type != ApprovalAsked.type:
+        return None
+    try:
+        record = parse_event(event)
+    except EventParseError:
+        return None
+    return record if isinstance(record, ApprovalAsked) else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nbagent.log.events import INBOX_SPLICED, TURN_END, TURN_START, Event
+from nbagent.log.events import INBOX_SPLICED, TURN_END, TURN_START, Event, Splice, TurnEnd, parse_event
 from nbagent.log.messages import UserMessage
 from nbagent.views import Coalescer, TurnView
 
@@ -121,9 +121,8 @@ class LiveTurn:
         """After the turn: the user acted on one of its proposals (``message``, recorded): fold the
         splice that recorded it and update the output, so the row (and the saved notebook) says so."""
         for event in reversed(self.agent.events[-LOOK_BACK:]):
-            if event.type == INBOX_SPLICED and any(
-                m.get("id") == message.id for m in event.data.get("inserted", ())
-            ):
+            record = parse_event(event) if event.type == INBOX_SPLICED else None
+            if isinstance(record, Splice) and any(m.id == message.id for m in record.inserted):
                 self.view.feed([event])
                 self.surface.update(self.view.bundle())
                 return
@@ -170,7 +169,8 @@ class LiveTurn:
         if self.turn is None:  # from the message's insertion on the view learns its queue, unshown
             self._updates.push(event, hold=True)
             return
-        ends = event.type == TURN_END and event.data.get("turn") == self.turn
+        record = parse_event(event) if event.type == TURN_END else None
+        ends = isinstance(record, TurnEnd) and record.turn == self.turn
         self._updates.push(event, soon=ends and not self.waited)
 
     def _on_progress(self, tool: str, text: str) -> None:

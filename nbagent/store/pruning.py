@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nbagent.errors import SessionLockedError
+from nbagent.log.events import EventParseError, SessionForked, parse_event
 from nbagent.store.base import SessionRow, SessionStore
 from nbagent.store.location import Where
 from nbagent.store.opening import open_store
@@ -77,8 +78,15 @@ def prune_sessions(
 
 
 def _kind(store: SessionStore, session_id: str) -> Literal["fork", "attribution"]:
-    forked = store.last_of_type(session_id, "session/forked")
-    return "attribution" if forked is not None and forked.data.get("purpose") == "attribution" else "fork"
+    """What made the fork, as its ``session/forked`` record says. The store reads no payload
+    itself: the log's record (the one adapter every floor reads events through) says what the
+    event means, and a row the adapter cannot read is a plain fork."""
+    forked = store.last_of_type(session_id, SessionForked.type)
+    try:
+        record = parse_event(forked) if forked is not None else None
+    except EventParseError:
+        record = None
+    return "attribution" if isinstance(record, SessionForked) and record.purpose == "attribution" else "fork"
 
 
 def _children(rows: dict[str, SessionRow], sid: str) -> list[str]:
