@@ -140,7 +140,7 @@ def synth_history(n_events: int) -> Iterator[tuple[str, dict[str, Any], int | No
 def write_history(path: str, n_events: int, *, batch: int = 20_000) -> tuple[str, int]:
     """Create a session in ``path`` holding about ``n_events`` events; returns (id, event count)."""
     from nbagent import _json
-    from nbagent.store.sqlite import SessionFile
+    from nbagent.store.sqlite.store import SessionFile
 
     sid = uuid.uuid4().hex
     file = SessionFile(path)

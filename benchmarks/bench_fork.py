@@ -30,7 +30,7 @@ from _util import Row, median
 import nbagent
 from nbagent import _json
 from nbagent.log.events import Event
-from nbagent.store.sqlite import SessionFile
+from nbagent.store.sqlite.store import SessionFile
 from nbagent.views.diff import turn_diff
 from nbagent.views.diff_paint import diff_markdown
 

@@ -105,8 +105,9 @@ def _reconnect(url: str) -> Any:
 
 async def follower(args: argparse.Namespace) -> None:
     import nbagent
-    from nbagent.store import pg_listen, pg_pool
-    from nbagent.store.postgres import PostgresStore
+    from nbagent.store.postgres import listen as pg_listen
+    from nbagent.store.postgres import pool as pg_pool
+    from nbagent.store.postgres.store import PostgresStore
 
     ids = Path(args.ids).read_text().split()
     lags: list[float] = []

@@ -81,7 +81,7 @@ class Bench:
         return conn
 
     def schema(self) -> str:
-        from nbagent.store.postgres import PostgresStore
+        from nbagent.store.postgres.store import PostgresStore
 
         store = PostgresStore(self.url, mode="create")
         try:
@@ -196,7 +196,7 @@ class Bench:
 
     def history(self, n: int) -> tuple[str, int]:
         from nbagent import _json
-        from nbagent.store.postgres import PostgresStore
+        from nbagent.store.postgres.store import PostgresStore
 
         sid = uuid.uuid4().hex
         store = PostgresStore(self.url, mode="create")

@@ -125,12 +125,12 @@ def label(n: int) -> str:
 class Bench:
     def __init__(self, cfg: Config, workdir: Path) -> None:
         import nbagent
-        import nbagent.store.sqlite
+        import nbagent.store.sqlite.store
 
         self.nbagent = nbagent
         self.cfg = cfg
         self.dir = workdir
-        self.sync = nbagent.store.sqlite.SYNCHRONOUS
+        self.sync = nbagent.store.sqlite.store.SYNCHRONOUS
         self.rows: list[Row] = []
         self.bases: dict[int, tuple[Path, str, int]] = {}
         self.info: list[str] = []
@@ -423,23 +423,23 @@ class Bench:
 
     async def loop_agent(self, n: int, store: str) -> tuple[Any, Any, int]:
         """A warmed-up agent after ``n`` prior events, its model, and the turns per timed block."""
-        import nbagent.store.sqlite
+        import nbagent.store.sqlite.store
 
         cfg = self.cfg
         model = self.scripted()
         tools = [self.tool()]
-        saved = nbagent.store.sqlite.SYNCHRONOUS
+        saved = nbagent.store.sqlite.store.SYNCHRONOUS
         if store == "memory":
             agent = self.nbagent.open_session(None, model=model, tools=tools)
             while len(agent.driver.projections) < n:  # build the prior history by running real turns
                 await self._turns(agent, model, 20)
             turns = cfg.loop_turns_mem
         else:
-            nbagent.store.sqlite.SYNCHRONOUS = store.split(":")[1]
+            nbagent.store.sqlite.store.SYNCHRONOUS = store.split(":")[1]
             try:
                 agent, _ = await self.session(n, "loop", model=model, tools=tools)
             finally:
-                nbagent.store.sqlite.SYNCHRONOUS = saved
+                nbagent.store.sqlite.store.SYNCHRONOUS = saved
             turns = cfg.loop_turns_file if store.endswith(saved) else cfg.loop_turns_mem // 2
         await self._turns(agent, model, 2)  # warm-up: loads a resumed prefix, writes the resume header
         return agent, model, max(1, turns // 8)

@@ -205,7 +205,7 @@ def users_command(args: argparse.Namespace) -> int:
     from nbagent.errors import NbagentError
     from nbagent.notebook.runs import how_run
     from nbagent.store.location import PostgresLocation
-    from nbagent.store.pg_schemas import schema_sessions, user_schemas
+    from nbagent.store.postgres.schemas import schema_sessions, user_schemas
     from nbagent.views.text import plural
 
     option = "--all-users" if args.all_users else "--user"

@@ -176,7 +176,7 @@ def _server_pool_size_stays_in_its_test():
     """A Jupyter server loaded in this process sizes its PostgreSQL pools for itself
     (``c.NbagentServer.pool_size``); after its test, this process sizes them as a kernel does again,
     and the pools opened at the server's size are closed (the next call opens a kernel's)."""
-    from nbagent.store import pg_pool
+    from nbagent.store.postgres import pool as pg_pool
 
     before = pg_pool._process_size
     yield

@@ -42,7 +42,7 @@ def run_unprivileged(code: str) -> subprocess.CompletedProcess[str]:
     nbagent loads its public names on first use: the child loads them all before it drops (the
     user ``nobody`` may not be able to read the interpreter's packages)."""
     prelude = (
-        "import os, asyncio, nbagent, nbagent.store.sqlite\n"
+        "import os, asyncio, nbagent, nbagent.store.sqlite.store\n"
         "[getattr(nbagent, name) for name in nbagent.__all__]\n"
         "if os.geteuid() == 0:\n"
         "    os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"

@@ -23,7 +23,7 @@ import threading
 from collections import Counter
 
 import nbagent
-import nbagent.store.sqlite as sqlite_store
+import nbagent.store.sqlite.store as sqlite_store
 from nbagent.models import Finish, TextDelta, ToolCallChunk
 
 seen: Counter[str] = Counter()

@@ -75,7 +75,7 @@ def write_synthetic(
     import uuid
 
     from nbagent import _json
-    from nbagent.store.sqlite import SessionFile
+    from nbagent.store.sqlite.store import SessionFile
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from _util import synth_turn

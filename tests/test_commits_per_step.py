@@ -17,7 +17,7 @@ import pytest
 from eventtrace import run
 
 import nbagent
-import nbagent.store.sqlite
+import nbagent.store.sqlite.store
 from nbagent.models import Response, ScriptedModel, ToolCall
 from nbagent.testing import check_invariants
 
@@ -124,7 +124,7 @@ def test_a_tool_step_and_a_text_step_commit_twice_each(db, from_thread):
 
 @pytest.mark.sqlite_only
 def test_commit_count_is_the_same_with_synchronous_normal(db, monkeypatch):
-    monkeypatch.setattr(nbagent.store.sqlite, "SYNCHRONOUS", "NORMAL")
+    monkeypatch.setattr(nbagent.store.sqlite.store, "SYNCHRONOUS", "NORMAL")
 
     async def check_pragma() -> int:
         agent = nbagent.open_session(db)

@@ -16,7 +16,7 @@ from filestate import freeze_with_wal, run_unprivileged, snapshot, wal_database
 import nbagent
 from nbagent import SessionCorruptError, SessionFileError, SessionNotFoundError
 from nbagent.models import ScriptedModel
-from nbagent.store.sqlite import APPLICATION_ID
+from nbagent.store.sqlite.store import APPLICATION_ID
 
 
 def every_entry_point(path: Path) -> list[tuple[str, type[Exception]]]:

@@ -263,7 +263,7 @@ async def test_a_full_disk_fails_only_the_write_that_met_it(small_disk):
 async def test_a_write_lock_held_past_the_busy_timeout_fails_only_its_caller(db, monkeypatch):
     """Another connection holds the write lock: the inject waiting on it gives up with a clear
     error; the turn's staged result is written by the turn's next commit once the lock is free."""
-    monkeypatch.setattr("nbagent.store.file_errors.BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr("nbagent.store.sqlite.file_errors.BUSY_TIMEOUT_MS", 200)
     gate, fast_done = asyncio.Event(), asyncio.Event()
     model = ScriptedModel(
         [

@@ -12,7 +12,7 @@ import pytest
 from eventtrace import run
 
 import nbagent
-from nbagent.store import netfs
+from nbagent.store.sqlite import netfs
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw

@@ -37,7 +37,11 @@ NOT_FOR_OPENING = (
     "mcp",
     # what a session opened in a script does not use
     "psycopg",
-    "nbagent.store.postgres",
+    # the PostgreSQL backend: only its package and URL recognition (postgres/location.py) load
+    *(
+        f"nbagent.store.postgres.{m}"
+        for m in ("store", "pool", "lease", "writes", "listen", "watchdog", "schemas")
+    ),
     "nbagent.views",
     "nbagent.widgets",
     "nbagent.notebook",
@@ -60,7 +64,7 @@ asyncio.run(main())
 
 def imported_by_opening(path: Path) -> set[str]:
     modules, _ = imported_modules("-c", SCRIPT, str(path))
-    assert {"nbagent.core.agent", "nbagent.store.sqlite"} <= modules  # the listing is real
+    assert {"nbagent.core.agent", "nbagent.store.sqlite.store"} <= modules  # the listing is real
     return modules
 
 

@@ -17,7 +17,7 @@ from eventtrace import trace
 import nbagent
 from nbagent import SessionCorruptError, SessionFileError, SessionLockedError, SessionWriteError, UserMessage
 from nbagent.models import ScriptedModel
-from nbagent.store.sqlite import APPLICATION_ID
+from nbagent.store.sqlite.store import APPLICATION_ID
 from nbagent.testing import check_invariants
 
 pytestmark = pytest.mark.stores

@@ -11,9 +11,10 @@ import psycopg
 
 import nbagent
 import nbagent.store.follow
-from nbagent.store import pg_listen, pg_pool
-from nbagent.store.pg_lease import holder_name
-from nbagent.store.postgres import PostgresStore
+from nbagent.store.postgres import listen as pg_listen
+from nbagent.store.postgres import pool as pg_pool
+from nbagent.store.postgres.lease import holder_name
+from nbagent.store.postgres.store import PostgresStore
 
 SESSIONS = 20
 WRITER = """

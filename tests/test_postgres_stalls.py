@@ -16,8 +16,8 @@ from tcp_proxy import StallingProxy
 
 import nbagent
 from nbagent import NbagentError, SessionWriteError
-from nbagent.store import pg_watchdog
-from nbagent.store.postgres import PostgresStore
+from nbagent.store.postgres import watchdog as pg_watchdog
+from nbagent.store.postgres.store import PostgresStore
 from nbagent.testing import check_invariants
 
 PASSWORD = "stall-Pa55word"

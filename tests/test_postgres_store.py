@@ -21,7 +21,7 @@ from nbagent import (
     SessionWriteError,
 )
 from nbagent.models import ScriptedModel
-from nbagent.store.postgres import SCHEMA_VERSION
+from nbagent.store.postgres.store import SCHEMA_VERSION
 from nbagent.testing import check_invariants
 
 PASSWORD = "s3cret-Pa55word"
@@ -306,7 +306,7 @@ def test_a_session_outlives_a_server_restart_mid_turn_and_a_server_that_is_down_
 async def test_a_write_whose_connection_died_before_its_answer_is_looked_up_not_doubled(pg_url, stored):
     """The connection dies around the append: the store looks the batch up on a fresh connection;
     a stored batch is done, one not stored is written again: either way exactly once."""
-    from nbagent.store import postgres
+    from nbagent.store.postgres import store as postgres
 
     agent = nbagent.open_session(pg_url)
     agent.inject("before")

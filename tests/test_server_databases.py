@@ -30,7 +30,7 @@ import nbagent
 import nbagent.store.follow
 from nbagent.labserver import handlers
 from nbagent.labserver.databases import Databases
-from nbagent.store import pg_listen
+from nbagent.store.postgres import listen as pg_listen
 
 get = server_client.get
 PASSWORD = "lab-Pa55word-34"
@@ -232,7 +232,7 @@ def test_the_server_sizes_its_own_pool_and_leaves_its_kernels_theirs(monkeypatch
 
     from traitlets.config import Config
 
-    from nbagent.store import pg_pool
+    from nbagent.store.postgres import pool as pg_pool
 
     monkeypatch.delenv("NBAGENT_PG_POOL_SIZE", raising=False)
     assert pg_pool.pool_size() == pg_pool.POOL_SIZE  # a kernel's

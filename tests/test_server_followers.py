@@ -26,7 +26,7 @@ import pytest
 
 pytest.importorskip("jupyter_server")
 
-from nbagent.store.pg_lease import HOST
+from nbagent.store.postgres.lease import HOST
 
 SESSIONS = 20
 TABS = 2

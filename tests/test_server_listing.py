@@ -24,7 +24,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403
 from tornado.httpclient import HTTPClientError
 
 from nbagent.labserver import listing
-from nbagent.store.sqlite import SessionFile
+from nbagent.store.sqlite.store import SessionFile
 
 API = ("nbagent", "api", "sessions")
 

@@ -12,7 +12,7 @@ import sys
 import psycopg
 
 import nbagent
-from nbagent.store.pg_location import with_schema
+from nbagent.store.postgres.location import with_schema
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

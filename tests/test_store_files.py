@@ -111,7 +111,7 @@ def test_a_file_with_nbagents_ids_but_another_schema_is_refused_unchanged(tmp_pa
     """A computed ``events.data`` column (every read evaluates it) used to be read as nbagent's."""
     import sqlite3
 
-    from nbagent.store.sqlite_schema import SCHEMA
+    from nbagent.store.sqlite.schema import SCHEMA
 
     path = tmp_path / "crafted.nbagent.sqlite"
     conn = sqlite3.connect(path, isolation_level=None)

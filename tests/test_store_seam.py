@@ -48,7 +48,7 @@ def test_only_the_store_tells_a_url_from_a_path() -> None:
     parsing = [
         str(p.relative_to(PACKAGE))
         for p in _modules_outside_the_store()
-        if "nbagent.store.pg_location" in _imports(p) or "is_postgres_url" in p.read_text()
+        if "nbagent.store.postgres.location" in _imports(p) or "is_postgres_url" in p.read_text()
     ]
     assert parsing == []
 
@@ -112,8 +112,8 @@ READS = (
 def test_each_backend_supplies_its_fetching_and_none_of_the_checked_reads() -> None:
     """The reads and their checks are written once (CheckedReads), above both backends."""
     from nbagent.store.checked_reads import CheckedReads
-    from nbagent.store.postgres import PostgresStore
-    from nbagent.store.sqlite import SessionFile
+    from nbagent.store.postgres.store import PostgresStore
+    from nbagent.store.sqlite.store import SessionFile
 
     for backend in (SessionFile, PostgresStore):
         assert issubclass(backend, CheckedReads)

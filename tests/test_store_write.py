@@ -13,7 +13,7 @@ import nbagent
 from nbagent.core.inbox import PlannedSplice, plan_splice
 from nbagent.errors import SessionWriteError
 from nbagent.log.messages import UserMessage
-from nbagent.store.sqlite import ROWS_PER_STATEMENT
+from nbagent.store.sqlite.store import ROWS_PER_STATEMENT
 
 
 def insert_many(agent: nbagent.Agent, count: int) -> list[PlannedSplice]:

@@ -12,7 +12,7 @@ reaches the page, a log line or an error: messages name it ``database 'team'``.
 
 A page following a session of a database waits for its next change (``timeline?…&known=SEQ&wait=S``,
 :func:`long_poll`) through the process's one listening connection of that server
-(:mod:`nbagent.store.pg_listen`): a waiting request holds no thread and no connection of its own.
+(:mod:`nbagent.store.postgres.listen`): a waiting request holds no thread and no connection of its own.
 Every read of a database runs in threads of its own (a database that stops answering never holds up
 the session files' reads) and is answered within :data:`ANSWER_S`.
 """
@@ -35,10 +35,10 @@ from nbagent.errors import NbagentError
 from nbagent.labserver.paths import PathRefused
 from nbagent.redaction import scrub
 from nbagent.store.location import PostgresLocation, parse_location
-from nbagent.store.pg_pool import set_process_pool_size
+from nbagent.store.postgres.pool import set_process_pool_size
 
 if TYPE_CHECKING:
-    from nbagent.store.postgres import PostgresStore
+    from nbagent.store.postgres.store import PostgresStore
 
 T = TypeVar("T")
 ENV_NAME = "NBAGENT_DB"
@@ -49,7 +49,7 @@ MAX_WAIT_S = 30
 """Seconds one ``wait=`` request may wait for a change (then it answers 204: ask again)."""
 ANSWER_S = 30.0
 """Seconds one request to a database may take before it is answered 504 (its thread is freed by
-the store's own bounds: statement timeout and watchdog, :mod:`nbagent.store.pg_watchdog`)."""
+the store's own bounds: statement timeout and watchdog, :mod:`nbagent.store.postgres.watchdog`)."""
 DATABASE_READS = "nbagent_database_executor"
 """The setting holding the databases' reader threads."""
 SETTING = "nbagent_databases"
@@ -161,7 +161,7 @@ class Databases:
             found = self._follow.get(db.name)
         if found is not None:
             return found
-        from nbagent.store.postgres import PostgresStore
+        from nbagent.store.postgres.store import PostgresStore
 
         store = PostgresStore(db.real, mode="read")
         with self._lock:
@@ -204,7 +204,7 @@ async def long_poll(
     (then ``None``). The waiting is one follower of the process's listener: no thread, no
     connection; a notice (or the listener's rescan) wakes it."""
     from nbagent.store.follow import RESCAN_S
-    from nbagent.store.pg_listen import Follower, listener_for
+    from nbagent.store.postgres.listen import Follower, listener_for
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds

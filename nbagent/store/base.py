@@ -2,8 +2,8 @@
 
 A store holds many sessions: out-of-log metadata rows and each session's append-only events. The
 layers above talk to these protocols only, the way an HTTP client talks to its transport; the
-backends behind them are the SQLite file (:mod:`nbagent.store.sqlite`) and PostgreSQL
-(:mod:`nbagent.store.postgres`), chosen by :func:`nbagent.store.opening.open_store` from a
+backends behind them are the SQLite file (:mod:`nbagent.store.sqlite.store`) and PostgreSQL
+(:mod:`nbagent.store.postgres.store`), chosen by :func:`nbagent.store.opening.open_store` from a
 location. The reads and checks both backends share live above them (:mod:`nbagent.store.checked_reads`);
 a backend supplies its SQL and its fetching. Every failure is one of nbagent's errors.
 """

@@ -4,7 +4,7 @@ One API for both stores, read-only on both. On SQLite the follower watches the W
 counter (the WAL-index header in ``-shm``, which every commit changes) and the main file's size
 and modification time, and reads only when they change, re-reading every ``RESCAN_S`` seconds
 regardless. On PostgreSQL the followers of a process share one listening connection per server
-and one rescan every ``RESCAN_S`` seconds (:mod:`nbagent.store.pg_listen`): a follower holds no
+and one rescan every ``RESCAN_S`` seconds (:mod:`nbagent.store.postgres.listen`): a follower holds no
 connection of its own, and reads through its process's pool only when its session moved. Events
 come in seq order with no gap, each exactly once.
 """
@@ -24,7 +24,7 @@ from nbagent.store.location import PostgresLocation, Where, parse_location
 from nbagent.store.opening import open_reader
 
 if TYPE_CHECKING:
-    from nbagent.store.postgres import PostgresStore
+    from nbagent.store.postgres.store import PostgresStore
 
 POLL_S = 0.05
 """How often a SQLite follower looks at the change counter (a few bytes read, no query)."""
@@ -55,7 +55,7 @@ async def follow_events(
         if await asyncio.to_thread(store.session_row, session_id) is None:
             raise SessionNotFoundError(f"no session {session_id} in {store.location}; see list_sessions()")
         if isinstance(where, PostgresLocation):
-            from nbagent.store.postgres import PostgresStore
+            from nbagent.store.postgres.store import PostgresStore
 
             assert isinstance(store, PostgresStore)  # open_store's choice for a PostgresLocation
             changes = _notices(store, session_id)
@@ -110,7 +110,7 @@ async def _file_changes(path: Path, poll_interval: float) -> AsyncIterator[None]
 async def _notices(store: PostgresStore, session_id: str) -> AsyncIterator[None]:
     """Yield once the process's listener listens for ``session_id`` (nothing committed after that
     can be missed), then whenever its session may hold new events."""
-    from nbagent.store.pg_listen import Follower, listener_for
+    from nbagent.store.postgres.listen import Follower, listener_for
 
     listener = listener_for(store)
     me = Follower(store, session_id, RESCAN_S, asyncio.get_running_loop())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbagent.errors import SessionFileError
-from nbagent.store.pg_location import is_postgres_url, redact, unescaped_at
+from nbagent.store.postgres.location import is_postgres_url, redact, unescaped_at
 
 
 @dataclass(frozen=True)

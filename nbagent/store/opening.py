@@ -14,10 +14,10 @@ def open_store(where: Where, mode: Mode) -> SessionStore:
     """Open the store at ``where`` (a location, a SQLite file path, or a ``postgresql://`` URL)."""
     location = parse_location(where)
     if isinstance(location, PostgresLocation):
-        from nbagent.store.postgres import PostgresStore
+        from nbagent.store.postgres.store import PostgresStore
 
         return PostgresStore(location, mode=mode)
-    from nbagent.store.sqlite import SessionFile
+    from nbagent.store.sqlite.store import SessionFile
 
     return SessionFile(location.path, mode=mode)
 

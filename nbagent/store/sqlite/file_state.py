@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 
 from nbagent.errors import SessionFileError
-from nbagent.store import osfile
 from nbagent.store.budget import ReadLimitError, size_text
+from nbagent.store.sqlite import osfile
 
 
 def regular_or_missing(path: Path) -> bool:

@@ -57,7 +57,7 @@ def renew_seconds() -> float:
 
 
 class LeaseStore(Protocol):
-    """What a lease uses of its PostgreSQL store (:class:`nbagent.store.postgres.PostgresStore`)."""
+    """What a lease uses of its PostgreSQL store (:class:`nbagent.store.postgres.store.PostgresStore`)."""
 
     schema: str
     location: str

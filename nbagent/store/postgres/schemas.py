@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from nbagent.store.base import SessionRow
 from nbagent.store.location import PostgresLocation
-from nbagent.store.pg_location import SCHEMA_SETTING, with_schema
+from nbagent.store.postgres.location import SCHEMA_SETTING, with_schema
 
 _SCHEMAS = """
 SELECT n.nspname,
@@ -42,7 +42,7 @@ class UserSchema:
 
 def user_schemas(where: PostgresLocation) -> list[UserSchema]:
     """Every schema of ``where``'s database holding nbagent's tables, with its users, by name."""
-    from nbagent.store.postgres import PostgresStore
+    from nbagent.store.postgres.store import PostgresStore
 
     store = PostgresStore(where, mode="read")
     try:

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nbagent.errors import SessionCorruptError
-from nbagent.store import netfs
-from nbagent.store.file_header import APPLICATION_ID, SCHEMA_VERSION
+from nbagent.store.sqlite import netfs
+from nbagent.store.sqlite.file_header import APPLICATION_ID, SCHEMA_VERSION
 
 log = logging.getLogger("nbagent")
 

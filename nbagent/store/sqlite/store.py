@@ -1,13 +1,13 @@
 """The SQLite session file: identification, creation, atomic batch writes, strictly read-only reads.
 
-Every way to open a file first reads its header bytes (:mod:`nbagent.store.file_header`), so a foreign,
+Every way to open a file first reads its header bytes (:mod:`nbagent.store.sqlite.file_header`), so a foreign,
 newer or damaged file is refused before SQLite touches it and stays byte-identical with its
 ``-wal``/``-shm``; then a read-only view checks the ids again (a ``-wal`` may hold a newer first
 page) and the exact schema, and only then does a writer connect for writing. Readers never create
 or change anything: where no ``-wal`` holds frames they read the main file as immutable and check
 it did not change meanwhile; where a live writer's ``-wal`` exists they read through SQLite's
 shared-memory index like any WAL reader; a ``-wal`` left by a writer that stopped is read through
-a private copy (:mod:`nbagent.store.file_state`). Under a request's budget
+a private copy (:mod:`nbagent.store.sqlite.file_state`). Under a request's budget
 (:mod:`nbagent.store.budget`) reads are bounded. Every failure to use the file raises a
 :class:`~nbagent.errors.SessionFileError` (or subclass) naming the path and the way out.
 """
@@ -33,22 +33,30 @@ from nbagent.errors import (
 )
 from nbagent.log.events import Event
 from nbagent.store import budget as read_budget
-from nbagent.store import checked_reads, file_errors, netfs, osfile, sqlite_checks
+from nbagent.store import checked_reads
 from nbagent.store.base import Mode, Row
 from nbagent.store.checked_reads import CheckedReads, EventQuery, Fetched, LogFigures, SessionFigures
-from nbagent.store.file_errors import file_error as _file_error
-from nbagent.store.file_errors import guard as _guard
-from nbagent.store.file_header import APPLICATION_ID, HEADER_SIZE, SCHEMA_VERSION, Header, check_ids, identify
-from nbagent.store.file_state import (
+from nbagent.store.location import SqliteLocation
+from nbagent.store.sqlite import checks, file_errors, netfs, osfile
+from nbagent.store.sqlite.file_errors import file_error as _file_error
+from nbagent.store.sqlite.file_errors import guard as _guard
+from nbagent.store.sqlite.file_header import (
+    APPLICATION_ID,
+    HEADER_SIZE,
+    SCHEMA_VERSION,
+    Header,
+    check_ids,
+    identify,
+)
+from nbagent.store.sqlite.file_state import (
     Snapshot,
     check_sidecars,
     fingerprint,
     locked_from,
     regular_or_missing,
 )
-from nbagent.store.lease import FIRST_LEASE_BYTE, Lease
-from nbagent.store.location import SqliteLocation
-from nbagent.store.sqlite_schema import (
+from nbagent.store.sqlite.lease import FIRST_LEASE_BYTE, Lease
+from nbagent.store.sqlite.schema import (
     INVALID_INDEX,
     add_invalid_index,
     check_schema,
@@ -119,7 +127,7 @@ class SessionFile(CheckedReads):
         self._snapshot: Snapshot | None = None
         """For a log a stopped writer left: the private copy the reader reads."""
         self.header = Header(0)
-        self._owed = sqlite_checks.OwedChecks(self.path)
+        self._owed = checks.OwedChecks(self.path)
         try:
             self._open()
         except BaseException:
@@ -180,7 +188,7 @@ class SessionFile(CheckedReads):
 
     def _check_integrity(self) -> None:
         """``PRAGMA quick_check`` before adding a session to an existing file (O(file size))."""
-        _guard(self.path, "checking", lambda: sqlite_checks.check_pages(self.connection, self.path))
+        _guard(self.path, "checking", lambda: checks.check_pages(self.connection, self.path))
 
     def _has_invalid_index(self) -> bool:
         conn = self.connection
@@ -441,18 +449,18 @@ class SessionFile(CheckedReads):
         return self._read(lambda c: _log_figures(c, session_id, indexed=indexed))
 
     def _fetch_first_gap(self, session_id: str) -> tuple[int, int]:
-        return self._read(lambda c: sqlite_checks.first_gap(c, session_id))
+        return self._read(lambda c: checks.first_gap(c, session_id))
 
     def checks_may_wait(self, session_id: str) -> bool:
         """Whether the resume checks beyond :meth:`check_log` may wait for the first write; on a log
         a stopped writer left (a writer opening it rebuilds its -shm) they run now, on this reader."""
         if self._snapshot is None:
             return True
-        self._read(lambda c: sqlite_checks.check_all(c, self.path, session_id))
+        self._read(lambda c: checks.check_all(c, self.path, session_id))
         return False
 
     def check_before_first_write(self, session_id: str) -> None:
-        """Owe a resumed session the checks beyond :meth:`check_log` (:mod:`~nbagent.store.sqlite_checks`),
+        """Owe a resumed session the checks beyond :meth:`check_log` (:mod:`~nbagent.store.sqlite.checks`),
         run before this store's first write of any kind; damage refuses it and every later one."""
         self._owed.owe(session_id)
 

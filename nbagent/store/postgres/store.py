@@ -7,10 +7,10 @@ else is refused before anything is written. ``events.data`` is ``json``: the ser
 record on insert and keeps its text byte for byte.
 
 A store holds no connection of its own: each call borrows one from its process's pool of that
-server (``pg_pool.py``) for one transaction, so nothing depends on a database session and the store
+server (``pool.py``) for one transaction, so nothing depends on a database session and the store
 works through PgBouncer in transaction pooling mode. A writer's lease is a row with an expiry and
-a fencing token (``pg_lease.py``); every append checks the token in its own statement. Every call
-is bounded: statement and lock timeouts, keepalives, and a watchdog (``pg_watchdog.py``), so a
+a fencing token (``lease.py``); every append checks the token in its own statement. Every call
+is bounded: statement and lock timeouts, keepalives, and a watchdog (``watchdog.py``), so a
 locked table or a silent server fails the call with an error naming the server. A restart of the
 server or the pooler fails the calls made while it is down; the next call after it is back gets a
 fresh connection (a write whose answer was lost is looked up, and written again only if it was not
@@ -38,11 +38,11 @@ from nbagent.store import checked_reads
 from nbagent.store.base import Mode, Row
 from nbagent.store.checked_reads import CheckedReads, EventQuery, Fetched, LogFigures, SessionFigures
 from nbagent.store.location import PostgresLocation
-from nbagent.store.pg_lease import LEASES_DDL, RowLease, describe_holder, holder_name, lease_seconds
-from nbagent.store.pg_location import DEFAULT_SCHEMA, SCHEMA_SETTING, split_schema, url_secrets
-from nbagent.store.pg_pool import pool_for
-from nbagent.store.pg_watchdog import WATCHDOG, WatchedCall, answer_seconds, given_statement_timeout_ms
-from nbagent.store.pg_writes import NOTIFIER, Statements
+from nbagent.store.postgres.lease import LEASES_DDL, RowLease, describe_holder, holder_name, lease_seconds
+from nbagent.store.postgres.location import DEFAULT_SCHEMA, SCHEMA_SETTING, split_schema, url_secrets
+from nbagent.store.postgres.pool import pool_for
+from nbagent.store.postgres.watchdog import WATCHDOG, WatchedCall, answer_seconds, given_statement_timeout_ms
+from nbagent.store.postgres.writes import NOTIFIER, Statements
 
 if TYPE_CHECKING:
     import psycopg
@@ -114,7 +114,7 @@ class PostgresStore(CheckedReads):
         self.closed = False
         """Set by :meth:`close`."""
         self.tokens: dict[str, int] = {}
-        """The fencing token of each session whose lease this store holds (``pg_lease``)."""
+        """The fencing token of each session whose lease this store holds (``lease.py``)."""
         self._in_doubt: dict[str, tuple[int, int]] = {}
         """Sessions whose last write lost its connection before its answer: its seq range."""
         named, self.conninfo = split_schema(self._url)
@@ -330,7 +330,7 @@ class PostgresStore(CheckedReads):
         return line
 
     def lease(self, session_id: str) -> RowLease:
-        """Take the session's lease: a row with an expiry and a fencing token (``pg_lease``)."""
+        """Take the session's lease: a row with an expiry and a fencing token (``lease.py``)."""
         if self.mode == "read":
             raise SessionFileError(f"{self.location} was opened read-only; it takes no write lease")
         return RowLease(self, session_id)
@@ -350,7 +350,7 @@ class PostgresStore(CheckedReads):
 
         A batch of up to ``STATEMENT_ROWS`` rows is one statement (its own transaction: one round
         trip); a bigger one is several statements in one transaction. With the session's lease held
-        the first statement checks its token (``pg_writes``): a lost lease raises
+        the first statement checks its token (``writes.py``): a lost lease raises
         :class:`SessionLockedError` and inserts nothing. A write whose connection was lost before
         its answer is looked up on a fresh connection: done if it was stored, else written again;
         if the server cannot be reached it raises, and the next write looks it up first.
@@ -407,7 +407,7 @@ class PostgresStore(CheckedReads):
         except _FencedError:
             appended = False
         if appended:
-            NOTIFIER.tell(self, sid)  # after the commit, off this path (see pg_writes)
+            NOTIFIER.tell(self, sid)  # after the commit, off this path (see writes.py)
             return
         holder = self.run(lambda c: c.execute(self._q(_LEASE_HOLDER), (sid,)).fetchone())
         raise SessionLockedError(

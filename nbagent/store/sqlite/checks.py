@@ -1,5 +1,5 @@
 """The checks a resumed session owes before its first write of any kind (SPEC §6.3), beside the
-continuity and JSON checks of :meth:`~nbagent.store.sqlite.SessionFile.check_log` that
+continuity and JSON checks of :meth:`~nbagent.store.sqlite.store.SessionFile.check_log` that
 ``resume_session`` runs before it returns. They read every splice and (on small files) every page,
 so they run when the store is first asked to write for the session (an ``inject()``, a model
 change, the repair of an interrupted turn, the first waking call's records), not at resume: a
@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 from nbagent.errors import SessionCorruptError, SessionWriteError
 from nbagent.log.events import INBOX_SPLICED
-from nbagent.store.file_errors import file_error
+from nbagent.store.sqlite.file_errors import file_error
 
 QUICK_CHECK_BYTES = 16 << 20
 """Files (with their -wal) up to this size get ``PRAGMA quick_check`` before a resumed session's

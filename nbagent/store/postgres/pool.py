@@ -1,12 +1,12 @@
 """One small connection pool per PostgreSQL server per process, shared by every store of it (SPEC §6.5).
 
 Every store of a process that names the same server (the URL without the ``nbagent.schema`` it
-selects, which is read on the client: :func:`pg_location.split_schema`) borrows connections from one
+selects, which is read on the client: :func:`.location.split_schema`) borrows connections from one
 ``psycopg_pool.ConnectionPool`` for one call at a time, so a kernel with many sessions, and a
 server with many readers, holds a few connections at most. Nothing depends on which connection a
 call gets: no ``SET``, no session lock, no ``LISTEN``; so the pool works as well through PgBouncer
 in transaction pooling mode. A pooler is recognised when it refuses startup ``options`` (PgBouncer
-does): then the bounds of :mod:`pg_watchdog` are not sent, and statements are never prepared on the
+does): then the bounds of :mod:`.watchdog` are not sent, and statements are never prepared on the
 server (psycopg ``prepare_threshold=None``), since the next transaction may run on another backend.
 ``NBAGENT_PG_POOLER=1`` says so without asking (for a pooler told to ignore startup ``options``).
 """
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from nbagent.store.pg_watchdog import connect_options, startup_options
+from nbagent.store.postgres.watchdog import connect_options, startup_options
 
 if TYPE_CHECKING:
     import psycopg

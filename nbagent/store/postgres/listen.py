@@ -21,12 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nbagent.store.pg_location import split_schema
+from nbagent.store.postgres.location import split_schema
 
 if TYPE_CHECKING:
     import psycopg
 
-    from nbagent.store.postgres import PostgresStore
+    from nbagent.store.postgres.store import PostgresStore
 
 LISTEN_URL_ENV = "NBAGENT_PG_LISTEN_URL"
 POLL_S = 0.1
@@ -142,7 +142,7 @@ class Listener:
     def _connect(self) -> psycopg.Connection[Any] | None:
         import psycopg
 
-        from nbagent.store.pg_lease import holder_name
+        from nbagent.store.postgres.lease import holder_name
 
         try:
             conn = psycopg.connect(

@@ -118,7 +118,7 @@ def acquire(path: Path) -> FileRef:
 
 
 def registry_lock() -> threading.Lock:
-    """The lock guarding every entry's ``leases`` (held briefly by :mod:`nbagent.store.lease`)."""
+    """The lock guarding every entry's ``leases`` (held briefly by :mod:`nbagent.store.sqlite.lease`)."""
     return _lock
 
 

@@ -12,7 +12,7 @@ A statement can wait on three things, and each gets a bound:
 
 Settings the URL or ``PGOPTIONS`` already give (``statement_timeout``, ``lock_timeout``, a
 ``keepalives*``/``tcp_user_timeout`` parameter) win over these defaults. The server-side bounds
-travel as startup options of each pooled connection (:mod:`pg_pool`), never as a ``SET``: nothing
+travel as startup options of each pooled connection (:mod:`.pool`), never as a ``SET``: nothing
 depends on a database session.
 """
 

@@ -73,11 +73,11 @@ class Statements:
 
 
 class Notifying(Protocol):
-    """What the notifier uses of a store (:class:`nbagent.store.postgres.PostgresStore`)."""
+    """What the notifier uses of a store (:class:`nbagent.store.postgres.store.PostgresStore`)."""
 
     channel: str
     pool: Any
-    """The process's pool of the store's server (``pg_pool.SharedPool``): a closed store's last
+    """The process's pool of the store's server (``pool.SharedPool``): a closed store's last
     notices still go out."""
 
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from nbagent.errors import SessionLockedError
-from nbagent.store import osfile
+from nbagent.store.sqlite import osfile
 
 _BASE = 1 << 48
 _SLOT = 1 << 24
