@@ -45,6 +45,10 @@ def test_sessions_are_listed_by_user_and_for_all_users(pg_cluster) -> None:
         conn.execute(f"ALTER SCHEMA u_{bob} OWNER TO {bob}")  # no role setting: the owner's
         conn.execute(f"CREATE SCHEMA other_{tag}")  # another application's tables are not listed
         conn.execute(f"CREATE TABLE other_{tag}.meta (key text)")
+    # tables of nbagent's names whose meta names another application are that application's
+    asyncio.run(_sessions(with_schema(url, f"app_{tag}"), ["not nbagent's any more"]))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"UPDATE app_{tag}.meta SET value = 'someone-else' WHERE key = 'application'")
 
     mine = cli("sessions", "list", url, "--user", alice)
     assert mine.returncode == 0, mine.stderr
@@ -70,6 +74,7 @@ def test_sessions_are_listed_by_user_and_for_all_users(pg_cluster) -> None:
     order = [ln.split()[1] for ln in lines[1::2]]
     assert order.index(b_ids[0]) < order.index(a_ids[1]) < order.index(a_ids[0])  # newest first, across users
     assert f"other_{tag}" not in every.stdout and "other_" not in every.stderr
+    assert f"app_{tag}" not in every.stdout + every.stderr
 
     with_glob = cli("sessions", "list", url, "--all-users", "--notebook", "/nowhere/*")
     assert with_glob.returncode == 0 and with_glob.stdout.startswith("nbagent: no sessions in")
