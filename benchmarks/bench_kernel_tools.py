@@ -112,8 +112,8 @@ def in_process(rows: int, repeats: int) -> list[tuple[str, float, str, float]]:
     from IPython.core.interactiveshell import InteractiveShell
 
     from nbagent.context import dataframe
-    from nbagent.notebook.code_runner import run_code
-    from nbagent.notebook.namespace_view import describe_text, list_variables_text
+    from nbagent.notebook.tools.code_runner import run_code
+    from nbagent.notebook.tools.namespace_view import describe_text, list_variables_text
 
     shell = InteractiveShell.instance()
     ns, hidden = shell.user_ns, shell.user_ns_hidden

@@ -122,7 +122,7 @@ def quickstart(headless: bool | None) -> int:
     if not headless:
         print(f"nbagent: opening {TUTORIAL} in JupyterLab (Ctrl+C here stops the server)", flush=True)
         return subprocess.call([sys.executable, "-m", "jupyterlab", str(target)])
-    from nbagent.notebook.headless import RESTART_TAG, output_text, run_notebook
+    from nbagent.notebook.kernel.headless import RESTART_TAG, output_text, run_notebook
 
     def show(cell: Any) -> None:
         if RESTART_TAG in cell.get("metadata", {}).get("tags", []):
@@ -159,7 +159,7 @@ def sessions_command(args: argparse.Namespace) -> int:
             from fnmatch import fnmatchcase
 
             from nbagent import list_sessions
-            from nbagent.notebook.runs import how_run
+            from nbagent.notebook.kernel.runs import how_run
             from nbagent.store.location import SqliteLocation
 
             if args.user is not None or args.all_users:
@@ -203,7 +203,7 @@ def users_command(args: argparse.Namespace) -> int:
     from fnmatch import fnmatchcase
 
     from nbagent.errors import NbagentError
-    from nbagent.notebook.runs import how_run
+    from nbagent.notebook.kernel.runs import how_run
     from nbagent.store.location import PostgresLocation
     from nbagent.store.postgres.schemas import schema_sessions, user_schemas
     from nbagent.views.text import plural
@@ -292,7 +292,7 @@ def command_words(message: str, store: str) -> str:
 
 def _require(module: str, extra: str, purpose: str) -> None:
     """Exit with the exact install line when ``module`` (from the ``extra`` extra) is missing."""
-    from nbagent.notebook.help import importable
+    from nbagent.notebook.magics.help import importable
 
     if not importable(module):
         raise SystemExit(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import read_events, session_ids
 
-from nbagent.notebook.runs import parse_runner
+from nbagent.notebook.kernel.runs import parse_runner
 
 pytestmark = pytest.mark.kernel
 

@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 
 from nbagent._json import thaw
 from nbagent.context import dataframe, estimate_tokens, variable
-from nbagent.notebook.injection import InjectOptions, build_injection, dropped_note, inject_usage
+from nbagent.notebook.magics.injection import InjectOptions, build_injection, dropped_note, inject_usage
 
 sm = pytest.importorskip("statsmodels.api")
 sklearn_pipeline = pytest.importorskip("sklearn.pipeline")
@@ -188,7 +188,7 @@ def test_an_option_without_its_value_says_what_value_and_nothing_about_dashes_in
 
 
 def test_the_tools_show_statsmodels_objects_as_their_text_and_list_them_readably(ols: Any) -> None:
-    from nbagent.notebook.namespace_view import describe_text, list_variables_text
+    from nbagent.notebook.tools.namespace_view import describe_text, list_variables_text
 
     namespace = {"ols": ols, "table": ols.summary().tables[1], "summary": ols.summary()}
     table = describe_text(namespace, {}, "table")

@@ -21,8 +21,8 @@ from kernel_helpers import ipython_shell, magics
 
 from nbagent._json import thaw
 from nbagent.context import dataframe, frame_outline, is_dataframe, is_lazy_frame
-from nbagent.notebook.injection import InjectOptions, build_injection
-from nbagent.notebook.namespace_view import describe_text, list_variables_text
+from nbagent.notebook.magics.injection import InjectOptions, build_injection
+from nbagent.notebook.tools.namespace_view import describe_text, list_variables_text
 
 pa = pytest.importorskip("pyarrow")
 dd = pytest.importorskip("dask.dataframe")

@@ -16,10 +16,10 @@ from IPython.core.interactiveshell import InteractiveShell
 import nbagent
 from nbagent import context
 from nbagent.models import Response, ScriptedModel, ToolCall
-from nbagent.notebook.cell_history import MAX_CELLS
-from nbagent.notebook.code_runner import STREAM_CHARS, run_code
-from nbagent.notebook.kernel_tools import TOOL_NAMES, KernelTools, NotebookTools
-from nbagent.notebook.namespace_view import MAX_VARIABLES, describe_text, list_variables_text
+from nbagent.notebook.tools.cell_history import MAX_CELLS
+from nbagent.notebook.tools.code_runner import STREAM_CHARS, run_code
+from nbagent.notebook.tools.kernel_tools import TOOL_NAMES, KernelTools, NotebookTools
+from nbagent.notebook.tools.namespace_view import MAX_VARIABLES, describe_text, list_variables_text
 from nbagent.testing import check_invariants
 
 
@@ -55,7 +55,7 @@ def test_list_variables_shows_the_users_names_with_type_size_and_a_one_line_prev
     cell(shell, "import json, os\nimport pandas as pd\n")
     cell(shell, "df = pd.DataFrame({'city': ['Oslo', 'Rome'], 'temp': [3.5, 18.0]})")
     cell(shell, "rows = list(range(1000))\nname = 'multi\\nline'\n_private = 1\ndef helper(x):\n    return x")
-    cell(shell, "from nbagent.notebook.approvals import Approvals\ndesk = Approvals()\nimport nbagent")
+    cell(shell, "from nbagent.notebook.tools.approvals import Approvals\ndesk = Approvals()\nimport nbagent")
     cell(shell, "rows")  # Out, _, _3 and friends are IPython's
     assert listing(shell) == "\n".join(
         [

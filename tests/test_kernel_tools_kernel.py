@@ -410,7 +410,7 @@ def test_a_plain_open_session_agent_gets_the_tools_only_when_asked(kernel):
 import nbagent
 from IPython import get_ipython
 from nbagent.models import Response, ScriptedModel, ToolCall
-from nbagent.notebook.kernel_tools import kernel_tools
+from nbagent.notebook.tools.kernel_tools import kernel_tools
 plain = nbagent.open_session("plain.sqlite", model="echo")
 print(sorted(plain.tools))
 model = ScriptedModel([Response(tool_calls=[ToolCall("describe_variable", {"name": "sales"})]), "ok"])

@@ -26,7 +26,7 @@ from provider_servers import (
 )
 
 import nbagent
-from nbagent.notebook.kernel_tools import TOOL_NAMES, KernelTools
+from nbagent.notebook.tools.kernel_tools import TOOL_NAMES, KernelTools
 from nbagent.testing import check_invariants
 
 PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")

@@ -11,7 +11,7 @@ import pytest
 from kernel_helpers import KERNELS, Kernel, read_events
 
 from nbagent.log.events import Event
-from nbagent.notebook.headless import output_text, run_notebook
+from nbagent.notebook.kernel.headless import output_text, run_notebook
 from nbagent.testing import check_invariants
 
 pytestmark = pytest.mark.kernel

@@ -20,8 +20,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import nbagent
 from nbagent.models import Response, ScriptedModel, ToolCall
-from nbagent.notebook.approvals import Question
-from nbagent.notebook.kernel_tools import NotebookTools
+from nbagent.notebook.tools.approvals import Question
+from nbagent.notebook.tools.kernel_tools import NotebookTools
 from nbagent.views import timeline_html, timeline_json
 from nbagent.views.markdown import transcript
 
@@ -118,8 +118,8 @@ def test_followup_wait_show_and_transcript_in_a_kernel(tmp_path: Path) -> None:
     from kernel_helpers import Kernel
 
     setup = (
-        "import nbagent.notebook.live_document as live_document\n"
-        "live_document.TIMEOUT = 0.01  # no front end answers here: propose as IPython's next input\n"
+        "import nbagent.notebook.tools.front_end_cells as front_end_cells\n"
+        "front_end_cells.TIMEOUT = 0.01  # no front end answers here: propose as IPython's next input\n"
         "from nbagent.models import Response, ScriptedModel, ToolCall\n"
         "from nbagent.notebook import current_agent\n"
         "current_agent().set_model(ScriptedModel([Response(tool_calls=[ToolCall('propose_cell', "

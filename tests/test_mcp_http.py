@@ -140,7 +140,7 @@ async def test_progress_notifications_of_a_call_show_in_the_turn_s_cell():
     from mcp_helpers import DEMO
 
     from nbagent import UserMessage
-    from nbagent.notebook.live import LiveTurn
+    from nbagent.notebook.magics.live_turn import LiveTurn
 
     model = ScriptedModel([call("demo__slow", {"steps": 3}), "done"])
     agent = nbagent.open_session(None, model=model)

@@ -14,8 +14,8 @@ from eventtrace import run, trace
 
 import nbagent
 from nbagent.models import Response, ScriptedModel, ToolCall
-from nbagent.notebook import approvals as approvals_module
-from nbagent.notebook.approvals import Approvals, Question, Settled, decided_call, default_timeout
+from nbagent.notebook.tools import approvals as approvals_module
+from nbagent.notebook.tools.approvals import Approvals, Question, Settled, decided_call, default_timeout
 from nbagent.testing import check_invariants
 from nbagent.views.timeline import Timeline
 from nbagent.widgets.approval import ApprovalWidget, prompt_text, question_data, settled_bundle
@@ -487,7 +487,7 @@ def test_a_decided_record_reads_right_when_a_sanitizer_strips_its_styles():
 def test_a_decided_cells_bundle_keeps_the_timeline_and_says_each_decision_in_its_words(db):
     """The %followup cell of a call allowed for the session says so (not "approved once"), in the same
     three MIME types as every other output."""
-    from nbagent.notebook.approval_prompts import with_records
+    from nbagent.notebook.tools.approval_prompts import with_records
     from nbagent.views import TIMELINE_MIME, TurnView
 
     async def main() -> tuple[nbagent.Agent, Recorder]:

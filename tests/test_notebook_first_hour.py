@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import Kernel, read_events, session_ids
 
-from nbagent.notebook.injection import classify
+from nbagent.notebook.magics.injection import classify
 
 pytestmark = pytest.mark.kernel
 

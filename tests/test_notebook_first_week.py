@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import Kernel, session_ids
 
-from nbagent.notebook.headless import run_notebook
+from nbagent.notebook.kernel.headless import run_notebook
 
 pytestmark = pytest.mark.kernel
 

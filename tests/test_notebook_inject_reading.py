@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from kernel_helpers import Kernel, read_events
 
-from nbagent.notebook.arguments import pick_options
-from nbagent.notebook.injection import read_line
+from nbagent.notebook.magics.arguments import pick_options
+from nbagent.notebook.magics.injection import read_line
 
 pytestmark = pytest.mark.kernel
 

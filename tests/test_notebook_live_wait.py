@@ -9,7 +9,7 @@ import pytest
 from eventtrace import run
 
 import nbagent
-import nbagent.notebook.live as live
+import nbagent.notebook.magics.live_turn as live
 from nbagent import UserMessage
 
 

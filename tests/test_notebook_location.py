@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import ipython_shell, magics, read_events
 
-from nbagent.notebook.location import notebook_path, session_file
+from nbagent.notebook.kernel.session_file import notebook_path, session_file
 from nbagent.store.location import SqliteLocation
 
 

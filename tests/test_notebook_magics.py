@@ -333,7 +333,7 @@ def test_a_steer_cell_during_a_running_turn_lands_in_that_turns_next_step(tmp_pa
 
 
 def test_wait_is_a_flag_before_or_after_the_message_and_plain_text_after_double_dash() -> None:
-    from nbagent.notebook.arguments import split_options
+    from nbagent.notebook.magics.arguments import split_options
 
     flags = ("--wait",)
     assert split_options("What stands out? --wait", (), flags) == ("--wait", "What stands out?")

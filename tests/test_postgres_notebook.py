@@ -11,7 +11,7 @@ import pytest
 from kernel_helpers import Kernel
 
 import nbagent
-from nbagent.notebook.location import session_file
+from nbagent.notebook.kernel.session_file import session_file
 from nbagent.store.location import PostgresLocation, SqliteLocation
 
 PASSWORD = "kernel-Pa55word"

@@ -11,9 +11,9 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import nbagent
 from nbagent.models import Response, ScriptedModel, ToolCall
-from nbagent.notebook.kernel_tools import NotebookTools
-from nbagent.notebook.live import LiveTurn
-from nbagent.notebook.proposals import CODE_CHARS, TARGET, ProposalActions, note_message
+from nbagent.notebook.magics.live_turn import LiveTurn
+from nbagent.notebook.tools.kernel_tools import NotebookTools
+from nbagent.notebook.tools.proposals import CODE_CHARS, TARGET, ProposalActions, note_message
 from nbagent.testing import check_invariants
 from nbagent.views import timeline_html, timeline_json
 from nbagent.views.bundle import TIMELINE_MIME

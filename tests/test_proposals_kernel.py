@@ -16,8 +16,8 @@ pytestmark = pytest.mark.kernel
 
 CODE = "sales.plot.bar(x='region', y='boxes')"
 SETUP = (
-    "import nbagent.notebook.live_document as live_document\n"
-    "live_document.TIMEOUT = 60  # a loaded machine answers late; this test's front end always answers\n"
+    "import nbagent.notebook.tools.front_end_cells as front_end_cells\n"
+    "front_end_cells.TIMEOUT = 60  # a loaded machine answers late; this test's front end always answers\n"
     "from nbagent.models import Response, ScriptedModel, ToolCall\n"
     "from nbagent.notebook import current_agent\n"
     "current_agent().set_model(ScriptedModel([Response(tool_calls=[ToolCall('propose_cell', "

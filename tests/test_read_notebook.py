@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from kernel_helpers import KERNELS, Kernel, read_events
 
-from nbagent.notebook.notebook_reader import TOTAL_CHARS, read_notebook_text
+from nbagent.notebook.tools.notebook_reader import TOTAL_CHARS, read_notebook_text
 
 
 def saved(path: Path, cells: list[nbformat.NotebookNode]) -> str:
@@ -198,7 +198,9 @@ def test_in_a_kernel_a_front_end_that_answers_gives_the_live_document(tmp_path, 
             "{}, id='r1')]), 'read it']))\n"
         )
         if front_end == "answers":  # a loaded machine answers late; this test's front end always answers
-            kernel.run("import nbagent.notebook.live_document as live_document\nlive_document.TIMEOUT = 60")
+            kernel.run(
+                "import nbagent.notebook.tools.front_end_cells as front_end_cells\nfront_end_cells.TIMEOUT = 60"
+            )
         opened = serve_front_end(kernel, "%followup --wait read it", LIVE if front_end == "answers" else None)
         events = read_events(tmp_path / "work.nbagent.sqlite")
     assert [o["data"] for o in opened] == [{"request": "cells"}]

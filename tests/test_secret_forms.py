@@ -23,8 +23,8 @@ from nbagent.core.retry import RetryPolicy
 from nbagent.errors import SessionFileError
 from nbagent.models import resolve_model
 from nbagent.models.openai_compat import OpenAICompatModel
-from nbagent.notebook.kernel_tools import KernelTools
-from nbagent.notebook.namespace_view import describe_text, list_variables_text
+from nbagent.notebook.tools.kernel_tools import KernelTools
+from nbagent.notebook.tools.namespace_view import describe_text, list_variables_text
 from nbagent.redaction import REDACTED, scrub
 from nbagent.store.location import parse_location
 from nbagent.views.markdown import transcript

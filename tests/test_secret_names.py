@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from nbagent.notebook.namespace_view import hidden_reason
+from nbagent.notebook.tools.namespace_view import hidden_reason
 from nbagent.redaction import looks_secret_name, scrub
 
 ORDINARY = [

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import Kernel, read_events
 
-from nbagent.notebook.headless import output_text, run_notebook
+from nbagent.notebook.kernel.headless import output_text, run_notebook
 from nbagent.testing import check_invariants
 
 pytestmark = pytest.mark.kernel

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kernel_helpers import Kernel, read_events, session_ids
 
-from nbagent.notebook.headless import output_text, run_notebook
+from nbagent.notebook.kernel.headless import output_text, run_notebook
 
 pytestmark = pytest.mark.kernel
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"

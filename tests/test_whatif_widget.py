@@ -120,7 +120,7 @@ async def test_bad_edits_are_said_in_the_page_and_nothing_is_forked(tmp_path) ->
 
 
 async def test_the_tabs_comm_finds_the_kernel_holding_the_session_and_replays_there(tmp_path) -> None:
-    from nbagent.notebook.whatif_comm import WhatIfComms
+    from nbagent.notebook.kernel.whatif_comm import WhatIfComms
 
     agent = await open_story(tmp_path / "s.nbagent.sqlite")
     comms = WhatIfComms(lambda: agent)

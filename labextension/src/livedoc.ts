@@ -1,6 +1,6 @@
 /**
  * The live document for `read_notebook` (SPEC §9.7): the kernel opens a comm on the target
- * `nbagent.notebook` with `{"request": "cells"}` (nbagent/notebook/live_document.py), and this
+ * `nbagent.notebook` with `{"request": "cells"}` (nbagent/notebook/tools/front_end_cells.py), and this
  * plugin answers at once, on that comm, with the notebook as it is in the front end (unsaved edits
  * included): `{cells: [{cell_type, source, execution_count, outputs}], path, dirty}`. To
  * `{"request": "hello"}` it answers `{inserts: true}`: this front end inserts proposed cells itself.

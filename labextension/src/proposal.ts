@@ -26,7 +26,7 @@ export const PROPOSAL_EVENT = 'nbagent-proposal';
 /** The words of this module, in the user's language once the plugin has started. */
 let trans: TranslationBundle = nullTranslator.load('nbagent');
 export const INSERT_COMMAND = 'nbagent:insert-proposal';
-/** The kernel's comm target for what the user did (nbagent/notebook/proposals.py). */
+/** The kernel's comm target for what the user did (nbagent/notebook/tools/proposals.py). */
 export const ACTIONS_TARGET = 'nbagent.proposals';
 const NEEDS_KERNEL = 'needsKernel';
 

@@ -3,7 +3,7 @@
  * finished turn's arrivals from the server (`GET …/<id>/plan`, nbagent/labserver/plans.py) and
  * paints the shared editor (nbagent/widgets/whatif_editor.js, the one the timeline widget runs).
  * Replay and attribution run in a notebook's kernel: the pane asks each open notebook's kernel on
- * the comm target `nbagent.whatif` (nbagent/notebook/whatif_comm.py) whether it holds the session,
+ * the comm target `nbagent.whatif` (nbagent/notebook/kernel/whatif_comm.py) whether it holds the session,
  * and sends the request to the first that does; the kernel streams the widget's messages back on
  * that comm. Without such a kernel the editor offers the equivalent magic lines to copy.
  */

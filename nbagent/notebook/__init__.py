@@ -1,11 +1,13 @@
-"""The notebook surface: magics, where the session file lives, the live turn display, transcripts.
+"""The notebook surface, in three rooms: the magics and what their cells show (:mod:`.magics`), the
+kernel's built-in tools and their approvals (:mod:`.tools`), and the kernel plumbing: the kernel's
+one session, its threads, where its file lives, how the kernel is run (:mod:`.kernel`).
 
 ``%load_ext nbagent`` calls :func:`load_ipython_extension`; nothing heavier than IPython's magic
 machinery is imported until a magic runs.
 
 The kernel's agent runs on one asyncio loop in a background thread (SPEC §9.0); the kernel's own
 loop is never re-entered. :func:`current_kernel_session` gives that loop (``.agent_loop``) and the hand-over
-to the kernel's main thread (``.main_thread``, :mod:`nbagent.notebook.main_thread`).
+to the kernel's main thread (``.main_thread``, :mod:`nbagent.notebook.kernel.main_thread`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
-    from nbagent.notebook.kernel_session import KernelSession
+    from nbagent.notebook.kernel.kernel_session import KernelSession
 
 __all__ = ["current_agent", "current_kernel_session", "load_ipython_extension", "unload_ipython_extension"]
 
@@ -35,15 +37,15 @@ def current_agent() -> Agent:
 def current_kernel_session() -> KernelSession:
     """The kernel's session holder: ``.agent_loop`` (the loop the agent runs on), ``.main_thread``
     (runs callables on the kernel's main thread for the agent), ``.current()`` (the open agent)."""
-    from nbagent.notebook.kernel_session import current_kernel_session as current
+    from nbagent.notebook.kernel.kernel_session import current_kernel_session as current
 
     return current()
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the ``%inject``, ``%followup``, ``%steer`` and ``%agent`` magics."""
-    from nbagent.notebook.magics import AgentMagics
-    from nbagent.notebook.questions import keep_question_marks
+    from nbagent.notebook.magics.agent_magics import AgentMagics
+    from nbagent.notebook.magics.question_marks import keep_question_marks
 
     if _instance(ipython) is not None:
         return
@@ -56,7 +58,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     magics = _instance(ipython)
     if magics is None:
         return
-    from nbagent.notebook.questions import keep_question_marks
+    from nbagent.notebook.magics.question_marks import keep_question_marks
 
     magics.unload()
     if keep_question_marks in ipython.input_transformers_cleanup:

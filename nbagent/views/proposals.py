@@ -20,7 +20,7 @@ from nbagent.views.schema import ProposalCell, ProposalNode, ToolNode
 from nbagent.views.text import clip
 
 PROPOSE_CELL = "propose_cell"
-"""The built-in tool's name (``nbagent.notebook.proposals``)."""
+"""The built-in tool's name (``nbagent.notebook.tools.proposals``)."""
 
 NOTE_CHARS = 500
 """Characters of a proposal's note shown at most."""

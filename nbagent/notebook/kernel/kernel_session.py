@@ -1,8 +1,8 @@
 """The kernel's one agent: opened lazily in the file beside the notebook, resumed after a restart.
 
-The agent lives on the agent loop (:mod:`nbagent.notebook.agent_loop`); the kernel's main thread
+The agent lives on the agent loop (:mod:`nbagent.notebook.kernel.agent_loop`); the kernel's main thread
 opens, resumes and closes it there and waits with :meth:`MainThread.wait`, which keeps serving the
-main thread's work (:mod:`nbagent.notebook.main_thread`).
+main thread's work (:mod:`nbagent.notebook.kernel.main_thread`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from nbagent.notebook.agent_loop import AgentLoop, agent_loop
-from nbagent.notebook.carried import RESTART, carried_line, cut_short, pending_lines, still_pending
-from nbagent.notebook.location import notebook_path, session_file
-from nbagent.notebook.main_thread import MainThread
-from nbagent.notebook.meter_commands import usage_line
-from nbagent.notebook.runs import (
+from nbagent.notebook.kernel.agent_loop import AgentLoop, agent_loop
+from nbagent.notebook.kernel.carried_followups import (
+    RESTART,
+    carried_line,
+    cut_short,
+    pending_lines,
+    still_pending,
+)
+from nbagent.notebook.kernel.main_thread import MainThread
+from nbagent.notebook.kernel.runs import (
     CONTINUE_ENV,
     describe_run,
     find_runner,
@@ -35,13 +39,15 @@ from nbagent.notebook.runs import (
     runner_notebook,
     without_front_end,
 )
-from nbagent.notebook.shell_pump import ShellPump
+from nbagent.notebook.kernel.session_file import notebook_path, session_file
+from nbagent.notebook.kernel.shell_pump import ShellPump
+from nbagent.notebook.magics.meter_commands import usage_line
 from nbagent.store.location import PostgresLocation, SqliteLocation, StoreLocation
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
     from nbagent.log.messages import UserMessage
-    from nbagent.notebook.live import LiveTurn
+    from nbagent.notebook.magics.live_turn import LiveTurn
     from nbagent.store.base import SessionRow
 
 T = TypeVar("T")

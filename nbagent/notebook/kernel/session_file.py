@@ -4,7 +4,7 @@ The notebook's path comes from the kernel's session variables (JupyterLab, Noteb
 ``nbagent quickstart`` set one). ``jupyter nbconvert --execute``, ``jupyter execute`` and papermill
 set none, but name the notebook on their own command line and start the kernel in the notebook's
 folder: a kernel takes its notebook from there when that is unambiguous
-(:mod:`nbagent.notebook.runs`, Linux). Otherwise the kernel does not know its notebook and uses the shared
+(:mod:`nbagent.notebook.kernel.runs`, Linux). Otherwise the kernel does not know its notebook and uses the shared
 ``nbagent.sqlite`` of its working directory, where it never resumes a session on its own (see
 ``KernelSession.ensure``), so two notebooks never share one session.
 """
@@ -27,7 +27,7 @@ def notebook_path(
 ) -> Path | None:
     """The notebook this kernel serves, if the kernel was told: ``__vsc_ipynb_file__`` (VS Code),
     ``__session__`` (IPython, from Jupyter's session) or ``JPY_SESSION_NAME``; else ``runner``, the
-    notebook named by the process that started the kernel (:mod:`nbagent.notebook.runs`).
+    notebook named by the process that started the kernel (:mod:`nbagent.notebook.kernel.runs`).
 
     Jupyter gives the path relative to the server's root, while the kernel usually runs in the
     notebook's own folder; a relative path is therefore tried against the working directory first and

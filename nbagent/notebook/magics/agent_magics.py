@@ -15,9 +15,12 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from nbagent.notebook import fork_commands, mcp_commands, meter_commands, tool_commands
-from nbagent.notebook.arguments import check_agent_arguments, pick_options, split_options
-from nbagent.notebook.help import (
+from nbagent.notebook.kernel.kernel_session import KernelSession, when
+from nbagent.notebook.kernel.runs import how_run
+from nbagent.notebook.kernel.whatif_comm import WhatIfComms
+from nbagent.notebook.magics import fork_commands, mcp_commands, meter_commands, tool_commands
+from nbagent.notebook.magics.arguments import check_agent_arguments, pick_options, split_options
+from nbagent.notebook.magics.help import (
     RunFailedError,
     asks_for_help,
     cancelled_by_interrupt,
@@ -25,7 +28,7 @@ from nbagent.notebook.help import (
     missing_sdk,
     show_help,
 )
-from nbagent.notebook.injection import (
+from nbagent.notebook.magics.injection import (
     DEFAULT_BUDGET,
     InjectOptions,
     LastError,
@@ -34,20 +37,17 @@ from nbagent.notebook.injection import (
     dropped_note,
     inject_usage,
 )
-from nbagent.notebook.kernel_session import KernelSession, when
-from nbagent.notebook.kernel_tools import NotebookTools
-from nbagent.notebook.proposals import ProposalActions, offer_next_input
-from nbagent.notebook.runs import how_run
-from nbagent.notebook.whatif_comm import WhatIfComms
+from nbagent.notebook.tools.kernel_tools import NotebookTools
+from nbagent.notebook.tools.proposals import ProposalActions, offer_next_input
 from nbagent.views.text import plural
 
 KEEP_PROPOSING = 64
 """Finished turn views kept so a later click on one of their proposed cells updates them."""
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("run",)  # starts what is pending (a followup carried over a restart): agent.wake()
-_COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.tool_commands
-_COMMANDS += ("mcp",)  # nbagent.notebook.mcp_commands
-_COMMANDS += ("context", "context-limit")  # nbagent.notebook.meter_commands
+_COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.magics.tool_commands
+_COMMANDS += ("mcp",)  # nbagent.notebook.magics.mcp_commands
+_COMMANDS += ("context", "context-limit")  # nbagent.notebook.magics.meter_commands
 _COMMANDS += fork_commands.COMMANDS  # fork, replay, diff
 
 
@@ -262,7 +262,7 @@ class AgentMagics(Magics):
 
     def _deliver(self, verb: str, method: Callable[..., Any], line: str, cell: str | None) -> None:
         from nbagent.log.messages import UserMessage
-        from nbagent.notebook.live import DisplaySurface, LiveTurn
+        from nbagent.notebook.magics.live_turn import DisplaySurface, LiveTurn
 
         options, text = split_options(line, (), trailing=("--wait",))
         if asks_for_help(options, text if cell is None else ""):
@@ -311,8 +311,8 @@ class AgentMagics(Magics):
 
     def _show_carried(self, agent: Any) -> list[Any]:
         """Give each followup carried over a restart a live view in this cell, before it runs here."""
-        from nbagent.notebook.carried import quoted
-        from nbagent.notebook.live import DisplaySurface, LiveTurn
+        from nbagent.notebook.kernel.carried_followups import quoted
+        from nbagent.notebook.magics.live_turn import DisplaySurface, LiveTurn
 
         views = []
         for message in self.session.take_carried(agent):
@@ -484,7 +484,7 @@ class AgentMagics(Magics):
     def _show_before_session(self, widgets: Any) -> None:
         """``%agent show`` as the first magic: empty widgets now, filled by the session the first
         delivery opens (nothing is created before it)."""
-        from nbagent.notebook.agent_slot import AgentSlot
+        from nbagent.notebook.magics.agent_stand_in import AgentSlot
 
         slot = AgentSlot()
         widgets.show(slot)
@@ -546,7 +546,7 @@ class AgentMagics(Magics):
     def _agent_transcript(self, *, keep_inbox: bool) -> None:
         from IPython.display import display
 
-        from nbagent.notebook.transcript import transcript_output
+        from nbagent.notebook.magics.transcript import transcript_output
 
         agent = self.session.current()  # reading needs no session opened for writing (nor a lease)
         if agent is not None:

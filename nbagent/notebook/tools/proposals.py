@@ -38,7 +38,7 @@ ACTIONS = {"inserted": "inserted", "inserted-and-ran": "inserted and ran"}
 @dataclass
 class FrontEndInserts:
     """Whether this kernel's front end inserts proposed cells itself (nbagent's lab extension says so
-    when ``ask`` asks it: see :func:`nbagent.notebook.live_document.front_end_inserts`). Asked at each
+    when ``ask`` asks it: see :func:`nbagent.notebook.tools.front_end_cells.front_end_inserts`). Asked at each
     proposal until it says yes; elsewhere a ``--wait`` cell sets the proposal as the next input."""
 
     ask: Callable[[], bool] | None = None

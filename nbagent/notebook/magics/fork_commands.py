@@ -199,7 +199,7 @@ def _added(text: str) -> Any:
 def _live_view(magics: Any, agent: Any, waited: bool, dropped: set[str]) -> Any:
     """The replayed turn shown live in this cell, as ``%followup`` shows its turn: it follows the
     first message the turn will claim, never one the replay drops (``None`` when there is none)."""
-    from nbagent.notebook.live import DisplaySurface, LiveTurn
+    from nbagent.notebook.magics.live_turn import DisplaySurface, LiveTurn
 
     kept = [m for q in (agent.inbox.next_step, agent.inbox.next_turn[:1]) for m in q if m.id not in dropped]
     pending = kept[:1]

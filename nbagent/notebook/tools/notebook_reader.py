@@ -1,8 +1,8 @@
 """``read_notebook`` (SPEC §9.7): the notebook's cells in order, Markdown and code, with execution counts
 and output text, bounded like the other built-in tools: from the live document when the front end
-answers (:mod:`nbagent.notebook.live_document`), else from the saved ``.ipynb`` (nbformat).
+answers (:mod:`nbagent.notebook.tools.front_end_cells`), else from the saved ``.ipynb`` (nbformat).
 
-The kernel finds its notebook as the session file does (:mod:`nbagent.notebook.location`). The result
+The kernel finds its notebook as the session file does (:mod:`nbagent.notebook.kernel.session_file`). The result
 says which it read: "the live document", or "as saved at TIME" (unsaved edits are then not in it). Cell text is data for the model, never executed; secret-shaped strings in it
 (a printed API key) are hidden as in ``recent_cells``.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nbagent.core.tools import ToolResult
-from nbagent.notebook.namespace_view import clip, shown_safely
+from nbagent.notebook.tools.namespace_view import clip, shown_safely
 
 SOURCE_CHARS = 2000
 """Characters of one cell's source at most."""
@@ -33,7 +33,7 @@ def read_notebook_text(
     path: Path | None, *, include_outputs: bool = True, start: int = 1, live: dict[str, Any] | None = None
 ) -> ToolResult:
     """The cells of the notebook from cell ``start`` (counting from 1), bounded: from ``live`` (the front
-    end's answer, see :mod:`nbagent.notebook.live_document`) when given, else from the file at ``path``."""
+    end's answer, see :mod:`nbagent.notebook.tools.front_end_cells`) when given, else from the file at ``path``."""
     if start < 1:
         return ToolResult("Error: start counts cells from 1", is_error=True, code="INVALID_ARGUMENTS")
     if live is not None:
@@ -125,8 +125,8 @@ def _missing(why: str) -> ToolResult:
 
 def notebook_of(shell: Any) -> Path | None:
     """The notebook ``shell``'s kernel serves, found as the session file's place is (SPEC §9.5)."""
-    from nbagent.notebook.location import notebook_path
-    from nbagent.notebook.runs import find_runner, runner_notebook
+    from nbagent.notebook.kernel.runs import find_runner, runner_notebook
+    from nbagent.notebook.kernel.session_file import notebook_path
 
     return notebook_path(shell.user_ns, os.environ, Path.cwd(), runner_notebook(find_runner()))
 
@@ -140,7 +140,7 @@ def read_notebook_tool(
     called (by default :func:`notebook_of`), ``ask`` asks the front end for the live document (by
     default over a comm when ``shell`` belongs to a kernel)."""
     from nbagent.core.tools import tool as make_tool
-    from nbagent.notebook.live_document import ask_front_end
+    from nbagent.notebook.tools.front_end_cells import ask_front_end
 
     find = locate or (lambda: notebook_of(shell))
     if ask is None:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from nbagent.notebook.approvals import Outcome, decided_call
-from nbagent.notebook.kernel_tools import TOOL_NAMES, NotebookTools, desk_of
+from nbagent.notebook.tools.approvals import Outcome, decided_call
+from nbagent.notebook.tools.kernel_tools import TOOL_NAMES, NotebookTools, desk_of
 
 if TYPE_CHECKING:
-    from nbagent.notebook.kernel_session import KernelSession
+    from nbagent.notebook.kernel.kernel_session import KernelSession
 
 
 def decide(session: KernelSession, outcome: Outcome, value: list[str]) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
-from nbagent.notebook.namespace_view import bounded_repr
+from nbagent.notebook.tools.namespace_view import bounded_repr
 
 STREAM_CHARS = 4000
 """Characters kept of stdout and of stderr (the start and the end; the middle is counted)."""

@@ -12,10 +12,10 @@ tool               arguments                  does
 ================== ========================== ==========================================================
 
 Everything that touches the user's namespace runs on the kernel's main thread (SPEC §9.0), handed
-over by ``on_main`` (the kernel session's :class:`~nbagent.notebook.main_thread.MainThread`). Each body catches its
+over by ``on_main`` (the kernel session's :class:`~nbagent.notebook.kernel.main_thread.MainThread`). Each body catches its
 own failures, so an exception inside a tool becomes an error result and never reaches a cell.
 
-Notebook sessions get these tools and an :class:`~nbagent.notebook.approvals.Approvals` approver
+Notebook sessions get these tools and an :class:`~nbagent.notebook.tools.approvals.Approvals` approver
 from :class:`NotebookTools`; a plain ``open_session`` agent gets them only when asked::
 
     agent = nbagent.open_session(path, tools=kernel_tools(get_ipython()))
@@ -28,19 +28,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nbagent.core.tools import Tool, ToolResult
 from nbagent.core.tools import tool as make_tool
-from nbagent.notebook.approval_prompts import ApprovalPrompts
-from nbagent.notebook.approvals import Approvals
-from nbagent.notebook.cell_history import CellHistory
-from nbagent.notebook.code_runner import run_code as run_in_namespace
-from nbagent.notebook.live_document import front_end_inserts
-from nbagent.notebook.namespace_view import (
+from nbagent.notebook.tools.approval_prompts import ApprovalPrompts
+from nbagent.notebook.tools.approvals import Approvals
+from nbagent.notebook.tools.cell_history import CellHistory
+from nbagent.notebook.tools.code_runner import run_code as run_in_namespace
+from nbagent.notebook.tools.front_end_cells import front_end_inserts
+from nbagent.notebook.tools.namespace_view import (
     UnknownVariable,
     describe_text,
     list_variables_text,
     shown_safely,
 )
-from nbagent.notebook.notebook_reader import read_notebook_tool
-from nbagent.notebook.proposals import FrontEndInserts, propose_cell_tool
+from nbagent.notebook.tools.notebook_reader import read_notebook_tool
+from nbagent.notebook.tools.proposals import FrontEndInserts, propose_cell_tool
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
@@ -60,8 +60,8 @@ TOOL_NAMES = (
 
 def _default_on_main() -> OnMain[Any]:
     """The kernel session's hand-over to the main thread, or a new one bound to the running loop."""
-    from nbagent.notebook.kernel_session import current_kernel_session
-    from nbagent.notebook.main_thread import MainThread
+    from nbagent.notebook.kernel.kernel_session import current_kernel_session
+    from nbagent.notebook.kernel.main_thread import MainThread
 
     try:
         return current_kernel_session().main_thread.call

@@ -24,7 +24,7 @@ from nbagent.mcp.config import ConfigError, ServerSpec, load_config, server_spec
 if TYPE_CHECKING:
     from nbagent.agent import Agent
     from nbagent.mcp.servers import ServerInfo
-    from nbagent.notebook.kernel_session import KernelSession
+    from nbagent.notebook.kernel.kernel_session import KernelSession
 
 USAGE = (
     "use %agent mcp add NAME -- COMMAND ARGS…, %agent mcp add NAME URL, %agent mcp load PATH, "

@@ -34,7 +34,7 @@ class WhatIfComms:
 
     def listen(self) -> bool:
         """Register the comm target; ``False`` when this kernel has no comm manager."""
-        from nbagent.notebook.proposals import comm_manager
+        from nbagent.notebook.tools.proposals import comm_manager
 
         manager = self._manager or comm_manager()
         if manager is None:

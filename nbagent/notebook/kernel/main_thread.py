@@ -1,7 +1,7 @@
 """Work for the kernel's main thread, handed over from the agent loop (SPEC §9.0).
 
 The agents of a notebook run on the agent loop, a background thread
-(:mod:`nbagent.notebook.agent_loop`). Anything that touches the user's namespace on the agent's
+(:mod:`nbagent.notebook.kernel.agent_loop`). Anything that touches the user's namespace on the agent's
 behalf (reading a variable, running code the user approved, IPython's history) must run on the
 kernel's main thread instead, where the user's cells run. :class:`MainThread` is that hand-over::
 
@@ -24,7 +24,7 @@ A submitted callable runs on the main thread, one at a time and in submission or
 - while a cell computes (``time.sleep(10)``), it waits for that cell to end.
 
 :meth:`MainThread.wait` also serves the kernel's widget messages (``comm_msg``: an inbox remove
-button, an approval click) while it blocks, through :mod:`nbagent.notebook.shell_pump`; every other
+button, an approval click) while it blocks, through :mod:`nbagent.notebook.kernel.shell_pump`; every other
 request the kernel receives meanwhile (the cells Run All queued) stays queued, in order, for after
 the wait. A first SIGINT (■ in the notebook) during a wait calls the wait's ``on_interrupt`` (which
 cancels the turn) and keeps waiting for the run to end; a second one raises ``KeyboardInterrupt``.
@@ -48,7 +48,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from nbagent.notebook.shell_pump import ShellPump
+from nbagent.notebook.kernel.shell_pump import ShellPump
 
 T = TypeVar("T")
 

@@ -19,11 +19,11 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from nbagent.notebook.approvals import Approvals, Question, Settled
+from nbagent.notebook.tools.approvals import Approvals, Question, Settled
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
-    from nbagent.notebook.live import LiveTurn, Surface
+    from nbagent.notebook.magics.live_turn import LiveTurn, Surface
 
 log = logging.getLogger("nbagent.notebook")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nbagent.notebook.namespace_view import bounded_repr, clip
+from nbagent.notebook.tools.namespace_view import bounded_repr, clip
 
 MAX_CELLS = 20
 """The most cells one ``recent_cells`` call returns."""

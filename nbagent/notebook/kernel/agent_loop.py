@@ -11,7 +11,7 @@ The main thread talks to it in two ways only:
   which the agent makes thread-safe (SPEC §3.2);
 - :meth:`AgentLoop.submit` for coroutines (``agent.run``, ``agent.close``, opening a session), whose
   ``concurrent.futures.Future`` the main thread waits on with
-  :meth:`nbagent.notebook.main_thread.MainThread.wait`, which keeps serving the main thread's work.
+  :meth:`nbagent.notebook.kernel.main_thread.MainThread.wait`, which keeps serving the main thread's work.
 """
 
 from __future__ import annotations
