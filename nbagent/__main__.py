@@ -156,33 +156,7 @@ def sessions_command(args: argparse.Namespace) -> int:
         if args.action == "prune":
             return prune_command(args)
         if args.action == "list":
-            from fnmatch import fnmatchcase
-
-            from nbagent import list_sessions
-            from nbagent.notebook.kernel.runs import how_run
-            from nbagent.store.location import SqliteLocation
-
-            if args.user is not None or args.all_users:
-                return users_command(args)
-            if isinstance(args.store, SqliteLocation) and not os.path.lexists(args.store.path):
-                print(
-                    f"nbagent sessions list: there is no file {args.store.path}; a notebook's session file "
-                    "is <notebook>.nbagent.sqlite beside it",
-                    file=sys.stderr,
-                )
-                return 1
-            rows = list_sessions(args.store)
-            if args.notebook:
-                rows = [r for r in rows if r.notebook and fnmatchcase(r.notebook, args.notebook)]
-            for row in rows:
-                title = f"  {row.title}" if row.title else ""
-                counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
-                print(f"{row.id}  {counts}  model {row.model}{title}")
-                notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
-                print(f"    {notebook} · run: {how_run(row.metadata)}")
-            if not rows:
-                print(f"nbagent: no sessions in {args.store}")
-            return 0
+            return users_command(args) if args.user is not None or args.all_users else list_command(args)
         from nbagent.store.copying import copy_sessions
 
         results = copy_sessions(args.source, args.destination, session_id=args.session)
@@ -194,6 +168,36 @@ def sessions_command(args: argparse.Namespace) -> int:
         print("nbagent: the source holds no session; nothing to copy")
     for r in results:
         print(f"{r.session_id}  {r.outcome:<10}  {r.appended} of {plural(r.events, 'event')} written")
+    return 0
+
+
+def list_command(args: argparse.Namespace) -> int:
+    """``nbagent sessions list STORE [--notebook GLOB]``: the store's sessions, most recent first."""
+    from fnmatch import fnmatchcase
+
+    from nbagent import list_sessions
+    from nbagent.notebook.kernel.runs import how_run
+    from nbagent.store.location import SqliteLocation
+    from nbagent.views.text import plural
+
+    if isinstance(args.store, SqliteLocation) and not os.path.lexists(args.store.path):
+        print(
+            f"nbagent sessions list: there is no file {args.store.path}; a notebook's session file "
+            "is <notebook>.nbagent.sqlite beside it",
+            file=sys.stderr,
+        )
+        return 1
+    rows = list_sessions(args.store)
+    if args.notebook:
+        rows = [r for r in rows if r.notebook and fnmatchcase(r.notebook, args.notebook)]
+    for row in rows:
+        title = f"  {row.title}" if row.title else ""
+        counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
+        print(f"{row.id}  {counts}  model {row.model}{title}")
+        notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
+        print(f"    {notebook} · run: {how_run(row.metadata)}")
+    if not rows:
+        print(f"nbagent: no sessions in {args.store}")
     return 0
 
 
