@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,110 @@ def test_a_replay_not_waited_for_names_its_late_arrivals_in_its_cell(tmp_path: P
         assert "added note 'a late note' (seen by step 4) came after the replayed turn's last step" in out
         pending = k.run("from nbagent.notebook import current_agent\nprint(current_agent().inbox.next_step)")
         assert "a late note" in pending
+
+
+COUNT_OPENS = """\
+from nbagent.store.sqlite.store import SessionFile
+leases = []
+_lease = SessionFile.lease
+def _counted(self, session_id):
+    leases.append(session_id)
+    return _lease(self, session_id)
+SessionFile.lease = _counted
+"""
+
+CHILD_SCRIPT = """\
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent
+calls = [ToolCall("list_variables", {}, id="k1"), ToolCall("demo__add", {"a": 40, "b": 2}, id="m1")]
+current_agent().set_model(ScriptedModel([Response(tool_calls=calls), "done", "done again"]))
+"""
+
+
+def test_fork_adopts_its_child_with_kernel_and_mcp_tools_of_its_own(tmp_path: Path) -> None:
+    """``%agent fork`` makes the child it opened current (issue #30): no close and reopen, one lease
+    of the child, the parent released, the child's kernel tools and its own MCP server working."""
+    pytest.importorskip("mcp")
+    import sys
+
+    from mcp_helpers import DEMO, new_tag, pids_with, wait_until
+    from test_mcp_kernel import wait_listed
+
+    db = tmp_path / "work.nbagent.sqlite"
+    tag = new_tag()
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run(f"%agent mcp add demo -- {sys.executable} {DEMO} --tag {tag}")
+        wait_listed(k, "demo__add")
+        k.run("%followup --wait hello")
+        k.run("%followup --wait again")
+        (parent,) = session_ids(db)
+        (first,) = pids_with(tag)
+        k.run(COUNT_OPENS)
+        out = k.run("%agent fork --before-turn 2")
+        assert "Error" not in out, out
+        (child,) = [r.id for r in nbagent.list_sessions(db) if r.parent == parent]
+        forked = f"forked session {parent[:8]} before turn 2 into {child[:8]}"
+        carried = "1 followup from the session it was forked from is pending: «again»"
+        assert forked in out and carried in out and out.index(forked) < out.index(carried)
+        assert "resumed session" not in out
+        assert k.run("print(leases)").strip() == repr([child])  # opened once: one lease, the fork's
+        written = [(e.seq, e.type) for e in read_events(db, child)]
+        assert written[-1][1] == "session/forked"  # nothing after the fork's own event
+        # the parent is closed: another process can open it, and its MCP server stopped; the child
+        # has a server of its own
+        asyncio.run(_open_and_close(db, parent))
+        wait_until(lambda: first not in pids_with(tag), what="the parent's server stopping")
+        wait_listed(k, "demo__add")
+        assert len(pids_with(tag)) == 1
+        k.run(CHILD_SCRIPT)
+        k.run("%agent approvals read-only")
+        k.run("%agent tools")
+        out = k.run("%followup --wait and more")
+        events = read_events(db, child)
+        assert [(e.seq, e.type) for e in events][: len(written)] == written
+        results = {
+            e.data["message"]["content"][0]["tool_call_id"]: e.data["message"]["content"][0]
+            for e in events
+            if e.type == "tool/result"
+        }
+        assert results["m1"]["content"][0]["text"] == "40 + 2 = 42"
+        assert not results["k1"].get("is_error") and not results["m1"].get("is_error")
+        assert not [e for e in events if e.type == "approval/asked"]
+        back = k.run(f"%agent resume {parent[:8]}")
+        assert f"resumed session {parent[:8]}" in back, back
+
+
+async def _open_and_close(db: Path, session_id: str) -> None:
+    agent = nbagent.resume_session(db, session_id)
+    await agent.close()
+
+
+SLOW = """\
+import asyncio
+from nbagent.models import Response, ScriptedModel, ToolCall
+from nbagent.notebook import current_agent
+async def slow() -> str:
+    "Take a long time."
+    await asyncio.sleep(60)
+    return "late"
+current_agent().add_tool(slow)
+current_agent().set_model(ScriptedModel([Response(tool_calls=[ToolCall("slow", id="s1")]), "done"]))
+"""
+
+
+def test_forking_while_a_turn_runs_closes_the_parent_as_agent_resume_does(tmp_path: Path) -> None:
+    """The parent's running turn ends aborted (cause ``closed``) as with ``%agent resume``; the child,
+    forked before that turn, carries its followup and has the parent's own tool."""
+    db = tmp_path / "work.nbagent.sqlite"
+    with Kernel(tmp_path) as k:
+        k.run("%load_ext nbagent")
+        k.run("%followup --wait hello")
+        k.run(SLOW)
+        k.run("%followup take your time")
+        (parent,) = session_ids(db)
+        out = k.run("%agent fork --before-turn 2")
+        assert "is pending: «take your time»" in out, out
+        ended = [e for e in read_events(db, parent) if e.type == "turn/end"]
+        assert ended[-1].data == {"turn": 2, "reason": {"kind": "aborted", "reason": {"kind": "closed"}}}
+        assert "slow" in k.run("print(sorted(current_agent().tools))")

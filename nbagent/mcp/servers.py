@@ -159,6 +159,11 @@ class McpServers:
             conns = list(self._servers.values())
         return [self._info(c) for c in conns]
 
+    def offered(self) -> dict[str, Tool]:
+        """The tools these servers offer the agent now, by name (they call these connections)."""
+        with self._lock:
+            return dict(self._offered)
+
     def connection(self, name: str) -> McpConnection | None:
         with self._lock:
             return self._servers.get(name)

@@ -386,22 +386,38 @@ class KernelSession:
         self.close()
         path = self.path
         agent = self._file_call(path, lambda: self.on_agent_loop(lambda: resume_session(path, row.id)))
+
+        def resumed() -> str:
+            after = next((r for r in self.rows() if r.id == row.id), row)
+            repaired = (
+                " — its last turn was cut off by the kernel stopping and has been closed"
+                if after.events > row.events
+                else ""
+            )
+            short = cut_short(agent.events) if carried_from == RESTART else None
+            cut = f"; turn {short} was cut short by a kernel restart" if short is not None else ""
+            return (
+                f"nbagent: resumed session {row.id[:8]} from {_shown(path)} "
+                f"({row.turns} turn{'s' if row.turns != 1 else ''}{cut}, last active {when(row.last_activity)})"
+                f"{repaired}"
+            )
+
+        return self._make_current(agent, carried_from, resumed)
+
+    def adopt(self, agent: Agent, *, carried_from: str, announce: Callable[[], str] | None = None) -> Agent:
+        """Make ``agent``, already open (``%agent fork``'s child), the current one without reopening
+        it: the current agent is closed as :meth:`close` does, then ``agent`` gets the ``on_open``
+        equips and its pending followups are carried as :meth:`resume` carries them."""
+        self.close()
+        return self._make_current(agent, carried_from, announce)
+
+    def _make_current(self, agent: Agent, carried_from: str, announce: Callable[[], str] | None) -> Agent:
+        """``resume``'s and ``adopt``'s tail: equip, make current, say ``announce()`` and what is carried."""
         for equip in list(self.on_open):
             equip(agent)
         self.agent = agent
-        after = next((r for r in self.rows() if r.id == row.id), row)
-        repaired = (
-            " — its last turn was cut off by the kernel stopping and has been closed"
-            if after.events > row.events
-            else ""
-        )
-        short = cut_short(agent.events) if carried_from == RESTART else None
-        cut = f"; turn {short} was cut short by a kernel restart" if short is not None else ""
-        print(
-            f"nbagent: resumed session {row.id[:8]} from {_shown(path)} "
-            f"({row.turns} turn{'s' if row.turns != 1 else ''}{cut}, last active {when(row.last_activity)})"
-            f"{repaired}"
-        )
+        if announce is not None:
+            print(announce())
         self.carried = list(agent.inbox.next_turn)
         self.carried_from = carried_from
         line = carried_line(agent, self.carried, carried_from)

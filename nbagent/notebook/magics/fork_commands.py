@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import shlex
 import weakref
 from typing import Any
@@ -90,17 +88,23 @@ def _fork(session: Any, argv: list[str]) -> None:
         child = session.on_agent_loop(lambda: parent.fork(before_turn=args.before_turn, at=args.at))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    session.run(child.close())
-    with contextlib.redirect_stdout(io.StringIO()):  # one line of our own below
-        resumed = session.resume(child.session_id, carried_from="from the session it was forked from")
-    for tool in parent.tools.values():  # the forking agent's tools (SPEC §11.1), the kernel's are there
-        if tool.name not in resumed.tools:
-            session.on_agent_loop(lambda tool=tool: resumed.add_tool(tool))
+    # The child has the forking agent's tools (SPEC §11.1) but not its MCP servers' tools: those call
+    # the parent's connections, which stop with it; the equip gives the child servers of its own.
+    session.on_agent_loop(lambda: _drop_tools(child, parent.mcp.offered()))
     point = f"before turn {args.before_turn}" if args.before_turn is not None else f"at seq {args.at}"
-    print(
+    said = (
         f"nbagent: forked session {parent.session_id[:8]} {point} into {child.session_id[:8]}, now the "
         f"current session (switch back: %agent resume {parent.session_id[:8]})"
     )
+    # The parent closes first (as %agent resume closes it: a running turn ends aborted as "closed"),
+    # then the child, opened once by the fork, is equipped and made current: no close and reopen.
+    session.adopt(child, carried_from="from the session it was forked from", announce=lambda: said)
+
+
+def _drop_tools(agent: Any, tools: dict[str, Any]) -> None:
+    for name, tool in tools.items():
+        if agent.tools.get(name) is tool:
+            agent.remove_tool(name)
 
 
 def _replay(magics: Any, argv: list[str]) -> None:
