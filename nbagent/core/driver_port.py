@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from nbagent.core.driver_state import DriverConfig
     from nbagent.core.estimate import Meter
     from nbagent.core.journal import Journal
-    from nbagent.core.notices import Notices
+    from nbagent.core.notices import NoticeName, Notices
     from nbagent.core.projections import Projections
     from nbagent.log.messages import UserMessage
     from nbagent.models.base import Model
@@ -39,7 +39,7 @@ class DriverPort:
     def next_step_pending(self) -> bool:
         return bool(self.journal.staged_inbox.next_step)
 
-    def wants(self, kind: str) -> bool:
+    def wants(self, kind: NoticeName) -> bool:
         return self.notices.wants(kind)
 
     def estimate(self, entered: Sequence[UserMessage]) -> Estimate:

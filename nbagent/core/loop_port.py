@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from nbagent.core.driver_state import Approver, DriverConfig, OpenTurn
     from nbagent.core.estimate import Estimate
     from nbagent.core.journal import Build
+    from nbagent.core.notices import NoticeName
     from nbagent.core.tools import Tool
     from nbagent.log.events import Record, RequestHeader
     from nbagent.log.messages import UserMessage
@@ -119,6 +120,6 @@ class LoopPort(Protocol):
         """Asked before a tool that requires approval runs (none: ``unavailable``)."""
         ...
 
-    def wants(self, kind: str) -> bool:
+    def wants(self, kind: NoticeName) -> bool:
         """A subscriber wants live notices of ``kind`` (e.g. ``"inbox/inserted"``)."""
         ...
