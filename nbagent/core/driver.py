@@ -5,7 +5,7 @@ the log, its :class:`DriverState`, the driver task and its cancellation signal, 
 ``when_idle()`` waiters, the batching of streamed chunks, and what the next request offers (model,
 tools, system prompt, approver). It is given its fixed configuration as a :class:`DriverConfig`
 and never sees the ``Agent``: the agent is the public face over it, and ``loop.py`` and
-``tool_batch.py`` see only the methods here.
+``tool_batch.py`` see only its :class:`~nbagent.core.loop_port.LoopPort`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from nbagent.core.chunk_timer import ChunkTimer
+from nbagent.core.driver_port import DriverPort
 from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
 from nbagent.core.estimate import Meter
 from nbagent.core.header_state import HeaderState
@@ -41,8 +42,9 @@ in_driver: contextvars.ContextVar[Any] = contextvars.ContextVar("nbagent_in_driv
 """The agent whose driver task (or a task it spawned) is running: ``close()`` refuses to deadlock."""
 
 
-class Driver:
-    """One agent's running state; every method named here is a seam for ``loop``/``tool_batch``/``inbox``."""
+class Driver(DriverPort):
+    """One agent's running state; it implements :class:`~nbagent.core.loop_port.LoopPort`, all that
+    ``loop``/``tool_batch`` see, and the seams the agent and the inbox use."""
 
     def __init__(
         self,
@@ -129,10 +131,6 @@ class Driver:
     @property
     def closed(self) -> bool:
         return self.state is DriverState.CLOSED
-
-    @property
-    def cancel_grace(self) -> float:
-        return self.config.cancel_grace
 
     def _move(self, new: DriverState, *, only_from: tuple[DriverState, ...] | None = None) -> bool:
         """Change the state (from any thread: deliveries and cancels come from others), unless it
@@ -377,7 +375,10 @@ class Driver:
         await self.config.drive(self, self.open_turn(woken=True))
 
     def next_turn(self) -> OpenTurn | None:
-        """Open the next queued turn with a fresh signal (``None`` if none opened)."""
+        """Open the next queued turn with a fresh signal (``None`` when stopping, when nothing is
+        pending, or if none opened)."""
+        if self.stopping or not self.journal.staged_inbox.pending:
+            return None
         self.signal = CancelSignal(self.loop)
         return self.open_turn()
 

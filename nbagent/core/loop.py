@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent._json import FrozenDict, fix_text, storable
-from nbagent.core.estimate import Estimate, context_window, encoding_ready
+from nbagent.core.estimate import encoding_ready
 from nbagent.core.hooks import Enter, Reject, RequestFailure, Retry, TurnStopping, waterfall
 from nbagent.core.hooks import PreStep as PreStepPayload
-from nbagent.core.projections import record_message
 from nbagent.core.signal import CancelSignal, settle
 from nbagent.errors import SessionWriteError
 from nbagent.log.events import (
@@ -40,8 +39,8 @@ from nbagent.models.base import (
 from nbagent.redaction import scrub
 
 if TYPE_CHECKING:
-    from nbagent.core.driver import Driver
     from nbagent.core.driver_state import OpenTurn
+    from nbagent.core.loop_port import LoopPort
 
 
 class Aborted(Exception):
@@ -81,19 +80,19 @@ def describe(exc: BaseException) -> str:
     return fix_text(scrub(" <- ".join(parts)))
 
 
-async def drive(driver: Driver, turn: OpenTurn | None) -> None:
+async def drive(driver: LoopPort, turn: OpenTurn | None) -> None:
     """The driver task: run turns while there is pending work and each turn ends normally."""
     try:
         while turn is not None:
             proceed = await run_turn(driver, turn)
-            if not proceed or driver.stopping or not driver.staged_inbox.pending:
+            if not proceed:
                 break
-            turn = driver.next_turn()
+            turn = driver.next_turn()  # None when stopping or nothing is pending
     finally:
         driver.converged()
 
 
-async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
+async def run_turn(driver: LoopPort, turn: OpenTurn) -> bool:
     """Run one opened turn to its ``turn/end``; ``True`` if the driver may open the next one."""
     config = driver.config
     hooks = config.hooks
@@ -135,13 +134,13 @@ async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
             max_tokens = max_tokens or result == "max-tokens"
             owes_step = result == "continue"
             check(signal)
-            if not owes_step and not driver.staged_inbox.next_step:
+            if not owes_step and not driver.next_step_pending:
                 if hooks.turn_stopping.listeners:
                     driver.flush()
                 for listener in hooks.turn_stopping.listeners:
                     await listener(TurnStopping(config.face, number, signal))
                     check(signal)
-                if not driver.staged_inbox.next_step:
+                if not driver.next_step_pending:
                     end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
                     proceed = True
                     break
@@ -156,7 +155,7 @@ async def run_turn(driver: Driver, turn: OpenTurn) -> bool:
     return _end_turn(driver, signal, end) and proceed
 
 
-def _failed_end(driver: Driver, exc: BaseException, signal: CancelSignal, number: int) -> TurnEnd | None:
+def _failed_end(driver: LoopPort, exc: BaseException, signal: CancelSignal, number: int) -> TurnEnd | None:
     if driver.fault is not None:
         return None
     if isinstance(exc, asyncio.CancelledError) and not signal.cancelled:
@@ -168,7 +167,7 @@ def _failed_end(driver: Driver, exc: BaseException, signal: CancelSignal, number
     return TurnEnd(number, "error", error=failure.storable())
 
 
-def _end_turn(driver: Driver, signal: CancelSignal, end: TurnEnd | None) -> bool:
+def _end_turn(driver: LoopPort, signal: CancelSignal, end: TurnEnd | None) -> bool:
     """Commit ``turn/end`` (with everything the turn staged); ``False`` if that failed."""
     signal.seal()
     if end is None or driver.fault is not None:
@@ -182,7 +181,7 @@ def _end_turn(driver: Driver, signal: CancelSignal, end: TurnEnd | None) -> bool
 
 
 async def _pre_step(
-    driver: Driver, claimed: tuple[UserMessage, ...], turn: int, step: int, signal: CancelSignal
+    driver: LoopPort, claimed: tuple[UserMessage, ...], turn: int, step: int, signal: CancelSignal
 ) -> Any:
     listeners = driver.config.hooks.pre_step.listeners
     if not listeners:
@@ -210,7 +209,7 @@ def _entered(decision: Any) -> tuple[UserMessage, ...]:
 
 
 async def run_step(
-    driver: Driver,
+    driver: LoopPort,
     turn: int,
     step: int,
     messages: tuple[UserMessage, ...],
@@ -295,7 +294,7 @@ class _Answer:
     def visible(self) -> bool:
         return bool("".join(self.text) or "".join(self.reasoning))
 
-    def message(self, driver: Driver, *, with_calls: bool) -> AssistantMessage:
+    def message(self, driver: LoopPort, *, with_calls: bool) -> AssistantMessage:
         content: list[dict[str, Any]] = []
         if self.reasoning:
             content.append({"type": "reasoning", "text": "".join(self.reasoning)})
@@ -314,23 +313,15 @@ class _Answer:
         )
 
 
-async def _request(driver: Driver, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:
+async def _request(driver: LoopPort, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:
     """Send one request and stream its answer; on cancel, keep the visible prefix and abort."""
     driver.flush()  # everything model-visible is durable before the request is sent
-    request = ModelRequest(
-        messages=driver.history(),
-        tools=driver.tool_schemas,
-        system=driver.system,
-        turn=turn,
-        step=step,
-        attempt=attempt,
-        log_length=driver.committed,
-    )
+    request = driver.request(turn, step, attempt)
     answer = _Answer()
     consumer = asyncio.get_running_loop().create_task(_consume(driver, request, signal, answer))
     remove = signal.on_cancel(consumer.cancel)
     try:
-        if await settle(consumer, signal, driver.cancel_grace):
+        if await settle(consumer, signal, driver.config.cancel_grace):
             consumer.result()
     except asyncio.CancelledError:
         if not (signal.cancelled and consumer.cancelled()):
@@ -347,7 +338,7 @@ async def _request(driver: Driver, turn: int, step: int, attempt: int, signal: C
     return answer
 
 
-async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, answer: _Answer) -> None:
+async def _consume(driver: LoopPort, request: ModelRequest, signal: CancelSignal, answer: _Answer) -> None:
     """Stream the model's chunks into the log (batched) and into ``answer``."""
     turn, step = request.turn, request.step
     stream = driver.model.stream(request, signal)
@@ -384,7 +375,7 @@ async def _consume(driver: Driver, request: ModelRequest, signal: CancelSignal, 
 
 
 async def _request_error(
-    driver: Driver, turn: int, step: int, attempt: int, failure: Failure, signal: CancelSignal
+    driver: LoopPort, turn: int, step: int, attempt: int, failure: Failure, signal: CancelSignal
 ) -> Any:
     config = driver.config
     payload = RequestFailure(config.face, turn, step, attempt, failure, signal)
@@ -405,26 +396,11 @@ async def _request_error(
     return await waterfall(listeners, payload, default)
 
 
-def request_estimate(driver: Driver, turn: int, step: int, entered: Sequence[Any]) -> RequestEstimate:
+def request_estimate(
+    driver: LoopPort, turn: int, step: int, entered: Sequence[UserMessage]
+) -> RequestEstimate:
     """The ``request/estimate`` of the driver's next request: the history as it will be at
     dispatch (committed, staged, then ``entered``), the system prompt and the tools."""
-    model = driver.model
-    provider = model_provider(model)
-    name = getattr(model, "model", None) or model.name
-    window = context_window(model, provider, driver.config.window_lookup)
-
-    def read(records: list[Any]) -> Estimate:
-        staged = [m for r in records if (m := record_message(r)) is not None]
-        return driver.meter.estimate(
-            provider=provider,
-            model=name,
-            history=driver.projections.history_since,
-            extra=[*staged, *entered],
-            system=driver.system,
-            tools=driver.tool_schemas,
-            window=window,
-        )
-
-    est: Estimate = driver.journal.with_uncommitted(read)
+    est = driver.estimate(entered)
     warning = FrozenDict(est.warning) if est.warning is not None else None
     return RequestEstimate(turn, step, est.total, FrozenDict(est.by_source), est.counter, est.window, warning)

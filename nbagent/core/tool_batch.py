@@ -21,7 +21,7 @@ from nbagent.log.vocabulary import ApprovalOutcome, ToolError, ToolErrorCode
 from nbagent.models.base import ToolCallChunk
 
 if TYPE_CHECKING:
-    from nbagent.core.driver import Driver
+    from nbagent.core.loop_port import LoopPort
 
 
 @dataclass
@@ -48,7 +48,7 @@ def _error(text: str, name: str, code: ToolErrorCode) -> _Outcome:
 
 
 async def run_tool_batch(
-    driver: Driver, turn: int, step: int, calls: Sequence[ToolCallChunk], signal: CancelSignal
+    driver: LoopPort, turn: int, step: int, calls: Sequence[ToolCallChunk], signal: CancelSignal
 ) -> bool:
     """Run ``calls`` in the model's order; ``True`` if a result concluded the turn.
 
@@ -90,10 +90,10 @@ async def run_tool_batch(
                 call.task = loop.create_task(_run_one(driver, turn, step, call, signal))
             for call in started:
                 assert call.task is not None
-                if await settle(call.task, signal, driver.cancel_grace):
+                if await settle(call.task, signal, driver.config.cancel_grace):
                     outcome = call.task.result()
                 else:
-                    outcome = _abandoned(driver, call, driver.cancel_grace)
+                    outcome = _abandoned(driver, call, driver.config.cancel_grace)
                 concluded = _record(driver, turn, step, call.chunk, outcome) or concluded
                 recorded.add(call.chunk.id)
             i += len(group)
@@ -106,7 +106,7 @@ async def run_tool_batch(
 
 
 def _close_unanswered(
-    driver: Driver,
+    driver: LoopPort,
     turn: int,
     step: int,
     calls: Sequence[ToolCallChunk],
@@ -159,7 +159,7 @@ def _ignore(task: asyncio.Task[_Outcome]) -> None:
         task.exception()
 
 
-def _abandoned(driver: Driver, call: _Call, grace: float) -> _Outcome:
+def _abandoned(driver: LoopPort, call: _Call, grace: float) -> _Outcome:
     """The result of a call still running ``grace`` seconds after the cancel (its approval closed)."""
     if call.asked is not None and not call.decided:
         driver.stage([_decided(call.asked, "cancelled")])
@@ -171,7 +171,7 @@ def _abandoned(driver: Driver, call: _Call, grace: float) -> _Outcome:
     )
 
 
-def _parallel(driver: Driver, call: ToolCallChunk) -> bool:
+def _parallel(driver: LoopPort, call: ToolCallChunk) -> bool:
     tool = driver.tools.get(call.name)
     return tool is not None and tool.parallel_safe and not tool.requires_approval
 
@@ -191,7 +191,7 @@ def _decided(asked: ApprovalAsked, answer: str) -> ApprovalDecided:
     return ApprovalDecided(asked.id, asked.tool, asked.call_id, asked.arguments_sha256, outcome)
 
 
-async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
+async def _run_one(driver: LoopPort, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
     call = started.chunk
     tools = driver.tools
     tool: Tool | None = driver.tool_for(call.name)
@@ -247,7 +247,7 @@ async def _run_one(driver: Driver, turn: int, step: int, started: _Call, signal:
 
 
 async def _approve(
-    driver: Driver, turn: int, step: int, tool: Tool, started: _Call, signal: CancelSignal
+    driver: LoopPort, turn: int, step: int, tool: Tool, started: _Call, signal: CancelSignal
 ) -> str:
     """Ask the agent's approver; exactly one ``approval/decided`` follows each ``approval/asked``."""
     call = started.chunk
@@ -290,13 +290,12 @@ def arguments_digest(arguments: Any) -> str:
 
 
 def _record(
-    driver: Driver, turn: int, step: int, call: ToolCallChunk, outcome: _Outcome, *, with_call: bool = False
+    driver: LoopPort, turn: int, step: int, call: ToolCallChunk, outcome: _Outcome, *, with_call: bool = False
 ) -> bool:
     """Stage a result (and its contexts' splice) as one change; ``True`` if it concludes the turn."""
     message = tool_result_message(call.id, outcome.blocks, is_error=outcome.is_error)
     result = ToolResultEvent(turn, step, message, outcome.error)
     contexts = outcome.contexts
-    subs = driver.notices
 
     def build(state: InboxState) -> Plan:
         plan = Plan()
@@ -308,7 +307,7 @@ def _record(
             if sp is not None:
                 plan.drafts.append(sp.event)
                 plan.inbox = sp.after
-                if subs.wants("inbox/inserted"):
+                if driver.wants("inbox/inserted"):
                     plan.notices.extend(
                         ("inbox/inserted", LiveNotice("inbox/inserted", m)) for m in sp.inserted
                     )
