@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nbagent.agent import Agent
+from nbagent.notebook.kernel.comm_target import CommTarget
 
 log = logging.getLogger("nbagent.notebook")
 TARGET = "nbagent.whatif"
@@ -24,31 +25,15 @@ FINAL = {"whatif-done", "whatif-error", "why-plan", "why-done", "why-error"}
 DELAY = 0.04
 
 
-class WhatIfComms:
+class WhatIfComms(CommTarget):
     """Listens on :data:`TARGET` and runs the tab's requests against the kernel's current agent."""
 
+    target = TARGET
+
     def __init__(self, agent: Callable[[], Agent | None], manager: Any = None) -> None:
+        super().__init__(manager)
         self._agent = agent
-        self._manager = manager
         self._runs: dict[str, Any] = {}
-
-    def listen(self) -> bool:
-        """Register the comm target; ``False`` when this kernel has no comm manager."""
-        from nbagent.notebook.tools.proposals import comm_manager
-
-        manager = self._manager or comm_manager()
-        if manager is None:
-            return False
-        self._manager = manager
-        manager.register_target(TARGET, self._opened)
-        return True
-
-    def close(self) -> None:
-        if self._manager is not None:
-            try:
-                self._manager.unregister_target(TARGET, self._opened)
-            except Exception:
-                pass
 
     def _opened(self, comm: Any, msg: Mapping[str, Any]) -> None:
         data = msg.get("content", {}).get("data")

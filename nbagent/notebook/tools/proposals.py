@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from nbagent.core.tools import Tool, ToolResult
 from nbagent.core.tools import tool as make_tool
 from nbagent.log.messages import UserMessage
+from nbagent.notebook.kernel.comm_target import CommTarget
 from nbagent.views.proposals import PROPOSE_CELL, next_proposal_id
 from nbagent.views.text import plural
 
@@ -137,8 +138,10 @@ def note_message(data: Mapping[str, Any]) -> UserMessage:
     return UserMessage.text(text, source)  # type: ignore[arg-type]
 
 
-class ProposalActions:
+class ProposalActions(CommTarget):
     """Listens on :data:`TARGET` in this kernel and injects each action into the current agent."""
+
+    target = TARGET
 
     def __init__(
         self,
@@ -148,25 +151,9 @@ class ProposalActions:
     ) -> None:
         """``on_told(agent, proposal id, message)`` runs after each action is recorded (the magics
         update the output of the turn that proposed the cell)."""
+        super().__init__(manager)
         self._agent = agent
-        self._manager = manager
         self._on_told = on_told
-
-    def listen(self) -> bool:
-        """Register the comm target; ``False`` when this kernel has no comm manager (a plain shell)."""
-        manager = self._manager or comm_manager()
-        if manager is None:
-            return False
-        self._manager = manager
-        manager.register_target(TARGET, self._opened)
-        return True
-
-    def close(self) -> None:
-        if self._manager is not None:
-            try:
-                self._manager.unregister_target(TARGET, self._opened)
-            except Exception:
-                pass
 
     def act(self, data: Any) -> str:
         """Inject what ``data`` says the user did; returns the sentence the front end shows."""
@@ -198,19 +185,3 @@ class ProposalActions:
             comm.close()
         except Exception:
             pass
-
-
-def comm_manager() -> Any:
-    """This kernel's comm manager, or ``None`` (a plain shell)."""
-    try:
-        from IPython import get_ipython
-
-        kernel = getattr(get_ipython(), "kernel", None)
-        manager = getattr(kernel, "comm_manager", None)
-        if manager is not None:
-            return manager
-        from comm import get_comm_manager
-
-        return get_comm_manager() if kernel is not None else None
-    except Exception:
-        return None
