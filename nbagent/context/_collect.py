@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, time
 from typing import Any
 
@@ -237,8 +237,9 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         return ColumnFacts(name=name, dtype=dtype, error=reason)
     nulls = int(nulls)
     non_null = n_rows - nulls
+    counted = ColumnFacts(name=name, dtype=dtype, has_stats=True, non_null=non_null, nulls=nulls)
     if non_null == 0:
-        return ColumnFacts(name=name, dtype=dtype, has_stats=True, non_null=0, nulls=nulls, distinct=0)
+        return replace(counted, distinct=0)
     unavailable: list[tuple[str, str]] = []
     numbers = _numbers(exact, measured.kind, unavailable)
     leading: list[Any] = []
@@ -251,12 +252,8 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
     held = _nested(measured, leading, unavailable)
     if held is not None:
         samples = _samples(leading, lambda v: format_nested(v, SAMPLE_CHARS))
-        return ColumnFacts(
-            name=name,
-            dtype=dtype,
-            has_stats=True,
-            non_null=non_null,
-            nulls=nulls,
+        return replace(
+            counted,
             numbers=numbers,
             samples=samples,
             nested=held.describe() + (" (in the sample)" if measured.sampled else ""),
@@ -273,12 +270,8 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
             samples = _samples(leading, lambda v: _quoted(v, SAMPLE_CHARS))
         except Exception as exc:
             unavailable.append(("samples", failure(exc).reason))
-    return ColumnFacts(
-        name=name,
-        dtype=dtype,
-        has_stats=True,
-        non_null=non_null,
-        nulls=nulls,
+    return replace(
+        counted,
         distinct=None if distinct is None else int(distinct),
         numbers=numbers,
         top=top,
