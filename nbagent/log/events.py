@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, NamedTuple
+from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
 from nbagent._json import FrozenDict, FrozenList
 from nbagent.log.fork_records import SessionForked as SessionForked
@@ -561,3 +561,15 @@ def parse_event(event: Event) -> TypedEvent:
 
 
 _set = object.__setattr__
+
+R = TypeVar("R", bound=Record)
+
+
+def parse_as(event: Event, cls: type[R]) -> R | None:
+    """``event``'s record if it is a readable ``cls`` (the type is checked before anything is
+    parsed), else ``None``: for a reader looking for one kind of event in any log, damaged ones too."""
+    try:
+        record = parse_event(event) if event.type == cls.type else None
+    except EventParseError:
+        return None
+    return record if isinstance(record, cls) else None
