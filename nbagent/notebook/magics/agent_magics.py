@@ -15,6 +15,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from nbagent.notebook.kernel.cell_events import CellEvents
 from nbagent.notebook.kernel.kernel_session import KernelSession, when
 from nbagent.notebook.kernel.runs import how_run
 from nbagent.notebook.kernel.whatif_comm import WhatIfComms
@@ -112,16 +113,12 @@ class AgentMagics(Magics):
         """IPython's last shown error (``sys.last_value``) when last looked at: only later ones count."""
         self._cell_id: str | None = None
         self._stored = False
-        shell.events.register("pre_run_cell", self._pre_run_cell)
-        shell.events.register("post_run_cell", self._post_run_cell)
+        self._cells = CellEvents(shell, pre=self._pre_run_cell, post=self._post_run_cell)
+        self._cells.listen()
 
     def unload(self) -> None:
         """Stop listening to the shell and close the session (``%unload_ext``)."""
-        for name, callback in (("pre_run_cell", self._pre_run_cell), ("post_run_cell", self._post_run_cell)):
-            try:
-                self.shell.events.unregister(name, callback)
-            except ValueError:
-                pass
+        self._cells.unlisten()
         self.tools.close()
         self.proposals.close()
         self.whatif.close()
