@@ -63,6 +63,7 @@ from nbagent.store.sqlite.schema import (
     create_file,
     init_schema,
     rollback,
+    write_transaction,
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SYNCHRONOUS", "SessionFile", "gc_paused"]
@@ -205,14 +206,7 @@ class SessionFile(CheckedReads):
 
     def _upgrade(self) -> None:
         """Add what a file written by an older nbagent lacks (the index of invalid rows)."""
-        conn = self.connection
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            add_invalid_index(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            rollback(conn)
-            raise
+        write_transaction(self.connection, add_invalid_index)
 
     def _set_wal(self) -> None:
         conn = self.connection
@@ -353,11 +347,7 @@ class SessionFile(CheckedReads):
                 conn.execute(_insert_events(len(chunk)), [value for row in chunk for value in row])
             conn.execute("COMMIT")
         except BaseException as exc:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
+            rollback(conn)
             if isinstance(exc, sqlite3.Error | OSError):
                 error = _file_error(self.path, exc, "writing to")
                 if not isinstance(error, SessionWriteError):
@@ -405,20 +395,10 @@ class SessionFile(CheckedReads):
         """``work`` in one ``BEGIN IMMEDIATE`` transaction under the lock, rolled back if it fails;
         ``settle`` first runs the resume checks a write to the log owes (:meth:`write` runs them too)."""
 
-        def run() -> None:
-            conn = self.connection
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                work(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                raise
-
         with self.lock:
             if settle:
                 self._owed.settle(self.connection)
-            _guard(self.path, "writing to", run)
+            _guard(self.path, "writing to", lambda: write_transaction(self.connection, work))
 
     # -- fetching, for the shared reads and checks (:class:`CheckedReads`) -------------------------
 
