@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -51,6 +51,8 @@ _COMMANDS += ("mcp",)  # nbagent.notebook.magics.mcp_commands
 _COMMANDS += ("context", "context-limit")  # nbagent.notebook.magics.meter_commands
 _COMMANDS += fork_commands.COMMANDS  # fork, replay, diff
 
+Magic = TypeVar("Magic", bound=Callable[..., Any])
+
 
 def running_cell_number(shell: Any, stored: bool) -> int:
     """The ``In [n]`` number of the cell running now (``stored``: the cell goes into the history).
@@ -88,6 +90,19 @@ def cassette_note(model: object) -> str:
         "rewrite": "starts it afresh and records every answer",
     }[model.mode]
     return f", with the cassette {model.cassette.name} (mode {model.mode}: {does})"
+
+
+def _message_magic(verb: str) -> Callable[[Magic], Magic]:
+    """``%verb``/``%%verb`` delivering a message: its ``--wait`` option and its text (the line's, or
+    the cell body's)."""
+
+    def decorate(method: Magic) -> Magic:
+        method = line_cell_magic(method)
+        method = argument("text", nargs="*", help=f"your message (or the cell body of %%{verb})")(method)
+        method = argument("--wait", action="store_true", help="block the cell until the run ends")(method)
+        return magic_arguments()(method)
+
+    return decorate
 
 
 @magics_class
@@ -241,18 +256,12 @@ class AgentMagics(Magics):
 
     # -- %followup and %steer ---------------------------------------------------------------------
 
-    @magic_arguments()
-    @argument("--wait", action="store_true", help="block the cell until the run ends")
-    @argument("text", nargs="*", help="your message (or the cell body of %%followup)")
-    @line_cell_magic
+    @_message_magic("followup")
     def followup(self, line: str, cell: str | None = None) -> None:
         """Send a message as its own turn; the turn shows live in this cell's output."""
         self._deliver("followup", self.followup, line, cell)
 
-    @magic_arguments()
-    @argument("--wait", action="store_true", help="block the cell until the run ends")
-    @argument("text", nargs="*", help="your message (or the cell body of %%steer)")
-    @line_cell_magic
+    @_message_magic("steer")
     def steer(self, line: str, cell: str | None = None) -> None:
         """Send a message to the running turn's next step (a new turn when idle)."""
         self._deliver("steer", self.steer, line, cell)
