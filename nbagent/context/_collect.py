@@ -78,24 +78,15 @@ def collect(
         )
         index = None
     n_rows = len(frame)
+    named = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
+    schema = FrameFacts(library, type_name(obj), n_rows, named, index=index)
     if schema_only:
-        columns = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
-        return FrameFacts(library, type_name(obj), n_rows, columns, index=index, schema_only=True)
+        return replace(schema, schema_only=True)
 
     keys = list(frame.columns)
     if 0 < n_rows <= whole_rows:
         header, all_rows = _head(native, frame, keys, names, list(range(len(keys))), n_rows, library)
-        columns = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
-        return FrameFacts(
-            library,
-            type_name(obj),
-            n_rows,
-            columns,
-            index=index,
-            head_header=header,
-            head_rows=all_rows,
-            whole=True,
-        )
+        return replace(schema, head_header=header, head_rows=all_rows, whole=True)
     wide = len(keys) > WIDE_COLUMNS
     chosen = _edges(len(keys)) if wide else list(range(len(keys)))
     sampled = n_rows > SAMPLE_ROWS
@@ -104,16 +95,13 @@ def collect(
         stats = _column_stats(frame, [keys[i] for i in chosen], sampled)
         header, head_rows = _head(native, frame, keys, names, chosen, rows, library)
     columns = tuple(
-        _column(stats[keys[i]], name, dtype, n_rows) if keys[i] in stats else ColumnFacts(name, dtype)
+        _column(stats[keys[i]], name, dtype, n_rows) if keys[i] in stats else named[i]
         for i, (name, dtype) in enumerate(zip(names, dtypes, strict=True))
     )
     memory = _memory_text(native, library, sampled)
-    return FrameFacts(
-        library=library,
-        type_name=type_name(obj),
-        n_rows=n_rows,
+    return replace(
+        schema,
         columns=columns,
-        index=index,
         head_header=header,
         head_rows=head_rows,
         memory=memory,
