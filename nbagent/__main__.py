@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 # DataFrame, IPython or Jupyter module (tests/test_cli_imports.py).
 if TYPE_CHECKING:
     from nbagent.log import events as ev
+    from nbagent.store.base import SessionRow
     from nbagent.store.location import StoreLocation
 
 TUTORIAL = "quickstart.ipynb"
@@ -176,9 +177,7 @@ def list_command(args: argparse.Namespace) -> int:
     from fnmatch import fnmatchcase
 
     from nbagent import list_sessions
-    from nbagent.notebook.kernel.runs import how_run
     from nbagent.store.location import SqliteLocation
-    from nbagent.views.text import plural
 
     if isinstance(args.store, SqliteLocation) and not os.path.lexists(args.store.path):
         print(
@@ -191,14 +190,23 @@ def list_command(args: argparse.Namespace) -> int:
     if args.notebook:
         rows = [r for r in rows if r.notebook and fnmatchcase(r.notebook, args.notebook)]
     for row in rows:
-        title = f"  {row.title}" if row.title else ""
-        counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
-        print(f"{row.id}  {counts}  model {row.model}{title}")
-        notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
-        print(f"    {notebook} · run: {how_run(row.metadata)}")
+        _print_session(row)
     if not rows:
         print(f"nbagent: no sessions in {args.store}")
     return 0
+
+
+def _print_session(row: SessionRow, *, lead: str = "", tail: str = "") -> None:
+    """A session's two lines of ``nbagent sessions list``: id, figures, model and title, then its
+    notebook and run (``lead`` in front of the first line, as wide a gap before the second)."""
+    from nbagent.notebook.kernel.runs import how_run
+    from nbagent.views.text import plural
+
+    title = f"  {row.title}" if row.title else ""
+    counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
+    print(f"{lead}{row.id}  {counts}  model {row.model}{title}")
+    notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
+    print(f"{' ' * len(lead)}    {notebook} · run: {how_run(row.metadata)}{tail}")
 
 
 def users_command(args: argparse.Namespace) -> int:
@@ -207,10 +215,8 @@ def users_command(args: argparse.Namespace) -> int:
     from fnmatch import fnmatchcase
 
     from nbagent.errors import NbagentError
-    from nbagent.notebook.kernel.runs import how_run
     from nbagent.store.location import PostgresLocation
     from nbagent.store.postgres.schemas import schema_sessions, user_schemas
-    from nbagent.views.text import plural
 
     option = "--all-users" if args.all_users else "--user"
     if not isinstance(args.store, PostgresLocation):
@@ -251,13 +257,9 @@ def users_command(args: argparse.Namespace) -> int:
     if args.all_users and rows:
         print(f"{'user':<{width}}  session")
     for user, schema_name, row in rows:
-        lead = f"{user:<{width}}  " if args.all_users else ""
-        pad = " " * len(lead)
-        title = f"  {row.title}" if row.title else ""
-        counts = f"{plural(row.events, 'event'):>14}  {plural(row.turns, 'turn'):>10}"
-        print(f"{lead}{row.id}  {counts}  model {row.model}{title}")
-        notebook = f"notebook {Path(row.notebook).name}" if row.notebook else "no notebook recorded"
-        print(f"{pad}    {notebook} · run: {how_run(row.metadata)} · schema {schema_name}")
+        _print_session(
+            row, lead=f"{user:<{width}}  " if args.all_users else "", tail=f" · schema {schema_name}"
+        )
     if not rows:
         whose = f"of {args.user} " if args.user is not None else ""
         print(f"nbagent: no sessions {whose}in {args.store}")

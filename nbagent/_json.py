@@ -6,18 +6,36 @@ import gc
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 
-class FrozenDict(dict):  # type: ignore[type-arg]
-    """A ``dict`` that refuses mutation; JSON-encodes and compares like a plain dict."""
+def _refuse(self: object, *_: object, **__: object) -> None:
+    """Every mutating method of a frozen container."""
+    raise TypeError("nbagent message data is frozen; build a new message instead")
+
+
+_F = TypeVar("_F", bound="_Frozen")
+
+
+class _Frozen:
+    """What both frozen containers share besides refusing mutation: a copy, shallow or deep, is the
+    value itself."""
 
     __slots__ = ()
 
-    def _refuse(self, *_: object, **__: object) -> None:
-        raise TypeError("nbagent message data is frozen; build a new message instead")
+    def __copy__(self: _F) -> _F:
+        return self
+
+    def __deepcopy__(self: _F, memo: dict[int, Any]) -> _F:
+        return self
+
+
+class FrozenDict(_Frozen, dict):  # type: ignore[type-arg]
+    """A ``dict`` that refuses mutation; JSON-encodes and compares like a plain dict."""
+
+    __slots__ = ()
 
     __setitem__ = __delitem__ = _refuse  # type: ignore[assignment]
     clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
@@ -25,35 +43,20 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
 
-    def __copy__(self) -> FrozenDict:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
-        return self
-
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
 
 
-class FrozenList(list):  # type: ignore[type-arg]
+class FrozenList(_Frozen, list):  # type: ignore[type-arg]
     """A ``list`` that refuses mutation; JSON-encodes and compares like a plain list."""
 
     __slots__ = ()
-
-    def _refuse(self, *_: object, **__: object) -> None:
-        raise TypeError("nbagent message data is frozen; build a new message instead")
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenList, (list(self),))
-
-    def __copy__(self) -> FrozenList:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
-        return self
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self))

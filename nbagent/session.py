@@ -43,6 +43,7 @@ from nbagent.log.events import (
     record_type,
 )
 from nbagent.log.messages import Message, message_from_json, tool_result_message
+from nbagent.log.record import required_keys
 from nbagent.log.vocabulary import ToolError
 from nbagent.models.base import Model
 from nbagent.models.registry import resolve_model
@@ -283,7 +284,7 @@ def _corrupt_if_bad(fn: Callable[[], Any]) -> Any:
 def _required(type_: str) -> frozenset[str] | None:
     """The stored keys a resumed log's event of ``type_`` must have (its record's ``required``)."""
     cls = record_type(type_)
-    return cls.required if cls is not None and cls.required else None
+    return (required_keys(cls) or None) if cls is not None else None
 
 
 def _stored_message(event: Event) -> Message | None:

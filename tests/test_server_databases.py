@@ -188,7 +188,7 @@ def test_a_waiting_follower_gets_another_process_write_through_the_listener(
         while not any(
             f.session_id == sid and f.ready.is_set()
             for lst in pg_listen._listeners.values()
-            for f in lst._followers
+            for f in lst._members
         ):
             assert loop.time() < deadline and not waiting.done(), "the request never waited"
             await asyncio.sleep(0.01)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, time
 from typing import Any
 
@@ -78,24 +78,15 @@ def collect(
         )
         index = None
     n_rows = len(frame)
+    named = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
+    schema = FrameFacts(library, type_name(obj), n_rows, named, index=index)
     if schema_only:
-        columns = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
-        return FrameFacts(library, type_name(obj), n_rows, columns, index=index, schema_only=True)
+        return replace(schema, schema_only=True)
 
     keys = list(frame.columns)
     if 0 < n_rows <= whole_rows:
         header, all_rows = _head(native, frame, keys, names, list(range(len(keys))), n_rows, library)
-        columns = tuple(ColumnFacts(n, d) for n, d in zip(names, dtypes, strict=True))
-        return FrameFacts(
-            library,
-            type_name(obj),
-            n_rows,
-            columns,
-            index=index,
-            head_header=header,
-            head_rows=all_rows,
-            whole=True,
-        )
+        return replace(schema, head_header=header, head_rows=all_rows, whole=True)
     wide = len(keys) > WIDE_COLUMNS
     chosen = _edges(len(keys)) if wide else list(range(len(keys)))
     sampled = n_rows > SAMPLE_ROWS
@@ -104,16 +95,13 @@ def collect(
         stats = _column_stats(frame, [keys[i] for i in chosen], sampled)
         header, head_rows = _head(native, frame, keys, names, chosen, rows, library)
     columns = tuple(
-        _column(stats[keys[i]], name, dtype, n_rows) if keys[i] in stats else ColumnFacts(name, dtype)
+        _column(stats[keys[i]], name, dtype, n_rows) if keys[i] in stats else named[i]
         for i, (name, dtype) in enumerate(zip(names, dtypes, strict=True))
     )
     memory = _memory_text(native, library, sampled)
-    return FrameFacts(
-        library=library,
-        type_name=type_name(obj),
-        n_rows=n_rows,
+    return replace(
+        schema,
         columns=columns,
-        index=index,
         head_header=header,
         head_rows=head_rows,
         memory=memory,
@@ -237,8 +225,9 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         return ColumnFacts(name=name, dtype=dtype, error=reason)
     nulls = int(nulls)
     non_null = n_rows - nulls
+    counted = ColumnFacts(name=name, dtype=dtype, has_stats=True, non_null=non_null, nulls=nulls)
     if non_null == 0:
-        return ColumnFacts(name=name, dtype=dtype, has_stats=True, non_null=0, nulls=nulls, distinct=0)
+        return replace(counted, distinct=0)
     unavailable: list[tuple[str, str]] = []
     numbers = _numbers(exact, measured.kind, unavailable)
     leading: list[Any] = []
@@ -251,12 +240,8 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
     held = _nested(measured, leading, unavailable)
     if held is not None:
         samples = _samples(leading, lambda v: format_nested(v, SAMPLE_CHARS))
-        return ColumnFacts(
-            name=name,
-            dtype=dtype,
-            has_stats=True,
-            non_null=non_null,
-            nulls=nulls,
+        return replace(
+            counted,
             numbers=numbers,
             samples=samples,
             nested=held.describe() + (" (in the sample)" if measured.sampled else ""),
@@ -273,12 +258,8 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
             samples = _samples(leading, lambda v: _quoted(v, SAMPLE_CHARS))
         except Exception as exc:
             unavailable.append(("samples", failure(exc).reason))
-    return ColumnFacts(
-        name=name,
-        dtype=dtype,
-        has_stats=True,
-        non_null=non_null,
-        nulls=nulls,
+    return replace(
+        counted,
         distinct=None if distinct is None else int(distinct),
         numbers=numbers,
         top=top,

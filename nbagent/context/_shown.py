@@ -39,6 +39,10 @@ class Shown:
     """What the text itself shortened (reprlib's limits, numpy's summarisation), in words."""
 
 
+_SEQUENCES = frozenset({"list", "tuple", "set", "frozenset", "deque"})
+"""The types ``reprlib`` cuts at ``max<type>`` items (each ``ITEMS`` here)."""
+
+
 class _Repr(reprlib.Repr):
     """``reprlib.Repr`` keeping a dict's insertion order (``reprlib`` sorts keys), as ``repr`` does,
     and noting every place it shortens."""
@@ -53,6 +57,9 @@ class _Repr(reprlib.Repr):
     def repr1(self, x: Any, level: int) -> str:
         if level <= 0 and isinstance(x, list | tuple | set | frozenset | dict) and x:
             self.cuts.add(f"nesting past {LEVEL} levels")
+        kind = type(x).__name__  # what reprlib dispatches on: ``repr_list`` shows exactly a ``list``
+        if kind in _SEQUENCES:
+            self._count(x, getattr(self, f"max{kind}"), "items")
         return super().repr1(x, level)
 
     def _count(self, x: Any, limit: int, what: str) -> None:
@@ -61,26 +68,6 @@ class _Repr(reprlib.Repr):
                 self.cuts.add(f"{what} past the first {limit}")
         except Exception:
             pass
-
-    def repr_list(self, x: Any, level: int) -> str:
-        self._count(x, self.maxlist, "items")
-        return super().repr_list(x, level)
-
-    def repr_tuple(self, x: Any, level: int) -> str:
-        self._count(x, self.maxtuple, "items")
-        return super().repr_tuple(x, level)
-
-    def repr_set(self, x: Any, level: int) -> str:
-        self._count(x, self.maxset, "items")
-        return super().repr_set(x, level)
-
-    def repr_frozenset(self, x: Any, level: int) -> str:
-        self._count(x, self.maxfrozenset, "items")
-        return super().repr_frozenset(x, level)
-
-    def repr_deque(self, x: Any, level: int) -> str:
-        self._count(x, self.maxdeque, "items")
-        return super().repr_deque(x, level)
 
     def repr_str(self, x: Any, level: int) -> str:
         if len(x) > self.maxstring:

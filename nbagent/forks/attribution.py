@@ -18,6 +18,7 @@ from difflib import SequenceMatcher
 from typing import Any, Protocol
 
 from nbagent.core.estimate import counter_for, measure, model_counter
+from nbagent.core.hooks import AgentFace
 from nbagent.core.inbox import InboxState, replay_splice
 from nbagent.errors import NbagentError, SessionNotFoundError
 from nbagent.log.events import (
@@ -51,13 +52,10 @@ from nbagent.views.labels import describe_message
 from nbagent.views.text import clip
 
 
-class Agent(Protocol):
-    """What an attribution uses of ``nbagent.Agent`` (named here: forks/ is not imported by it)."""
+class Agent(AgentFace, Protocol):
+    """What an attribution uses of ``nbagent.Agent`` (named here: forks/ is not imported by it): the
+    face every listener sees (its session id, its events), and its model, driver and forks."""
 
-    @property
-    def session_id(self) -> str: ...
-    @property
-    def events(self) -> tuple[Event, ...]: ...
     @property
     def model(self) -> Model: ...
     @property

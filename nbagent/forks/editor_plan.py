@@ -18,10 +18,9 @@ from nbagent.log.events import (
     INBOX_SPLICED,
     STEP_START,
     Event,
-    EventParseError,
     TurnEnd,
     TurnStart,
-    parse_event,
+    parse_as,
 )
 from nbagent.log.messages import UserMessage
 from nbagent.views.labels import describe_message
@@ -34,13 +33,8 @@ PREVIEW = 120
 def _turn_of(ev: Event, cls: type[TurnStart] | type[TurnEnd]) -> int | None:
     """The turn a ``turn/start`` or ``turn/end`` row names (its typed record's), ``None`` for another
     row or a damaged one (a view shows any log)."""
-    if ev.type != cls.type:
-        return None
-    try:
-        record = parse_event(ev)
-    except EventParseError:
-        return None
-    return record.turn if isinstance(record, cls) else None
+    record = parse_as(ev, cls)
+    return None if record is None else record.turn
 
 
 def finished_turns(events: Sequence[Event]) -> list[int]:

@@ -172,6 +172,10 @@ class _Base(APIHandler):
             raise web.HTTPError(422, f"{name} must be between {low} and {high}, not {raw[:40]}")
         return value
 
+    def _turn(self, name: str) -> int | None:
+        """An optional turn number (1 to :data:`MAX_SEQ`) from the query."""
+        return self._int(name, None, 1, MAX_SEQ)
+
     def _relative(self, text: str) -> str:
         """``text`` with the server's absolute paths shown relative to the contents root, without
         the advice meant for code that opens sessions (a browser user passes no path, sets no
@@ -309,7 +313,7 @@ class TimelineHandler(_Base):
     async def get(self, session_id: str) -> None:
         target = await self._source()
         known = self._int("known", None, 0, MAX_SEQ)
-        turn = self._int("turn", None, 1, MAX_SEQ)
+        turn = self._turn("turn")
         turns = self._int("turns", None, 1, MAX_SEQ)
         window = self._int("window", None, 1, MAX_WINDOW)
         wait = self._int("wait", None, 0, MAX_WAIT_S)
@@ -500,8 +504,8 @@ class DiffHandler(_Base):
     @authorized
     async def get(self, session_id: str) -> None:
         target = await self._source()
-        turn = self._int("turn", None, 1, MAX_SEQ)
-        against_turn = self._int("against_turn", None, 1, MAX_SEQ)
+        turn = self._turn("turn")
+        against_turn = self._turn("against_turn")
         against = self.get_argument("against", None) or None
         body = await self._run(_bounded_diff, target.real, session_id, turn, against, against_turn)
         self.finish(body, set_content_type="application/json")
@@ -532,7 +536,7 @@ class PlanHandler(_Base):
     @authorized
     async def get(self, session_id: str) -> None:
         target = await self._source()
-        turn = self._int("turn", None, 1, MAX_SEQ)
+        turn = self._turn("turn")
         body = await self._run(_bounded_plan, target.real, session_id, turn)
         self.finish(body, set_content_type="application/json")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, NamedTuple
+from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
 from nbagent._json import FrozenDict, FrozenList
 from nbagent.log.fork_records import SessionForked as SessionForked
@@ -124,7 +124,6 @@ class TurnStart(Record):
     """``turn/start``: a driver opened turn ``turn``."""
 
     type: ClassVar[str] = "turn/start"
-    required: ClassVar[frozenset[str]] = frozenset({"turn"})
     turn: int
 
 
@@ -167,23 +166,25 @@ class TurnEnd(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class StepStart(Record):
-    """``step/start``: step ``step`` of turn ``turn`` begins (its messages follow)."""
+class _InStep(Record):
+    """An event of step ``step`` of turn ``turn`` (its first two fields, stored first)."""
 
-    type: ClassVar[str] = "step/start"
-    required: ClassVar[frozenset[str]] = frozenset({"turn", "step"})
     turn: int
     step: int
 
 
 @dataclass(frozen=True, slots=True)
-class StepEnd(Record):
+class StepStart(_InStep):
+    """``step/start``: step ``step`` of turn ``turn`` begins (its messages follow)."""
+
+    type: ClassVar[str] = "step/start"
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnd(_InStep):
     """``step/end``: the step's request and tools are done."""
 
     type: ClassVar[str] = "step/end"
-    required: ClassVar[frozenset[str]] = frozenset({"turn", "step"})
-    turn: int
-    step: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,14 +252,11 @@ class RequestHeader(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class RequestEstimate(Record):
+class RequestEstimate(_InStep):
     """``request/estimate``: the request's estimated input tokens by source kind (SPEC §12), committed
     with the step's entered messages; ``window`` and ``warning`` are stored only when known."""
 
     type: ClassVar[str] = "request/estimate"
-    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "total", "by_source"})
-    turn: int
-    step: int
     total: int
     by_source: Mapping[str, int]
     counter: str = "chars"
@@ -271,12 +269,12 @@ class RequestEstimate(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantChunk(Record):
+class AssistantChunk(_InStep):
     """``assistant/chunk``: a streamed piece of an answer (stored in batches, SPEC §6.2)."""
 
     type: ClassVar[str] = "assistant/chunk"
-    turn: int
-    step: int
+    required: ClassVar[frozenset[str]] = frozenset()
+    """None of its keys is checked at resume."""
     chunk: Mapping[str, Any]
     """The chunk as ``nbagent.models.base.chunk_to_json`` stores it: ``{"type": "text", "text"}``…"""
 
@@ -298,13 +296,10 @@ class AssistantChunk(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantMessageEvent(Record):
+class AssistantMessageEvent(_InStep):
     """``assistant/message``: a finished answer, or the visible prefix of one cut off by a cancel."""
 
     type: ClassVar[str] = "assistant/message"
-    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "message"})
-    turn: int
-    step: int
     message: AssistantMessage
     usage: TokenUsage | None = None
     interrupted: bool = False
@@ -351,13 +346,11 @@ class AssistantMessageEvent(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallEvent(Record):
+class ToolCallEvent(_InStep):
     """``tool/call``: a tool call starts."""
 
     type: ClassVar[str] = "tool/call"
     required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "call_id", "name", "arguments"})
-    turn: int
-    step: int
     call_id: str
     name: str
     arguments: str = ""
@@ -365,13 +358,10 @@ class ToolCallEvent(Record):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolResultEvent(Record):
+class ToolResultEvent(_InStep):
     """``tool/result``: a call's result message (one ``tool-result`` block, source ``tool``)."""
 
     type: ClassVar[str] = "tool/result"
-    required: ClassVar[frozenset[str]] = frozenset({"turn", "step", "message"})
-    turn: int
-    step: int
     message: UserMessage
     error: ToolError | None = None
     """``{"name", "code"}`` when the call failed."""
@@ -561,3 +551,15 @@ def parse_event(event: Event) -> TypedEvent:
 
 
 _set = object.__setattr__
+
+R = TypeVar("R", bound=Record)
+
+
+def parse_as(event: Event, cls: type[R]) -> R | None:
+    """``event``'s record if it is a readable ``cls`` (the type is checked before anything is
+    parsed), else ``None``: for a reader looking for one kind of event in any log, damaged ones too."""
+    try:
+        record = parse_event(event) if event.type == cls.type else None
+    except EventParseError:
+        return None
+    return record if isinstance(record, cls) else None

@@ -22,7 +22,6 @@ class SessionForked(Record):
     """``session/forked``: a fork's first own event; ``at`` = last copied seq (§11.1)."""
 
     type: ClassVar[str] = "session/forked"
-    required: ClassVar[frozenset[str]] = frozenset({"parent", "at"})
     parent: str
     at: int
     turn: int | None = None
@@ -43,7 +42,6 @@ class SessionReplayed(Record):
     step ("delivered during step k", 0 = before the turn); ``add`` is ``[{id, step}]``."""
 
     type: ClassVar[str] = "session/replayed"
-    required: ClassVar[frozenset[str]] = frozenset({"turn", "parent_turn"})
     turn: int
     parent_turn: int
     drop: tuple[str, ...] = ()

@@ -26,8 +26,10 @@ class Record:
 
     __slots__ = ("seq", "time")
     type: ClassVar[str]
-    required: ClassVar[frozenset[str]] = frozenset()
-    """The stored keys a resumed log must have for this type (checked before it is replayed)."""
+    required: ClassVar[frozenset[str] | None] = None
+    """The stored keys a resumed log must have for this type (checked before it is replayed);
+    ``None``: its fields without a default, those :meth:`from_json` cannot do without
+    (:func:`required_keys`)."""
     seq: int
     time: int
 
@@ -72,6 +74,11 @@ def _required_fields(cls: type[Record]) -> frozenset[str]:
             if f.default is MISSING and f.default_factory is MISSING
         )
     return required
+
+
+def required_keys(cls: type[Record]) -> frozenset[str]:
+    """The stored keys a resumed log's event of record class ``cls`` must have (``cls.required``)."""
+    return _required_fields(cls) if cls.required is None else cls.required
 
 
 def record_type(type_: str) -> type[Record] | None:

@@ -144,7 +144,7 @@ async def open_session(
         from mcp import Client
 
         async with Client(transport, client_info=info, elicitation_callback=decline) as client:
-            yield _Session2(client)
+            yield _Session(client, float)
         return
     from mcp import ClientSession
 
@@ -152,14 +152,16 @@ async def open_session(
         read, write = streams[0], streams[1]  # 1.x's streamable HTTP adds a session-id getter
         async with ClientSession(read, write, client_info=info, elicitation_callback=decline) as session:
             await session.initialize()
-            yield _Session1(session)
+            yield _Session(session, lambda seconds: timedelta(seconds=seconds))
 
 
-class _Session2:
-    """2.x: ``mcp.Client``."""
+class _Session:
+    """2.x's ``mcp.Client`` or 1.x's ``mcp.ClientSession``: the same two calls, the timeout given as
+    each major takes it (seconds, or a ``timedelta`` in 1.x)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, timeout: Callable[[float], Any]) -> None:
         self._client = client
+        self._timeout = timeout
 
     async def list_tools(self, cursor: str | None) -> Any:
         return await self._client.list_tools(cursor=cursor)
@@ -168,22 +170,5 @@ class _Session2:
         self, name: str, arguments: dict[str, Any], timeout: float, progress: Progress | None
     ) -> Any:
         return await self._client.call_tool(
-            name, arguments, read_timeout_seconds=timeout, progress_callback=progress
-        )
-
-
-class _Session1:
-    """1.x: ``mcp.ClientSession`` (timeouts as ``timedelta``)."""
-
-    def __init__(self, session: Any) -> None:
-        self._session = session
-
-    async def list_tools(self, cursor: str | None) -> Any:
-        return await self._session.list_tools(cursor=cursor)
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], timeout: float, progress: Progress | None
-    ) -> Any:
-        return await self._session.call_tool(
-            name, arguments, read_timeout_seconds=timedelta(seconds=timeout), progress_callback=progress
+            name, arguments, read_timeout_seconds=self._timeout(timeout), progress_callback=progress
         )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nbagent.errors import SessionLockedError
-from nbagent.log.events import EventParseError, SessionForked, parse_event
+from nbagent.log.events import SessionForked, parse_as
 from nbagent.store.base import SessionRow, SessionStore
 from nbagent.store.location import Where
 from nbagent.store.opening import open_store
@@ -82,10 +82,7 @@ def _kind(store: SessionStore, session_id: str) -> Literal["fork", "attribution"
     itself: the log's record (the one adapter every floor reads events through) says what the
     event means, and a row the adapter cannot read is a plain fork."""
     forked = store.last_of_type(session_id, SessionForked.type)
-    try:
-        record = parse_event(forked) if forked is not None else None
-    except EventParseError:
-        record = None
+    record = parse_as(forked, SessionForked) if forked is not None else None
     return "attribution" if isinstance(record, SessionForked) and record.purpose == "attribution" else "fork"
 
 

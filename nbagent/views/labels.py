@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from nbagent._json import thaw
 from nbagent.log.events import NEXT_STEP, NEXT_TURN
@@ -20,19 +20,15 @@ from nbagent.views.text import clip, content_line, human_size, more_lines_text
 FIRST_LINE_MAX = 160
 LABEL_MAX = 80
 
-BADGES: dict[str, str] = {
-    "cell": "cell",
-    "dataframe": "dataframe",
-    "variable": "variable",
-    "error": "error",
-    "session-reference": "recall",
-    "plugin": "plugin",
-    "tool": "tool result",
-    "model": "assistant",
-}
-"""The badge word of each known source kind (typed prompts are named by their role instead)."""
+BADGES: dict[str, str] = {"session-reference": "recall", "tool": "tool result", "model": "assistant"}
+"""The badge word of a source kind where it is not the kind itself (``cell``, ``dataframe``,
+``variable``, ``error``, ``plugin`` and unknown kinds are their own word; typed prompts are named by
+their role instead)."""
 
 ROLE_BADGES: dict[str, str] = {"followup": "followup", "steer": "steer", "prompt": "you"}
+
+_MESSAGE_KEYS = tuple(MessageFields.__annotations__)
+"""The keys of a message's JSON fields, in the schema's order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,19 +73,9 @@ class Label:
         return f"{self.badge} «{clip(self.first_line, LABEL_MAX)}»" if self.first_line else self.badge
 
     def fields(self) -> MessageFields:
-        """The JSON fields of a message node or an inbox item (see docs/timeline-json.md)."""
-        return MessageFields(
-            kind=self.kind,
-            role=self.role,
-            badge=self.badge,
-            label=self.label,
-            first_line=self.first_line,
-            more_lines=self.more_lines,
-            more_text=self.more_text,
-            size=self.size,
-            size_text=self.size_text,
-            text=self.text,
-        )
+        """The JSON fields of a message node or an inbox item (see docs/timeline-json.md): each key
+        of :class:`MessageFields` is a field or a property of the label."""
+        return cast(MessageFields, {key: getattr(self, key) for key in _MESSAGE_KEYS})
 
 
 def role_of(kind: str, queue: str | None = None, via: str | None = None) -> str:

@@ -11,16 +11,9 @@ from nbagent.views.text import clip, first_line
 
 OUTCOME_MAX = 160
 
-STATUS_TEXT: dict[str, str] = {
-    "running": "running",
-    "completed": "completed",
-    "max-tokens": "token limit",
-    "blocked": "blocked",
-    "aborted": "canceled",
-    "error": "failed",
-    "interrupted": "interrupted",
-}
-"""The status pill's word for each ``turn/end.reason.kind`` (unknown kinds show as they are)."""
+STATUS_TEXT: dict[str, str] = {"max-tokens": "token limit", "aborted": "canceled", "error": "failed"}
+"""The status pill's word where it is not the ``turn/end.reason.kind`` itself (``running``,
+``completed``, ``blocked``, ``interrupted`` and unknown kinds show as they are)."""
 
 _NO_FAILURE = Failure.from_json(FrozenDict())
 """An ``error`` turn that stored no ``error`` (worded as one without a message)."""

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from nbagent.notebook.kernel.cell_events import CellEvents
 from nbagent.notebook.kernel.kernel_session import KernelSession, when
 from nbagent.notebook.kernel.runs import how_run
 from nbagent.notebook.kernel.whatif_comm import WhatIfComms
@@ -49,6 +50,8 @@ _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.magic
 _COMMANDS += ("mcp",)  # nbagent.notebook.magics.mcp_commands
 _COMMANDS += ("context", "context-limit")  # nbagent.notebook.magics.meter_commands
 _COMMANDS += fork_commands.COMMANDS  # fork, replay, diff
+
+Magic = TypeVar("Magic", bound=Callable[..., Any])
 
 
 def running_cell_number(shell: Any, stored: bool) -> int:
@@ -89,6 +92,19 @@ def cassette_note(model: object) -> str:
     return f", with the cassette {model.cassette.name} (mode {model.mode}: {does})"
 
 
+def _message_magic(verb: str) -> Callable[[Magic], Magic]:
+    """``%verb``/``%%verb`` delivering a message: its ``--wait`` option and its text (the line's, or
+    the cell body's)."""
+
+    def decorate(method: Magic) -> Magic:
+        method = line_cell_magic(method)
+        method = argument("text", nargs="*", help=f"your message (or the cell body of %%{verb})")(method)
+        method = argument("--wait", action="store_true", help="block the cell until the run ends")(method)
+        return magic_arguments()(method)
+
+    return decorate
+
+
 @magics_class
 class AgentMagics(Magics):
     """The kernel's agent session, driven from cells."""
@@ -112,16 +128,12 @@ class AgentMagics(Magics):
         """IPython's last shown error (``sys.last_value``) when last looked at: only later ones count."""
         self._cell_id: str | None = None
         self._stored = False
-        shell.events.register("pre_run_cell", self._pre_run_cell)
-        shell.events.register("post_run_cell", self._post_run_cell)
+        self._cells = CellEvents(shell, pre=self._pre_run_cell, post=self._post_run_cell)
+        self._cells.listen()
 
     def unload(self) -> None:
         """Stop listening to the shell and close the session (``%unload_ext``)."""
-        for name, callback in (("pre_run_cell", self._pre_run_cell), ("post_run_cell", self._post_run_cell)):
-            try:
-                self.shell.events.unregister(name, callback)
-            except ValueError:
-                pass
+        self._cells.unlisten()
         self.tools.close()
         self.proposals.close()
         self.whatif.close()
@@ -244,18 +256,12 @@ class AgentMagics(Magics):
 
     # -- %followup and %steer ---------------------------------------------------------------------
 
-    @magic_arguments()
-    @argument("--wait", action="store_true", help="block the cell until the run ends")
-    @argument("text", nargs="*", help="your message (or the cell body of %%followup)")
-    @line_cell_magic
+    @_message_magic("followup")
     def followup(self, line: str, cell: str | None = None) -> None:
         """Send a message as its own turn; the turn shows live in this cell's output."""
         self._deliver("followup", self.followup, line, cell)
 
-    @magic_arguments()
-    @argument("--wait", action="store_true", help="block the cell until the run ends")
-    @argument("text", nargs="*", help="your message (or the cell body of %%steer)")
-    @line_cell_magic
+    @_message_magic("steer")
     def steer(self, line: str, cell: str | None = None) -> None:
         """Send a message to the running turn's next step (a new turn when idle)."""
         self._deliver("steer", self.steer, line, cell)

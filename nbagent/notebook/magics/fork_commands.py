@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -70,6 +72,15 @@ def command(magics: Any, head: str, rest: str) -> None:
         {"fork": _fork, "diff": _diff}[head](magics.session, argv)
 
 
+@contextmanager
+def _usage_errors(head: str) -> Iterator[None]:
+    """A plan or a run the agent refuses (no such turn, not a fork of it…) as ``%agent HEAD``'s usage error."""
+    try:
+        yield
+    except (ValueError, NbagentError) as exc:
+        raise UsageError(f"%agent {head}: {exc}") from None
+
+
 def _current(session: Any) -> Any:
     agent = session.ensure(create=False)
     if agent is None:
@@ -117,10 +128,8 @@ def _replay(magics: Any, argv: list[str]) -> None:
     parser.add_argument("--wait", action="store_true")
     args = parser.parse_args(argv)
     agent = _current(session)
-    try:
+    with _usage_errors("replay"):
         plan = session.on_agent_loop(lambda: agent.replay_plan(turn=args.turn))
-    except (ValueError, NbagentError) as exc:
-        raise UsageError(f"%agent replay: {exc}") from None
     ids = [a.message_id for a in plan]
     pending = [m.id for m in (*agent.inbox.next_turn, *agent.inbox.next_step)]
     drop = [_one_id([*ids, *pending], given) for given in args.drop]
@@ -286,10 +295,8 @@ def _why(session: Any, argv: list[str]) -> None:
     parser.add_argument("--max-runs", type=int, default=32)
     args = parser.parse_args(argv)
     agent = _current(session)
-    try:
+    with _usage_errors("why"):
         plan = session.on_agent_loop(lambda: agent.attribution_plan(turn=args.turn))
-    except (ValueError, NbagentError) as exc:
-        raise UsageError(f"%agent why: {exc}") from None
     print(plan_text(plan))
     if not plan.items:
         print(f"nbagent: turn {args.turn} claimed no context besides its prompt: nothing to leave out")
@@ -298,10 +305,8 @@ def _why(session: Any, argv: list[str]) -> None:
         print("nbagent: not run (%agent why N --yes runs without asking)")
         return
     future = session.agent_loop.submit(agent.attribute(turn=args.turn, max_runs=args.max_runs))
-    try:
+    with _usage_errors("why"):
         result, interrupted = session.wait(future)
-    except (ValueError, NbagentError) as exc:
-        raise UsageError(f"%agent why: {exc}") from None
     if interrupted:
         raise UsageError("the attribution was cancelled")
     display({"text/plain": attribution_text(result), "text/html": attribution_html(result)}, raw=True)

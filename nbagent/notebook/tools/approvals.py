@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from nbagent._json import storable
 from nbagent.core.tool_batch import arguments_digest, new_approval_id
-from nbagent.log.events import ApprovalAsked, Event, EventParseError, parse_event
+from nbagent.log.events import ApprovalAsked, parse_as
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
@@ -310,7 +310,7 @@ class Approvals:
         if asked is None or asked.call_id != call_id or asked.id in self._asked_taken:
             asked = None
             for event in reversed(self.agent.events if self.agent is not None else ()):
-                record = _asked(event)
+                record = parse_as(event, ApprovalAsked)
                 if record is not None and record.call_id == call_id:
                     asked = record
                     break
@@ -324,7 +324,7 @@ class Approvals:
     def _on_event(self, notice: Any) -> None:
         """Note each ``approval/asked`` (delivered on the agent loop before the ask)."""
         event = notice.event
-        asked = _asked(event) if event is not None else None
+        asked = parse_as(event, ApprovalAsked) if event is not None else None
         if asked is not None:
             with self._lock:
                 self._asked_now = asked
@@ -380,14 +380,3 @@ def decided_call(question: Question, *, early: bool = False) -> str:
 def _resolve(future: asyncio.Future[Any], value: Any) -> None:
     if not future.done():
         future.set_result(value)
-
-
-def _asked(event: Event) -> ApprovalAsked | None:
-    """The typed record of an ``approval/asked`` row, ``None`` for any other (or a damaged one)."""
-    if event.type != ApprovalAsked.type:
-        return None
-    try:
-        record = parse_event(event)
-    except EventParseError:
-        return None
-    return record if isinstance(record, ApprovalAsked) else None

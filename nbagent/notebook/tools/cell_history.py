@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nbagent.notebook.kernel.cell_events import CellEvents
 from nbagent.notebook.tools.namespace_view import bounded_repr, clip
 
 MAX_CELLS = 20
@@ -27,17 +28,13 @@ class CellHistory:
         self.shell = shell
         self._errors: dict[int, str] = {}
         self._running = False
+        self._cells = CellEvents(shell, pre=self._started, post=self._finished)
 
     def listen(self) -> None:
-        self.shell.events.register("pre_run_cell", self._started)
-        self.shell.events.register("post_run_cell", self._finished)
+        self._cells.listen()
 
     def unlisten(self) -> None:
-        for name, callback in (("pre_run_cell", self._started), ("post_run_cell", self._finished)):
-            try:
-                self.shell.events.unregister(name, callback)
-            except ValueError:
-                pass
+        self._cells.unlisten()
 
     def _started(self, _info: Any) -> None:
         self._running = True

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from nbagent.errors import NbagentError, SessionLockedError
+from nbagent.store.postgres.served import Served
 
 if TYPE_CHECKING:
     import psycopg
@@ -223,33 +224,19 @@ class RowLease:
             pass  # unreachable: the row runs out, and a restarted kernel on this host takes it at once
 
 
-class Renewer:
+class Renewer(Served["RowLease"]):
     """One daemon thread per process renewing every held lease, one statement per store key."""
 
     def __init__(self) -> None:
-        self._leases: weakref.WeakSet[RowLease] = weakref.WeakSet()
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def add(self, lease: RowLease) -> None:
-        with self._cond:
-            self._leases.add(lease)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="nbagent lease renewer", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def discard(self, lease: RowLease) -> None:
-        with self._cond:
-            self._leases.discard(lease)
+        super().__init__(weakref.WeakSet(), "nbagent lease renewer")
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._leases:
+                while not self._members:
                     self._cond.wait()
                 self._cond.wait(renew_seconds())
-                leases = [lease for lease in self._leases if lease.held]
+                leases = [lease for lease in self._members if lease.held]
             self.renew(leases)
 
     @staticmethod

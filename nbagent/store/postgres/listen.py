@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nbagent.store.postgres.location import split_schema
+from nbagent.store.postgres.served import Served
 
 if TYPE_CHECKING:
     import psycopg
@@ -62,30 +63,16 @@ class Follower:
             pass  # its loop is closed: it is gone
 
 
-class Listener:
+class Listener(Served[Follower]):
     """The listening thread of one server (``conninfo``) in this process."""
 
     def __init__(self, conninfo: str, pooler: bool) -> None:
         override = os.environ.get(LISTEN_URL_ENV, "").strip()
         self.listen_conninfo = split_schema(override)[1] if override else None if pooler else conninfo
-        self._cond = threading.Condition()
-        self._followers: set[Follower] = set()
-        self._thread: threading.Thread | None = None
+        super().__init__(set(), "nbagent listener")
         self.listening: set[str] = set()
         self.connections = 0
         """How many listening connections it has opened (one while all goes well)."""
-
-    def add(self, follower: Follower) -> None:
-        with self._cond:
-            self._followers.add(follower)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="nbagent listener", daemon=True)
-                self._thread.start()
-            self._cond.notify()
-
-    def discard(self, follower: Follower) -> None:
-        with self._cond:
-            self._followers.discard(follower)
 
     # -- the thread -----------------------------------------------------------------------------
 
@@ -124,12 +111,12 @@ class Listener:
     ) -> tuple[psycopg.Connection[Any] | None, list[Follower]]:
         """Wait until some session is followed; the listening connection is closed while none is."""
         with self._cond:
-            while not self._followers:
+            while not self._members:
                 if conn is not None:
                     conn.close()
                     conn, self.listening = None, set()
                 self._cond.wait()
-            return conn, list(self._followers)
+            return conn, list(self._members)
 
     def _poll(self, followers: list[Follower]) -> None:
         """No listening connection: followers are ready at once, and the rescan is all there is."""

@@ -104,8 +104,8 @@ def check_schema(conn: sqlite3.Connection, path: Path) -> None:
 
 def init_schema(conn: sqlite3.Connection) -> None:
     """Initialise an empty database inside one write transaction (re-checked under the lock)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+
+    def init(conn: sqlite3.Connection) -> None:
         if conn.execute("PRAGMA application_id").fetchone()[0] == 0:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -113,6 +113,16 @@ def init_schema(conn: sqlite3.Connection) -> None:
                 if stmt.strip():
                     conn.execute(stmt)
             add_invalid_index(conn)
+
+    write_transaction(conn, init)
+
+
+def write_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], object]) -> None:
+    """``work(conn)`` in one write transaction (``BEGIN IMMEDIATE``): committed, or rolled back if it
+    raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        work(conn)
         conn.execute("COMMIT")
     except BaseException:
         rollback(conn)

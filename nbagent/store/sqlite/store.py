@@ -63,6 +63,7 @@ from nbagent.store.sqlite.schema import (
     create_file,
     init_schema,
     rollback,
+    write_transaction,
 )
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SYNCHRONOUS", "SessionFile", "gc_paused"]
@@ -205,14 +206,7 @@ class SessionFile(CheckedReads):
 
     def _upgrade(self) -> None:
         """Add what a file written by an older nbagent lacks (the index of invalid rows)."""
-        conn = self.connection
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            add_invalid_index(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            rollback(conn)
-            raise
+        write_transaction(self.connection, add_invalid_index)
 
     def _set_wal(self) -> None:
         conn = self.connection
@@ -353,11 +347,7 @@ class SessionFile(CheckedReads):
                 conn.execute(_insert_events(len(chunk)), [value for row in chunk for value in row])
             conn.execute("COMMIT")
         except BaseException as exc:
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
+            rollback(conn)
             if isinstance(exc, sqlite3.Error | OSError):
                 error = _file_error(self.path, exc, "writing to")
                 if not isinstance(error, SessionWriteError):
@@ -371,60 +361,44 @@ class SessionFile(CheckedReads):
             fields["metadata"] = _json.dumps(fields["metadata"])
         cols = ", ".join(f"{k} = ?" for k in fields)
 
-        def update() -> None:
-            conn = self.connection
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*fields.values(), session_id))
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                raise
+        def update(conn: sqlite3.Connection) -> None:
+            conn.execute(f"UPDATE sessions SET {cols} WHERE id = ?", (*fields.values(), session_id))
 
-        with self.lock:
-            self._owed.settle(self.connection)
-            _guard(self.path, "writing to", update)
+        self._transaction(update, settle=True)
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session's row and its whole log in one transaction (``nbagent sessions prune``;
         the caller holds its lease)."""
 
-        def delete() -> None:
-            conn = self.connection
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
-                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                raise
+        def delete(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
-        with self.lock:
-            _guard(self.path, "writing to", delete)
+        self._transaction(delete)
 
     def copy_within(self, parent: str, stop: int, session: Sequence[Any], own: Sequence[Row]) -> None:
         """Create ``session`` holding ``parent``'s rows up to ``stop`` and then ``own``, in one
         transaction, the rows copied by SQLite itself (a fork within this file)."""
 
-        def copy() -> None:
-            conn = self.connection
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)", session)
-                conn.execute(
-                    "INSERT INTO events SELECT ?, seq, time, type, data, inbox_pending FROM events "
-                    "WHERE session_id = ? AND seq <= ? ORDER BY seq",
-                    (session[0], parent, stop),
-                )
-                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", own)
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                raise
+        def copy(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)", session)
+            conn.execute(
+                "INSERT INTO events SELECT ?, seq, time, type, data, inbox_pending FROM events "
+                "WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                (session[0], parent, stop),
+            )
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", own)
+
+        self._transaction(copy)
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], object], *, settle: bool = False) -> None:
+        """``work`` in one ``BEGIN IMMEDIATE`` transaction under the lock, rolled back if it fails;
+        ``settle`` first runs the resume checks a write to the log owes (:meth:`write` runs them too)."""
 
         with self.lock:
-            _guard(self.path, "writing to", copy)
+            if settle:
+                self._owed.settle(self.connection)
+            _guard(self.path, "writing to", lambda: write_transaction(self.connection, work))
 
     # -- fetching, for the shared reads and checks (:class:`CheckedReads`) -------------------------
 
