@@ -32,8 +32,6 @@ BUILD = "cd labextension && jlpm build"
 """The one command that builds the modules in a checkout (``jlpm install`` there first, once)."""
 SOURCES = Path(__file__).resolve().parents[2] / "labextension"
 """The checkout's extension, when this package runs from one (an installed wheel has none)."""
-INPUTS = ("src/widgets", "widgets.config.mjs")
-"""What the modules are built from, under :data:`SOURCES`."""
 
 
 class ModuleMissing(RuntimeError):
@@ -41,9 +39,10 @@ class ModuleMissing(RuntimeError):
 
 
 def _newest_input() -> tuple[float, Path] | None:
-    """The newest file the modules are built from, when this is a checkout."""
-    files = [f for name in INPUTS for f in [SOURCES / name, *(SOURCES / name).glob("**/*")] if f.is_file()]
-    return max((f.stat().st_mtime, f) for f in files) if files else None
+    """The newest file the modules are built from (the widgets' and the painter's ES sources, the
+    build's configuration), when this is a checkout."""
+    files = [*(SOURCES / "src" / "widgets").glob("*.js"), SOURCES / "widgets.config.mjs"]
+    return max(((f.stat().st_mtime, f) for f in files if f.is_file()), default=None)
 
 
 @cache
