@@ -3,10 +3,11 @@ carried history folded, the first screen ≤ 50 ms).
 
 A real parent turn of 50 steps (49 tool calls, a note arriving during each tool batch, then an
 answer) is forked before it and replayed with every note moved one step earlier; ``nbagent.diff``
-builds the view model and ``diff_json`` its JSON. The shared painter (nbagent/widgets/painter.js,
-the module the widget and the lab extension run) paints it in Debian's Chromium, in a page that holds
-only the painter and nbagent's stylesheet; the time is from the call to the first layout done
-(``diffView`` plus appending and forcing layout), as the median of repeated paints.
+builds the view model and ``diff_json`` its JSON. The shared painter
+(labextension/src/widgets/painter.js, which the widget and the lab extension bundle) paints it in
+Debian's Chromium, in a page that holds only the painter and nbagent's stylesheet; the time is
+from the call to the first layout done (``diffView`` plus appending and forcing layout), as the
+median of repeated paints.
 
 Run: ``python benchmarks/bench_diff_paint.py [--steps 50] [--repeat 15]``; prints one table.
 """
@@ -86,7 +87,7 @@ async def build_diff(folder: Path, steps: int) -> dict[str, Any]:
 def paint(model: dict[str, Any], repeat: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
-    painter = (ROOT / "nbagent" / "widgets" / "painter.js").read_text(encoding="utf-8")
+    painter = (ROOT / "labextension" / "src" / "widgets" / "painter.js").read_text(encoding="utf-8")
     css = (ROOT / "nbagent" / "views" / "nbagent.css").read_text(encoding="utf-8")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])

@@ -15,6 +15,10 @@ export default defineConfig([
   { plugins: { jupyter: jupyterPlugin } },
   jupyterPlugin.configs.recommended,
   {
+    files: ['*.mjs'],
+    languageOptions: { globals: globals.node }
+  },
+  {
     files: ['**/*.ts', '**/*.tsx'],
     languageOptions: {
       globals: { ...globals.browser, ...globals.es2015 },

@@ -3,9 +3,10 @@
 ``nbagent/views/schema.py`` holds one ``TypedDict`` per node type of the timeline bundle (and the
 bundle, its pending items, the inbox model, the turn diff). This script reads them by introspection
 (``typing.get_type_hints``, ``__required_keys__``, ``Literal``, unions, ``list``/``dict``, nested
-``TypedDict``s) and their docstrings from the source, and writes ``nbagent/widgets/view_model.d.ts``:
-one interface per ``TypedDict`` (``I`` + its name, extending the interfaces of its bases), and a type
-per alias (``ViewNode``, the union discriminated on ``type``). The output depends on the schema
+``TypedDict``s) and their docstrings from the source, and writes
+``labextension/src/widgets/view_model.d.ts``, beside the painter: one interface per ``TypedDict``
+(``I`` + its name, extending the interfaces of its bases), and a type per alias (``ViewNode``, the
+union discriminated on ``type``). The output depends on the schema
 alone, so the same schema gives the same file byte for byte.
 
     python3 scripts/gen_view_types.py           # write the file
@@ -32,7 +33,7 @@ import typing_extensions
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "nbagent" / "views" / "schema.py"
-TARGET = ROOT / "nbagent" / "widgets" / "view_model.d.ts"
+TARGET = ROOT / "labextension" / "src" / "widgets" / "view_model.d.ts"
 COMMAND = "python3 scripts/gen_view_types.py"
 
 HEADER = f"""\

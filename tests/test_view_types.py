@@ -1,5 +1,5 @@
 """The view models' types (issue #30 item 3): the Python ``TypedDict``s of nbagent/views/schema.py
-are what the fold writes, and nbagent/widgets/view_model.d.ts is what they generate.
+are what the fold writes, and labextension/src/widgets/view_model.d.ts is what they generate.
 
 A stale TypeScript file fails here (regenerate it with ``python3 scripts/gen_view_types.py``); so
 does a field the views write that its type does not declare, a required field they leave out, a

@@ -201,7 +201,10 @@ def test_views_build_html_and_markdown_from_data_only_through_the_one_escape() -
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == "html":
                 pytest.fail(f"{source.relative_to(ROOT)} imports from html: use nbagent.views.escape")
-    painters = [*(ROOT / "nbagent" / "widgets").glob("*.js"), *(ROOT / "labextension" / "src").glob("*.ts")]
+    painters = [
+        *(ROOT / "labextension" / "src" / "widgets").glob("*.js"),
+        *(ROOT / "labextension" / "src").glob("*.ts"),
+    ]
     raw = re.compile(
         r"innerHTML|outerHTML|insertAdjacentHTML|createContextualFragment|DOMParser|document\.write"
     )

@@ -2,7 +2,7 @@
  * The turn diff in a session tab (SPEC §11.3): a fork's turn beside its parent's ("Diff with
  * parent", on forks only), or, from the parent, one of its forks' turns beside its own ("Compare
  * with fork…"), as the server's diff view model (`nbagent/labserver/diffs.py`) painted by the shared
- * painter (`nbagent/widgets/painter.js`, the module the `%agent diff` widget runs). The pickers are
+ * painter (`src/widgets/painter.js`, the module the `%agent diff` widget runs). The pickers are
  * JupyterLab's styled selects; they stay in place (and keep the keyboard focus) while the diff below
  * them repaints. The pane sits above the timeline and scrolls into view when shown.
  */
@@ -11,8 +11,8 @@ import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { caretDownEmptyIcon } from '@jupyterlab/ui-components';
 
 import { get, Source, where } from './api';
-import { diffView, el } from '../../nbagent/widgets/painter.js';
-import type { IDiffModel } from '../../nbagent/widgets/painter.js';
+import { diffView, el } from './widgets/painter.js';
+import type { IDiffModel } from './widgets/painter.js';
 
 /** What the diff endpoint answers. */
 export interface IDiffAnswer {

@@ -11,8 +11,8 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { diffView, el } from '../../nbagent/widgets/painter.js';
-import type { IDiffModel } from '../../nbagent/widgets/painter.js';
+import { diffView, el } from './widgets/painter.js';
+import type { IDiffModel } from './widgets/painter.js';
 import { RANK } from './renderer';
 
 export const DIFF_MIME = 'application/vnd.nbagent.diff+json';

@@ -10,7 +10,7 @@
  */
 
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { shown } from '../../nbagent/widgets/painter.js';
+import { shown } from './widgets/painter.js';
 
 /** Renders `source` as sanitized Markdown into `host` (replacing its children). */
 export type MarkdownFill = (source: string, host: HTMLElement) => Promise<void>;

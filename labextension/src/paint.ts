@@ -27,8 +27,8 @@ import {
   shown,
   stepBox,
   turnBox
-} from '../../nbagent/widgets/painter.js';
-import type { IForkedNode, IInboxItem, ITimelineBundle, Leaves, ViewNode } from '../../nbagent/widgets/painter.js';
+} from './widgets/painter.js';
+import type { IForkedNode, IInboxItem, ITimelineBundle, Leaves, ViewNode } from './widgets/painter.js';
 
 /** Data as a view shows it (bidirectional controls as visible marks): the painter's one function. */
 export { shown };
@@ -42,7 +42,7 @@ export const PENDING_SHOWN = 200;
 
 /**
  * A node of the bundle: one of the view model's node types, discriminated on `type` (generated from
- * nbagent/views/schema.py into nbagent/widgets/view_model.d.ts).
+ * nbagent/views/schema.py into src/widgets/view_model.d.ts).
  */
 export type INode = ViewNode;
 export type { IForkedNode };
@@ -52,7 +52,7 @@ export type IBundle = ITimelineBundle;
 
 /**
  * An element with a class and, optionally, text (always as text) and data attributes: the shared
- * painter's (`nbagent/widgets/painter.js`, the module the anywidget widgets run too).
+ * painter's (`src/widgets/painter.js`, which the anywidget widgets' modules bundle too).
  */
 export function el(
   tag: string,

@@ -20,7 +20,7 @@ import { Clipboard } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
-import type { IProposalNode } from '../../nbagent/widgets/painter.js';
+import type { IProposalNode } from './widgets/painter.js';
 
 export const PROPOSAL_EVENT = 'nbagent-proposal';
 /** The words of this module, in the user's language once the plugin has started. */

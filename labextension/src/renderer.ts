@@ -27,7 +27,7 @@ export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
 const GAVE_UP_CLASS = 'jupyter-widgets';
 /**
  * What an nbagent widget module sets on its root once it has painted (`markPainted` of the shared
- * painter, nbagent/widgets/painter.js): the signal that the live view is there.
+ * painter, src/widgets/painter.js): the signal that the live view is there.
  */
 const PAINTED = '[data-nba-painted]';
 /** Above the widget view's renderer (rank -10, jupyterlab-manager), below nothing else of ours. */

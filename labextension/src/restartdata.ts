@@ -5,7 +5,7 @@
 
 import { PathExt } from '@jupyterlab/coreutils';
 
-import { shown } from '../../nbagent/widgets/painter.js';
+import { shown } from './widgets/painter.js';
 import type { IBundle } from './paint';
 
 /** The timeline bundle's MIME type (paint.ts's TIMELINE_MIME). */

@@ -28,8 +28,11 @@ import { TIMELINE_MIME } from './paint';
 import { WIDGET_VIEW_MIME } from './renderer';
 
 const STATE_MIME = 'application/vnd.jupyter.widget-state+json';
-/** The first line of every nbagent widget module (`MARK` in nbagent/widgets/modules.py). */
-export const NBAGENT_MODULE = '// nbagent widget module (nbagent/widgets/modules.py)';
+/**
+ * How every nbagent widget module starts (its first line, `MARK` in widgets.config.mjs, which builds
+ * them; `MARK` in nbagent/widgets/modules.py). Modules of earlier versions start so too.
+ */
+export const NBAGENT_MODULE = '// nbagent widget module';
 
 /** Whether `model` has code cells and every one is trusted. */
 export function isTrusted(model: INotebookModel): boolean {

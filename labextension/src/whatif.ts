@@ -1,7 +1,7 @@
 /**
  * "What if…" and "Which context mattered?" in a session tab (SPEC §11.4, §11.5). The pane reads a
  * finished turn's arrivals from the server (`GET …/<id>/plan`, nbagent/labserver/plans.py) and
- * paints the shared editor (nbagent/widgets/whatif_editor.js, the one the timeline widget runs).
+ * paints the shared editor (src/widgets/whatif_editor.js, the one the timeline widget runs).
  * Replay and attribution run in a notebook's kernel: the pane asks each open notebook's kernel on
  * the comm target `nbagent.whatif` (nbagent/notebook/kernel/whatif_comm.py) whether it holds the session,
  * and sends the request to the first that does; the kernel streams the widget's messages back on
@@ -14,8 +14,8 @@ import { nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
 import { get, ISession, where } from './api';
 import { setOptions, styledSelect } from './diffpane';
-import { diffView, el } from '../../nbagent/widgets/painter.js';
-import { attributionBars, whatIfEditor, IEditorPlan, IWhatIfEdits } from '../../nbagent/widgets/whatif_editor.js';
+import { diffView, el } from './widgets/painter.js';
+import { attributionBars, whatIfEditor, IEditorPlan, IWhatIfEdits } from './widgets/whatif_editor.js';
 
 export const WHATIF_TARGET = 'nbagent.whatif';
 /** How long a kernel may take to say whether it holds a session. */

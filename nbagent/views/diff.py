@@ -362,7 +362,7 @@ def identical_text(d: TurnDiff) -> str:
     )
 
 
-# -- the view model as JSON (what the browser's painter paints: nbagent/widgets/painter.js) ----------
+# -- the view model as JSON (what the browser's painter paints: labextension/src/widgets/painter.js) -
 
 
 def _first_steps_by_id(steps: Sequence[StepDiff], side: str) -> dict[str, int]:

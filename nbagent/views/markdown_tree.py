@@ -6,7 +6,7 @@ mistune (the ``notebook`` extra; nbconvert's parser too) parses the text into to
 keeps a closed set of text-structure elements, ``[tag, attrs, *children]`` each, with strings for
 text. Raw HTML in an answer stays text; a link keeps its target only for ``http``, ``https`` and
 ``mailto``; an image becomes its alt text, so nothing loads. The painter
-(``nbagent/widgets/painter.js``, ``markdownNodes``) checks the same rules again.
+(``labextension/src/widgets/painter.js``, ``markdownNodes``) checks the same rules again.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ itself, its pending items and usage totals, the inbox model and the turn diff.
 docs/timeline-json.md says what the fields mean; these types say which fields there are. The
 builders (timeline.py, proposals.py, inbox.py, labels.py, meter.py, bundle.py, diff.py) construct
 them, so a type checker catches a misspelt field where it is written. ``scripts/gen_view_types.py``
-writes the same types as TypeScript (``nbagent/widgets/view_model.d.ts``) for the shared painter and
+writes the same types as TypeScript (``labextension/src/widgets/view_model.d.ts``) for the shared painter and
 the lab extension, and tests/test_view_types.py fails when that file is stale or when a folded
 session writes a field its type does not declare.
 

@@ -10,7 +10,6 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -30,14 +29,14 @@ from nbagent.views import (
     timeline_json,
     timeline_text,
 )
+from nbagent.views.html import stylesheet
 from nbagent.views.markdown_tree import AnswerTrees
 from nbagent.views.schema import InboxModel, TimelineSnapshot
-from nbagent.widgets.modules import widget_module
+from nbagent.widgets.modules import WidgetModule
 from nbagent.widgets.whatif import WhatIf, handle_why
 from nbagent.widgets.whatif import handle as whatif_message
 
 log = logging.getLogger("nbagent.widgets")
-_CSS = Path(__file__).parents[1] / "views" / "nbagent.css"
 DELAY = 0.04
 """Seconds a burst of events (a streaming answer) is coalesced into one front-end message."""
 REPUBLISH_DELAY = 0.5
@@ -51,7 +50,7 @@ SAVED_TEXT = 2000
 
 
 class _AgentWidget(anywidget.AnyWidget):
-    _css = _CSS
+    _css = stylesheet()
     uid = traitlets.Unicode().tag(sync=True)
     """Identifies the model across views (front ends key what the user opened by model)."""
 
@@ -124,7 +123,7 @@ class TimelineWidget(_AgentWidget):
     sent as custom messages, coalesced while text streams.
     """
 
-    _esm = widget_module("timeline.js")
+    _esm = WidgetModule("timeline")
     snapshot = traitlets.Dict().tag(sync=True)
 
     def __init__(self, agent: Agent, *, delay: float = DELAY, **kwargs: Any) -> None:
@@ -200,7 +199,7 @@ class InboxWidget(_AgentWidget):
     """Both pending queues, live; each item with its badge, label, first line, size, and a remove
     button that works while the kernel runs; an item opens to a preview of what will be sent."""
 
-    _esm = widget_module("inbox.js")
+    _esm = WidgetModule("inbox")
     queues = traitlets.Dict().tag(sync=True)
 
     def __init__(self, agent: Agent, *, delay: float = DELAY, **kwargs: Any) -> None:

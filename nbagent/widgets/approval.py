@@ -12,21 +12,25 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 
 from nbagent.views.escape import escape_html as escape
-from nbagent.widgets.modules import widget_module
+from nbagent.widgets.modules import WidgetModule
 
 log = logging.getLogger("nbagent.widgets")
-_HERE = Path(__file__).parent
 
 Decide = Callable[[str, str, bool], str]
 Records = Sequence[tuple[Mapping[str, Any], str, str]]
 """Decided questions: ``(question, state, outcome sentence)`` each."""
+
+
+@cache
+def _stylesheet() -> str:
+    """The prompt's CSS (a package resource), for the live prompt and its static HTML alike."""
+    return resources.files("nbagent.widgets").joinpath("approval.css").read_text(encoding="utf-8")
 
 
 class ApprovalWidget(anywidget.AnyWidget):
@@ -38,8 +42,8 @@ class ApprovalWidget(anywidget.AnyWidget):
     the same cell, ``{question, state, outcome}`` each.
     """
 
-    _esm = widget_module("approval.js")
-    _css = _HERE / "approval.css"
+    _esm = WidgetModule("approval")
+    _css = _stylesheet()
     question = traitlets.Dict().tag(sync=True)
     outcome = traitlets.Unicode("").tag(sync=True)
     state = traitlets.Unicode("pending").tag(sync=True)
@@ -128,11 +132,6 @@ def question_data(question: Any) -> dict[str, Any]:
 def _in_turn(question: Mapping[str, Any]) -> str:
     turn = question.get("turn")
     return f" in turn {turn}" if turn is not None else ""
-
-
-@cache
-def _stylesheet() -> str:
-    return resources.files("nbagent.widgets").joinpath("approval.css").read_text(encoding="utf-8")
 
 
 def _shown(question: Mapping[str, Any]) -> str:

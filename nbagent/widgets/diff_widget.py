@@ -7,7 +7,6 @@ paints it with the same painter, kernel or not) and the diff as text and Markdow
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -15,15 +14,16 @@ import traitlets
 
 from nbagent.views.diff import DIFF_MIME, TurnDiff, diff_json
 from nbagent.views.diff_paint import diff_html, diff_markdown, diff_text
-from nbagent.widgets.modules import widget_module
+from nbagent.views.html import stylesheet
+from nbagent.widgets.modules import WidgetModule
 
 
 class DiffWidget(anywidget.AnyWidget):
     """Two turns, step by step: each request's messages marked same / added / removed / moved, with
     their source badges, and whether each step's answer changed."""
 
-    _esm = widget_module("diff.js")
-    _css = Path(__file__).parents[1] / "views" / "nbagent.css"
+    _esm = WidgetModule("diff")
+    _css = stylesheet()
     diff = traitlets.Dict().tag(sync=True)
 
     def __init__(self, d: TurnDiff, **kwargs: Any) -> None:

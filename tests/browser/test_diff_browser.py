@@ -1,7 +1,8 @@
-"""``%agent diff`` live in the notebook, painted by the shared painter (nbagent/widgets/painter.js):
-the what-if tutorial's fork and replay, where a note that arrived one step late is moved a step
-earlier, shows the moved note with the step it is in on the other side, the changed answer, and the
-parent's extra step as removed (turns of different lengths)."""
+"""``%agent diff`` live in the notebook, painted by the shared painter
+(labextension/src/widgets/painter.js): the what-if tutorial's fork and replay, where a note that
+arrived one step late is moved a step earlier, shows the moved note with the step it is in on the
+other side, the changed answer, and the parent's extra step as removed (turns of different
+lengths)."""
 
 from __future__ import annotations
 

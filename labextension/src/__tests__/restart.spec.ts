@@ -4,7 +4,7 @@
  * The painter's `shown` makes bidirectional controls visible.
  */
 
-import type { ITurnNode } from '../../../nbagent/widgets/painter.js';
+import type { ITurnNode } from '../widgets/painter.js';
 import type { IBundle } from '../paint';
 import { endedData, endedHeadline, runningTurn, TIMELINE_MIME } from '../restartdata';
 

@@ -272,7 +272,7 @@ def _diff(session: Any, argv: list[str]) -> None:
         return
     from IPython.display import display
 
-    try:  # live, painted by the shared painter (nbagent/widgets/painter.js)
+    try:  # live, painted by the shared painter (labextension/src/widgets/painter.js)
         from nbagent.widgets.diff_widget import DiffWidget
     except ImportError:  # no anywidget: the same view model as Markdown
         display(

@@ -2,8 +2,8 @@
 // both pending queues, each item opening to a preview of what will be sent, a remove button each.
 // A pending item moves (agent.inbox.move, SPEC §11.1) by dragging it to another place or queue, or
 // from the keyboard: Alt+ArrowUp / Alt+ArrowDown on its row, and its button to the other queue.
-// The rows come from the shared painter (painter.js, put in front of this module by
-// nbagent/widgets/_widgets.py). The default export runs once per widget model.
+// The rows come from the shared painter (painter.js; labextension/widgets.config.mjs bundles it into
+// this widget's module). The default export runs once per widget model.
 
 import { el as h, markPainted, paneHead, pendingItem, queueBox } from "./painter.js";
 

@@ -1,6 +1,6 @@
 // The "What if…" editor (SPEC §11.4) and the attribution bars (§11.5), shared by the timeline widget
-// (nbagent/widgets/modules.py puts this file after the painter in the widget's module) and the lab
-// extension's session tab (labextension/src/whatif.ts imports it through webpack).
+// (timeline.js imports it; labextension/widgets.config.mjs bundles it into the widget's module) and
+// the lab extension's session tab (labextension/src/whatif.ts imports it).
 //
 // The editor paints a finished turn's arrivals (nbagent/forks/editor_plan.py: every word
 // ready-made) grouped by the step that saw them; the person drags an arrival to another step

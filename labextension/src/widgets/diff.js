@@ -1,6 +1,6 @@
 // nbagent diff widget: the turn diff's view model (nbagent/views/diff.py, diff_json; synced state
-// "diff") painted by the shared painter (painter.js, put in front of this module by
-// nbagent/widgets/modules.py), the same painting as the lab extension's session tab.
+// "diff") painted by the shared painter (painter.js; labextension/widgets.config.mjs bundles it into
+// this widget's module), the same painting as the lab extension's session tab.
 
 import { diffView } from "./painter.js";
 

@@ -1,12 +1,13 @@
 // nbagent timeline widget: paints the timeline view model (nbagent/views/timeline.py) and applies
 // the patches the kernel sends for new events ("add" / "set" / "text"). Every word, size, outcome
 // and reason arrives ready-made in the nodes (docs/timeline-json.md): this module only paints.
-// The rows and items come from the shared painter (painter.js; nbagent/widgets/_widgets.py puts it
-// in front of this module, whose one import line it replaces). The default export runs once per
-// widget model: what the user opened and where they scrolled live there, and survive the output
-// being re-published.
+// The rows and items come from the shared painter (painter.js, with the "What if…" editor:
+// labextension/widgets.config.mjs bundles them into this widget's module). The default export runs
+// once per widget model: what the user opened and where they scrolled live there, and survive the
+// output being re-published.
 
-import { attributionBars, badge, diffView, el as h, leaf, markdownNodes, markPainted, meterLegend, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, shown, stepBox, turnBox, whatIfEditor } from "./painter.js";
+import { badge, diffView, el as h, leaf, markdownNodes, markPainted, meterLegend, paintStepHead, pill, plainAnswer, repaintTurn, setWhy, shown, stepBox, turnBox } from "./painter.js";
+import { attributionBars, whatIfEditor } from "./whatif_editor.js";
 
 const KEEP_OPEN = 3; // the last turns shown opened at first render (older ones start collapsed)
 

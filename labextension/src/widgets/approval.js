@@ -6,8 +6,8 @@
 // question is pending and the prompt is on screen, the view tells the kernel so every few seconds
 // (somebody is there to ask). A prompt whose kernel is gone (restarted, shut down: the widget
 // manager marks the view "jupyter-widgets-disconnected", or a send fails) says so and offers nothing
-// to click; it never throws. Its elements come from the shared painter (painter.js, put in front
-// of this module by nbagent/widgets/modules.py).
+// to click; it never throws. Its elements come from the shared painter (painter.js;
+// labextension/widgets.config.mjs bundles it into this widget's module).
 
 import { el as h, markPainted } from "./painter.js";
 

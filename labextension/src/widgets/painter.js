@@ -1,12 +1,12 @@
 // nbagent's one painter in the browser: the rows and items of the view model (nbagent/views;
 // docs/timeline-json.md), built once for every page that paints them. The anywidget widgets
-// (timeline.js, inbox.js: nbagent/widgets/_widgets.py puts this module in front of each) and the
-// JupyterLab extension (labextension/src/paint.ts imports this file; painter.d.ts gives its types)
-// use it. The static HTML of nbagent/views/html.py builds the same structure and classes in Python
+// (timeline.js, inbox.js, approval.js, diff.js beside it: labextension/widgets.config.mjs bundles
+// each with this module) and the JupyterLab extension (labextension/src/paint.ts imports this
+// file; painter.d.ts gives its types) import it. The static HTML of nbagent/views/html.py builds the same structure and classes in Python
 // (checked against this painter by tests/browser/test_views_browser.py).
 //
 // Every string from a node goes into the DOM as text (textContent, attributes), never as HTML:
-// message content is data. Plain ES module: no imports, no bundler needed.
+// message content is data. Plain ES module: it imports nothing.
 
 /** What a painted root carries once its first paint is done (a signal, not words). */
 export const PAINTED = "nbaPainted";
