@@ -118,7 +118,7 @@ async def follower(args: argparse.Namespace) -> None:
 
     tasks = [asyncio.create_task(follow(sid)) for sid in ids]
     listener = pg_listen.listener_for(PostgresStore(args.url))
-    while sum(1 for f in listener._followers if f.ready.is_set()) < len(ids):
+    while len(listener.ready_sessions()) < len(ids):
         await asyncio.sleep(0.05)
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # "stop"

@@ -68,7 +68,7 @@ async def test_many_followers_share_one_listening_connection_and_the_process_poo
     followers = [asyncio.create_task(_follow(pg_url, sid, 4)) for sid in ids]
     store = PostgresStore(pg_url)
     listener = pg_listen.listener_for(store)
-    while sum(1 for f in listener._members if f.ready.is_set()) < SESSIONS:
+    while len(listener.ready_sessions()) < SESSIONS:
         await asyncio.sleep(0.01)
     during = backends_of_this_process(pg_cluster)
     listening = listening_backends(pg_cluster)
@@ -86,7 +86,7 @@ async def test_followers_go_on_after_their_listening_connection_is_cut(pg_cluste
     ids = await _open_sessions(pg_url)
     followers = [asyncio.create_task(_follow(pg_url, sid, 4)) for sid in ids]
     listener = pg_listen.listener_for(PostgresStore(pg_url))
-    while sum(1 for f in listener._members if f.ready.is_set()) < SESSIONS:
+    while len(listener.ready_sessions()) < SESSIONS:
         await asyncio.sleep(0.01)
     before = listener.connections
     with psycopg.connect(pg_cluster.url(), autocommit=True) as conn:

@@ -185,11 +185,7 @@ def test_a_waiting_follower_gets_another_process_write_through_the_listener(
         waiting = asyncio.ensure_future(timeline(known=known, wait="30"))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
-        while not any(
-            f.session_id == sid and f.ready.is_set()
-            for lst in pg_listen._listeners.values()
-            for f in lst._members
-        ):
+        while not any(sid in lst.ready_sessions() for lst in pg_listen._listeners.values()):
             assert loop.time() < deadline and not waiting.done(), "the request never waited"
             await asyncio.sleep(0.01)
         writer = await asyncio.create_subprocess_exec(sys.executable, "-c", WRITER, team, sid)

@@ -74,6 +74,12 @@ class Listener(Served[Follower]):
         self.connections = 0
         """How many listening connections it has opened (one while all goes well)."""
 
+    def ready_sessions(self) -> list[str]:
+        """The session ids of the followers whose first read is settled (listening, or told to
+        rescan): one entry per follower, for those who wait on it (benchmarks, tests)."""
+        with self._cond:
+            return [f.session_id for f in self._members if f.ready.is_set()]
+
     # -- the thread -----------------------------------------------------------------------------
 
     def _run(self) -> None:
