@@ -103,11 +103,11 @@ class AgentCore:
     @property
     def status(self) -> Status:
         """``"idle"``, ``"running"`` (spanning consecutive queued turns) or ``"closed"``."""
-        return self.driver.status
+        return self.driver.life.status
 
     @property
     def closed(self) -> bool:
-        return self.driver.closed
+        return self.driver.life.closed
 
     @property
     def cancel_grace(self) -> float:
@@ -183,7 +183,7 @@ class AgentCore:
         if not driver.on_loop_thread():
             raise RuntimeError("wake() runs on the agent's loop thread (loop.call_soon_threadsafe)")
         driver.projections.materialise()  # a resumed log is read before a turn opens (SPEC §6.3)
-        if driver.driving or driver.stopping or not driver.journal.staged_inbox.pending:
+        if driver.life.driving or driver.life.stopping or not driver.journal.staged_inbox.pending:
             return False
         driver.prelude = prelude  # taken by the turn's first commit (open_turn)
         try:
@@ -191,7 +191,7 @@ class AgentCore:
         except BaseException:
             driver.prelude = None
             raise
-        return driver.driving
+        return driver.life.driving
 
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.
@@ -270,7 +270,7 @@ class AgentCore:
     def set_model(self, model: Model | str) -> None:
         """Use ``model`` for later requests (a ``request/header`` records the change)."""
         self.driver.model = resolve_model(model)
-        if self._file is not None and not self.driver.closed:
+        if self._file is not None and not self.driver.life.closed:
             self._file.update_session(self.session_id, model=self.model.name)
 
     def __repr__(self) -> str:
