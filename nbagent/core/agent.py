@@ -16,6 +16,7 @@ from nbagent.core.inbox import Inbox, InboxState
 from nbagent.core.journal import Plan
 from nbagent.core.loop import drive
 from nbagent.core.notices import LiveNotice, NoticeName, Status
+from nbagent.core.offer import Offer
 from nbagent.core.ports import Releasable, SessionFile, WindowLookup
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
@@ -78,9 +79,7 @@ class AgentCore:
             loop=loop,
             file=file,
             lease=lease,
-            model=resolve_model(model),
-            tools=as_tools(tools),
-            system=system,
+            offer=Offer(resolve_model(model), as_tools(tools), system),
             resumed=resumed,
         )
         """The turn driver: the running state and the seams the loop, the tools and the inbox use.
@@ -125,39 +124,39 @@ class AgentCore:
     @property
     def model(self) -> Model:
         """The model of the next request (change it with :meth:`set_model`)."""
-        return self.driver.model
+        return self.driver.offer.model
 
     @property
     def tools(self) -> dict[str, Tool]:
         """The offered tools by name (add one with :meth:`add_tool`)."""
-        return self.driver.tools
+        return self.driver.offer.tools
 
     @property
     def system(self) -> str | None:
-        return self.driver.system
+        return self.driver.offer.system
 
     @property
     def approver(self) -> Approver | None:
         """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
         ``"allowed-session"``, ``"rejected"`` or ``"unavailable"``. With none set, such calls are
         ``unavailable``."""
-        return self.driver.approver
+        return self.driver.offer.approver
 
     @approver.setter
     def approver(self, approver: Approver | None) -> None:
-        self.driver.approver = approver
+        self.driver.offer.approver = approver
 
     @property
     def context_limit(self) -> str:
         """``"warn"`` (the default): a request estimated above 90 % of the model's context window
         carries a warning; ``"block"``: the pre-step rejects it and the turn ends ``blocked``."""
-        return self.driver.context_limit
+        return self.driver.offer.context_limit
 
     @context_limit.setter
     def context_limit(self, value: str) -> None:
         if value not in ("warn", "block"):
             raise ValueError(f"context_limit must be 'warn' or 'block', got {value!r}")
-        self.driver.context_limit = value  # type: ignore[assignment]
+        self.driver.offer.context_limit = value  # type: ignore[assignment]
 
     def followup(self, message: UserMessage | str) -> UserMessage:
         """Queue ``message`` as its own turn (``next-turn``, FIFO) and wake the driver."""
@@ -248,28 +247,28 @@ class AgentCore:
         if added.name in self.tools:
             raise ValueError(f"a tool named {added.name!r} is already offered")
         self.tools[added.name] = added
-        self.driver.tools_changed()
+        self.driver.offer.tools_changed()
         return added
 
     def remove_tool(self, name: str) -> Tool | None:
         """Stop offering tool ``name`` from the next request on; the removed tool, or ``None``."""
         removed = self.tools.pop(name, None)
-        self.driver.tools_changed()
+        self.driver.offer.tools_changed()
         return removed
 
     def tool_for(self, name: str) -> Tool | None:
         """The tool a call named ``name`` runs: an offered one, else an MCP server's stand-in that
         answers why that server offers no such tool now (SPEC §9.7)."""
-        return self.driver.tool_for(name)
+        return self.driver.offer.tool_for(name)
 
     @property
     def tool_schemas(self) -> tuple[Any, ...]:
         """The JSON schemas of the offered tools, as requests carry them (cached until a change)."""
-        return self.driver.tool_schemas
+        return self.driver.offer.tool_schemas
 
     def set_model(self, model: Model | str) -> None:
         """Use ``model`` for later requests (a ``request/header`` records the change)."""
-        self.driver.model = resolve_model(model)
+        self.driver.offer.model = resolve_model(model)
         if self._file is not None and not self.driver.life.closed:
             self._file.update_session(self.session_id, model=self.model.name)
 

@@ -2,8 +2,9 @@
 
 The :class:`Driver` owns what changes while an agent runs: the journal and the projections of
 the log, its life (one :class:`~nbagent.core.lifecycle.Lifecycle`: the state, status, signal,
-task, fault and pending wake-ups), the batching of streamed chunks, and what the next request
-offers (model, tools, system prompt, approver). It is given its fixed configuration as a :class:`DriverConfig`
+task, fault and pending wake-ups), and the batching of streamed chunks. It reads what the next
+request offers (model, tools, system prompt, approver) from the agent's
+:class:`~nbagent.core.offer.Offer`. It is given its fixed configuration as a :class:`DriverConfig`
 and never sees the ``Agent``: the agent is the public face over it, and ``loop.py`` and
 ``tool_batch.py`` see only its :class:`~nbagent.core.loop_port.LoopPort`.
 """
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from nbagent.core.chunk_timer import ChunkTimer
 from nbagent.core.driver_port import DriverPort
-from nbagent.core.driver_state import Approver, DriverConfig, OpenTurn, Resumed
+from nbagent.core.driver_state import DriverConfig, OpenTurn, Resumed
 from nbagent.core.estimate import Meter
 from nbagent.core.header_state import HeaderState
 from nbagent.core.hooks import SessionStart
@@ -27,15 +28,14 @@ from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splic
 from nbagent.core.journal import Build, Journal, Plan
 from nbagent.core.lifecycle import Lifecycle
 from nbagent.core.notices import LiveNotice, Notices, Status
+from nbagent.core.offer import Offer
 from nbagent.core.ports import Releasable, SessionFile
 from nbagent.core.projections import Projections
 from nbagent.core.signal import CancelSignal
-from nbagent.core.tools import Tool
 from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
-from nbagent.log.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
+from nbagent.log.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, TurnStart
 from nbagent.log.messages import Message, UserMessage, coerce_user_message
 from nbagent.log.vocabulary import Failure, Target
-from nbagent.models.base import Model
 
 log = logging.getLogger("nbagent")
 
@@ -54,29 +54,18 @@ class Driver(DriverPort):
         loop: asyncio.AbstractEventLoop,
         file: SessionFile | None,
         lease: Releasable | None,
-        model: Model,
-        tools: dict[str, Tool],
-        system: str | None,
+        offer: Offer,
         resumed: Resumed | None,
     ) -> None:
         self.config = config
         self.loop = loop
         self.file = file
         self._lease = lease
-        self.model = model
-        """The model of the next request (a change is recorded by a ``request/header``)."""
-        self.tools = tools
-        """The offered tools by name (shared with ``agent.tools``)."""
-        self.stand_in: Callable[[str], Tool | None] | None = None
-        """Answers a call of a tool not offered now (an MCP server's, while it starts or after it failed)."""
+        self.offer = offer
+        """What the next request offers (the agent's; a change is recorded by a ``request/header``)."""
         self.prelude: Callable[[InboxState, int], Plan] | None = None
         """Drafts (and their inbox) written in the next turn's first commit, before ``turn/start``."""
-        self._schemas: tuple[Any, ...] | None = None
-        self.system = system
-        self.approver: Approver | None = None
-        """With none set, calls of tools that need approval are ``unavailable``."""
-        self.context_limit: Literal["warn", "block"] = "warn"  # "block": see Agent.context_limit
-        self.meter = Meter(model)  # the running token counts of requests (SPEC §12)
+        self.meter = Meter(offer.model)  # the running token counts of requests (SPEC §12)
         self.notices = Notices(loop, threading.get_ident())
         self.notices.after_event_round = self._after_event_round
         self.notices.on_change = self._subscriptions_changed
@@ -95,29 +84,13 @@ class Driver(DriverPort):
         self.life = Lifecycle(self._publish_status)
         """Where the driver is in its life: state, status, signal, task, fault, pending wake-ups."""
         self.last_turn = resumed.last_turn if resumed else 0
-        self.header = HeaderState(resumed.last_header if resumed else None)
+        self.header_state = HeaderState(resumed.last_header if resumed else None)
         self.chunks = ChunkTimer(loop, self._timed_flush)
 
     @property
     def fault(self) -> BaseException | None:
         """The failed write that stopped the session, if one did (then nothing more is written)."""
         return self.life.fault
-
-    # -- what the next request offers -------------------------------------------------------------
-
-    @property
-    def tool_schemas(self) -> tuple[Any, ...]:
-        """The JSON schemas of the offered tools, as requests carry them (cached until a change)."""
-        if self._schemas is None or len(self._schemas) != len(self.tools):
-            self._schemas = tuple(t.schema for t in self.tools.values())
-        return self._schemas
-
-    def tools_changed(self) -> None:
-        self._schemas = None
-
-    def tool_for(self, name: str) -> Tool | None:
-        tool = self.tools.get(name)
-        return tool if tool is not None or self.stand_in is None else self.stand_in(name)
 
     # -- checks -----------------------------------------------------------------------------------
 
@@ -341,7 +314,7 @@ class Driver(DriverPort):
         try:
             claimed = self.submit(build)
         except SessionWriteError as exc:
-            self.report_error(exc, None)
+            self.report(exc, None)
             return None
         if claimed is None:
             return None
@@ -412,7 +385,7 @@ class Driver(DriverPort):
                 await listener(SessionStart(self.config.face, source))
         except Exception as exc:
             log.exception("nbagent session_start listener failed")
-            self.report_error(exc, None)
+            self.report(exc, None)
         finally:
             self.life.session_started()
 
@@ -433,7 +406,10 @@ class Driver(DriverPort):
             self.notices.kick()
 
     def commit(self, change: Build | list[Record] | None = None, *, only_if_planned: bool = False) -> Any:
-        """Commit what the driver staged (and ``change``) before an external effect."""
+        """Commit what the driver staged (and ``change``) before an external effect: streamed chunks
+        too (the chunk timer stops); with nothing staged and no ``change``, nothing is written."""
+        if change is None and not self.journal.has_staged():
+            return self.chunks.written()
         self.chunks.written()
         try:
             return self.journal.commit(change, only_if_planned=only_if_planned)
@@ -447,21 +423,9 @@ class Driver(DriverPort):
 
     def _timed_flush(self) -> None:
         try:
-            self.flush()
+            self.commit()
         except SessionWriteError as exc:  # the chunks stay staged; the driver's next commit reports it
             log.warning("nbagent: writing streamed chunks failed: %s", exc)
-
-    def flush(self) -> None:
-        """Commit everything staged (driver events and batched chunks); ``commit`` stops the chunk timer."""
-        if not self.journal.has_staged():
-            return self.chunks.written()
-        self.commit()
-
-    def fail(self, error: BaseException, turn: int | None) -> None:
-        """The session cannot record its turn's end: stop taking deliveries (resume repairs it)."""
-        if self.life.fail(error):
-            self.journal.discard_staged(error)
-        self.report_error(error, turn)
 
     # -- what the loop reads ----------------------------------------------------------------------
 
@@ -480,17 +444,18 @@ class Driver(DriverPort):
     def history(self) -> tuple[Message, ...]:
         return self.projections.history()
 
-    def header_draft(self) -> RequestHeader | None:
-        """The ``request/header`` record when the header is new or changed since the last one."""
-        return self.header.draft(self.model.name, self.system, self.tool_schemas)
-
     # -- notices ----------------------------------------------------------------------------------
 
     def _publish_status(self, status: Status) -> None:
         if self.notices.wants("status"):
             self.notices.post("status", LiveNotice("status", status=status))
 
-    def report_error(self, error: Failure | BaseException, turn: int | None) -> None:
+    def report(self, error: Failure | BaseException, turn: int | None, *, fatal: bool = False) -> None:
+        """Post an ``"error"`` notice; ``fatal``: ``error``, a write the turn cannot do without,
+        failed, so the session stops taking deliveries and its staged events are dropped (resume
+        repairs it)."""
+        if fatal and isinstance(error, BaseException) and self.life.fail(error):
+            self.journal.discard_staged(error)
         self.notices.post("error", LiveNotice("error", error=error, turn=turn))
 
     def _after_event_round(self) -> None:
