@@ -212,7 +212,7 @@ class Driver(DriverPort):
     async def close(self) -> None:
         if self.life.closed:
             return
-        if in_driver.get() is self.config.face:
+        if in_driver.get() is self.config.hooks.agent:
             raise RuntimeError(
                 "close() was called from inside a turn (a tool, hook or model); call agent.cancel() "
                 "there, or close the agent from outside the turn"
@@ -267,7 +267,7 @@ class Driver(DriverPort):
         life = self.life
         life.begin(CancelSignal(self.loop))
         ctx = contextvars.copy_context()
-        ctx.run(in_driver.set, self.config.face)
+        ctx.run(in_driver.set, self.config.hooks.agent)
         if not life.ready(bool(self.config.hooks.session_start.listeners)):
             # SPEC §3.6: every session_start listener finishes before the session's first claim.
             life.run(ctx.run(self.loop.create_task, self._drive_after_start()))
@@ -382,7 +382,7 @@ class Driver(DriverPort):
     async def _session_start(self, source: Literal["open", "resume"]) -> None:
         try:
             for listener in self.config.hooks.session_start.listeners:
-                await listener(SessionStart(self.config.face, source))
+                await listener(SessionStart(self.config.hooks.agent, source))
         except Exception as exc:
             log.exception("nbagent session_start listener failed")
             self.report(exc, None)

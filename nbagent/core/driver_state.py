@@ -7,24 +7,18 @@ without importing the driver's machinery.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from nbagent.core.hooks import AgentFace, Hooks
+from nbagent.core.hooks import Hooks
 from nbagent.core.inbox import InboxState
 from nbagent.core.ports import WindowLookup
 from nbagent.core.projections import Prefix
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.signal import CancelSignal
-from nbagent.core.tools import Tool
 from nbagent.log.events import Record
 from nbagent.log.messages import UserMessage
-
-Approver = Callable[[Tool, Any], Awaitable[str]]
-"""Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
-``"allowed-session"`` (allowed by an allowance for the rest of the session), ``"rejected"`` or
-``"unavailable"``."""
 
 
 @dataclass(slots=True)
@@ -50,8 +44,7 @@ class DriverConfig:
     """Seconds a cancelled turn waits for a started tool or request before abandoning it."""
     retry_policy: RetryPolicy
     hooks: Hooks
-    face: AgentFace
-    """What hook payloads carry as ``agent`` (and what ``in_driver`` holds while a turn runs)."""
+    """The agent's hooks; ``hooks.agent`` is what their payloads carry as ``agent``."""
     drive: Drive
     window_lookup: WindowLookup | None = None
     """The context window of a model a request names (the price table, from the session layer);

@@ -140,7 +140,7 @@ async def run_turn(driver: LoopPort, turn: OpenTurn) -> bool:
                 if hooks.turn_stopping.listeners:
                     driver.commit()
                 for listener in hooks.turn_stopping.listeners:
-                    await listener(TurnStopping(config.face, number, signal))
+                    await listener(TurnStopping(hooks.agent, number, signal))
                     check(signal)
                 if not driver.next_step_pending:
                     end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
@@ -185,7 +185,8 @@ def _end_turn(driver: LoopPort, signal: CancelSignal, end: TurnEnd | None) -> bo
 async def _pre_step(
     driver: LoopPort, claimed: tuple[UserMessage, ...], turn: int, step: int, signal: CancelSignal
 ) -> Any:
-    listeners = driver.config.hooks.pre_step.listeners
+    hooks = driver.config.hooks
+    listeners = hooks.pre_step.listeners
     if not listeners:
         return Enter(claimed)
     driver.commit()  # the claim is durable before outside code sees it
@@ -193,9 +194,7 @@ async def _pre_step(
     async def default() -> Enter:
         return Enter(claimed)
 
-    return await waterfall(
-        listeners, PreStepPayload(driver.config.face, claimed, turn, step, signal), default
-    )
+    return await waterfall(listeners, PreStepPayload(hooks.agent, claimed, turn, step, signal), default)
 
 
 def _entered(decision: Any) -> tuple[UserMessage, ...]:
@@ -380,7 +379,7 @@ async def _request_error(
     driver: LoopPort, turn: int, step: int, attempt: int, failure: Failure, signal: CancelSignal
 ) -> Any:
     config = driver.config
-    payload = RequestFailure(config.face, turn, step, attempt, failure, signal)
+    payload = RequestFailure(config.hooks.agent, turn, step, attempt, failure, signal)
     listeners = config.hooks.request_error.listeners
     if listeners:
         driver.commit()

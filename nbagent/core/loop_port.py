@@ -29,7 +29,7 @@ class LoopPort(Protocol):
 
     @property
     def config(self) -> DriverConfig:
-        """The fixed settings: hooks, the agent hooks see, ``max_steps``, ``cancel_grace``, retries."""
+        """The fixed settings: the agent's hooks, ``max_steps``, ``cancel_grace``, retries."""
         ...
 
     @property
