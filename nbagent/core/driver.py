@@ -5,8 +5,9 @@ the log, its life (one :class:`~nbagent.core.lifecycle.Lifecycle`: the state, st
 task, fault and pending wake-ups), and the batching of streamed chunks. It reads what the next
 request offers (model, tools, system prompt, approver) from the agent's
 :class:`~nbagent.core.offer.Offer`. It is given its fixed configuration as a :class:`DriverConfig`
-and never sees the ``Agent``: the agent is the public face over it, and ``loop.py`` and
-``tool_batch.py`` see only its :class:`~nbagent.core.loop_port.LoopPort`.
+and never calls the ``Agent`` (the agent's hooks hold it, for their payloads): the agent is the
+public face over it, and ``loop.py`` and ``tool_batch.py`` see only its
+:class:`~nbagent.core.loop_port.LoopPort`.
 """
 
 from __future__ import annotations
