@@ -136,7 +136,7 @@ class Agent(AgentCore):
             from nbagent.mcp.servers import McpServers
 
             self._mcp = McpServers(self)
-            self.driver.stand_in = self._mcp.stand_in
+            self.offer.stand_in = self._mcp.stand_in
             self.on_close.append(self._mcp.close)
         return self._mcp
 

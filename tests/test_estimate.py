@@ -62,7 +62,7 @@ async def test_each_step_records_its_request_by_source_summing_to_the_total(tmp_
     agent.followup("hello world")
     await agent.when_idle()
     first, second = estimates(agent)
-    tools_json = json.dumps([dict(t) for t in agent.driver.tool_schemas], separators=(",", ":"))
+    tools_json = json.dumps([dict(t) for t in agent.tool_schemas], separators=(",", ":"))
     base = {"system": chars("be brief"), "tools": chars(tools_json)}
     assert dict(first.by_source) == {"dataframe": chars(frame), "user": chars("hello world"), **base}
     assistant = chars("let me look") + chars("lookup") + chars('{"key": "k"}')

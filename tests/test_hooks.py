@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 from eventtrace import trace
@@ -288,7 +289,7 @@ async def test_session_start_listeners_finish_before_the_first_claim(db, source)
 
 
 async def test_every_hook_payload_carries_the_agent_itself_and_the_driver_holds_no_agent(db):
-    """SPEC §3.6: listeners get ``agent``; the driver reaches it only as the value its config passes on."""
+    """SPEC §3.6: listeners get ``agent``; the driver reaches it only through the agent's hooks."""
     model = ScriptedModel([Response(failure="RATE_LIMIT"), "ok"])
     agent = nbagent.open_session(db, model=model, retry=FAST)
     seen: list[tuple[str, object, object]] = []
@@ -321,4 +322,6 @@ async def test_every_hook_payload_carries_the_agent_itself_and_the_driver_holds_
         ("turn_stopping", agent, 1),
     ]
     assert all(value is not agent for value in vars(agent.driver).values())
-    assert agent.driver.config.face is agent
+    config = agent.driver.config
+    assert all(getattr(config, f.name) is not agent for f in dataclasses.fields(config))
+    assert config.hooks is agent.hooks and agent.hooks.agent is agent

@@ -74,7 +74,7 @@ async def test_a_running_callback_that_cancels_then_follows_up_replays_the_follo
         "TE 1 completed",
     ]
     assert statuses == ["running", "idle", "running", "idle"]
-    assert not agent.driver.latched and agent.status == "idle"
+    assert not agent.driver.life.latched and agent.status == "idle"
     check_invariants(agent.events, inbox=agent.inbox)
     await agent.close()
 

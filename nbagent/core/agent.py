@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nbagent.core.driver import Driver, in_driver
-from nbagent.core.driver_state import Approver, DriverConfig, Resumed
+from nbagent.core.driver_state import DriverConfig, Resumed
 from nbagent.core.hooks import Hooks
 from nbagent.core.inbox import Inbox, InboxState
 from nbagent.core.journal import Plan
 from nbagent.core.loop import drive
 from nbagent.core.notices import LiveNotice, NoticeName, Status
+from nbagent.core.offer import Approver, Offer
 from nbagent.core.ports import Releasable, SessionFile, WindowLookup
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.runs import Run, fold_run
@@ -58,30 +59,25 @@ class AgentCore:
             raise ValueError("cancel_grace must be a number of seconds >= 0")
         self.session_id = session_id
         self.path: Path | str | None = file.path if file is not None else None
-        self.hooks = Hooks()
+        self.hooks = Hooks(self)
         self._file = file
         self.on_close: list[Callable[[], Coroutine[Any, Any, None]]] = []
         """Awaited by :meth:`close` after the driver stopped, in order: what drives this agent from
         outside (its MCP servers) stops with it."""
-        config = DriverConfig(
+        self.offer = Offer(resolve_model(model), as_tools(tools), system)
+        """What the next request offers (model, tools, system prompt, approver, context limit): the
+        agent's own, which its driver reads by reference. Change it through the agent's setters."""
+        self._settings = DriverConfig(
             session_id=session_id,
             max_steps=max_steps,
             cancel_grace=float(cancel_grace),
             retry_policy=retry or RetryPolicy(),
             hooks=self.hooks,
-            face=self,
             drive=drive,
             window_lookup=window_lookup,
         )
         self.driver = Driver(
-            config,
-            loop=loop,
-            file=file,
-            lease=lease,
-            model=resolve_model(model),
-            tools=as_tools(tools),
-            system=system,
-            resumed=resumed,
+            self._settings, loop=loop, file=file, lease=lease, offer=self.offer, resumed=resumed
         )
         """The turn driver: the running state and the seams the loop, the tools and the inbox use.
         Not a user API."""
@@ -103,61 +99,61 @@ class AgentCore:
     @property
     def status(self) -> Status:
         """``"idle"``, ``"running"`` (spanning consecutive queued turns) or ``"closed"``."""
-        return self.driver.status
+        return self.driver.life.status
 
     @property
     def closed(self) -> bool:
-        return self.driver.closed
+        return self.driver.life.closed
 
     @property
     def cancel_grace(self) -> float:
         """Seconds a cancelled turn waits for a started tool before abandoning it (SPEC §5.6)."""
-        return self.driver.config.cancel_grace
+        return self._settings.cancel_grace
 
     @property
     def max_steps(self) -> int:
-        return self.driver.config.max_steps
+        return self._settings.max_steps
 
     @property
     def retry_policy(self) -> RetryPolicy:
-        return self.driver.config.retry_policy
+        return self._settings.retry_policy
 
     @property
     def model(self) -> Model:
         """The model of the next request (change it with :meth:`set_model`)."""
-        return self.driver.model
+        return self.offer.model
 
     @property
     def tools(self) -> dict[str, Tool]:
         """The offered tools by name (add one with :meth:`add_tool`)."""
-        return self.driver.tools
+        return self.offer.tools
 
     @property
     def system(self) -> str | None:
-        return self.driver.system
+        return self.offer.system
 
     @property
     def approver(self) -> Approver | None:
         """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
         ``"allowed-session"``, ``"rejected"`` or ``"unavailable"``. With none set, such calls are
         ``unavailable``."""
-        return self.driver.approver
+        return self.offer.approver
 
     @approver.setter
     def approver(self, approver: Approver | None) -> None:
-        self.driver.approver = approver
+        self.offer.approver = approver
 
     @property
     def context_limit(self) -> str:
         """``"warn"`` (the default): a request estimated above 90 % of the model's context window
         carries a warning; ``"block"``: the pre-step rejects it and the turn ends ``blocked``."""
-        return self.driver.context_limit
+        return self.offer.context_limit
 
     @context_limit.setter
     def context_limit(self, value: str) -> None:
         if value not in ("warn", "block"):
             raise ValueError(f"context_limit must be 'warn' or 'block', got {value!r}")
-        self.driver.context_limit = value  # type: ignore[assignment]
+        self.offer.context_limit = value  # type: ignore[assignment]
 
     def followup(self, message: UserMessage | str) -> UserMessage:
         """Queue ``message`` as its own turn (``next-turn``, FIFO) and wake the driver."""
@@ -183,7 +179,7 @@ class AgentCore:
         if not driver.on_loop_thread():
             raise RuntimeError("wake() runs on the agent's loop thread (loop.call_soon_threadsafe)")
         driver.projections.materialise()  # a resumed log is read before a turn opens (SPEC §6.3)
-        if driver.driving or driver.stopping or not driver.journal.staged_inbox.pending:
+        if driver.life.driving or driver.life.stopping or not driver.journal.staged_inbox.pending:
             return False
         driver.prelude = prelude  # taken by the turn's first commit (open_turn)
         try:
@@ -191,7 +187,7 @@ class AgentCore:
         except BaseException:
             driver.prelude = None
             raise
-        return driver.driving
+        return driver.life.driving
 
     def cancel(self, cause: str = "user", *, keep_inbox: bool = False) -> None:
         """Abort the running turn (cooperatively) and, unless ``keep_inbox``, cancel pending work.
@@ -248,29 +244,29 @@ class AgentCore:
         if added.name in self.tools:
             raise ValueError(f"a tool named {added.name!r} is already offered")
         self.tools[added.name] = added
-        self.driver.tools_changed()
+        self.offer.tools_changed()
         return added
 
     def remove_tool(self, name: str) -> Tool | None:
         """Stop offering tool ``name`` from the next request on; the removed tool, or ``None``."""
         removed = self.tools.pop(name, None)
-        self.driver.tools_changed()
+        self.offer.tools_changed()
         return removed
 
     def tool_for(self, name: str) -> Tool | None:
         """The tool a call named ``name`` runs: an offered one, else an MCP server's stand-in that
         answers why that server offers no such tool now (SPEC §9.7)."""
-        return self.driver.tool_for(name)
+        return self.offer.tool_for(name)
 
     @property
     def tool_schemas(self) -> tuple[Any, ...]:
         """The JSON schemas of the offered tools, as requests carry them (cached until a change)."""
-        return self.driver.tool_schemas
+        return self.offer.tool_schemas
 
     def set_model(self, model: Model | str) -> None:
         """Use ``model`` for later requests (a ``request/header`` records the change)."""
-        self.driver.model = resolve_model(model)
-        if self._file is not None and not self.driver.closed:
+        self.offer.model = resolve_model(model)
+        if self._file is not None and not self.driver.life.closed:
             self._file.update_session(self.session_id, model=self.model.name)
 
     def __repr__(self) -> str:

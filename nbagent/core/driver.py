@@ -1,11 +1,13 @@
 """The turn driver's state and the narrow seams the loop, the tools and the inbox use.
 
 The :class:`Driver` owns what changes while an agent runs: the journal and the projections of
-the log, its :class:`DriverState`, the driver task and its cancellation signal, the pending
-``when_idle()`` waiters, the batching of streamed chunks, and what the next request offers (model,
-tools, system prompt, approver). It is given its fixed configuration as a :class:`DriverConfig`
-and never sees the ``Agent``: the agent is the public face over it, and ``loop.py`` and
-``tool_batch.py`` see only its :class:`~nbagent.core.loop_port.LoopPort`.
+the log, its life (one :class:`~nbagent.core.lifecycle.Lifecycle`: the state, status, signal,
+task, fault and pending wake-ups), and the batching of streamed chunks. It reads what the next
+request offers (model, tools, system prompt, approver) from the agent's
+:class:`~nbagent.core.offer.Offer`. It is given its fixed configuration as a :class:`DriverConfig`
+and never calls the ``Agent`` (the agent's hooks hold it, for their payloads): the agent is the
+public face over it, and ``loop.py`` and ``tool_batch.py`` see only its
+:class:`~nbagent.core.loop_port.LoopPort`.
 """
 
 from __future__ import annotations
@@ -19,22 +21,22 @@ from typing import Any, Literal
 
 from nbagent.core.chunk_timer import ChunkTimer
 from nbagent.core.driver_port import DriverPort
-from nbagent.core.driver_state import Approver, DriverConfig, DriverState, OpenTurn, Resumed
+from nbagent.core.driver_state import DriverConfig, OpenTurn, Resumed
 from nbagent.core.estimate import Meter
 from nbagent.core.header_state import HeaderState
 from nbagent.core.hooks import SessionStart
 from nbagent.core.inbox import InboxState, PlannedSplice, SplicePlan, plan_splice
 from nbagent.core.journal import Build, Journal, Plan
+from nbagent.core.lifecycle import Lifecycle
 from nbagent.core.notices import LiveNotice, Notices, Status
+from nbagent.core.offer import Offer
 from nbagent.core.ports import Releasable, SessionFile
 from nbagent.core.projections import Projections
 from nbagent.core.signal import CancelSignal
-from nbagent.core.tools import Tool
 from nbagent.errors import NbagentError, ReentrantDeliveryError, SessionClosedError, SessionWriteError
-from nbagent.log.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, RequestHeader, TurnStart
+from nbagent.log.events import NEXT_STEP, NEXT_TURN, AssistantChunk, Event, Record, TurnStart
 from nbagent.log.messages import Message, UserMessage, coerce_user_message
 from nbagent.log.vocabulary import Failure, Target
-from nbagent.models.base import Model
 
 log = logging.getLogger("nbagent")
 
@@ -53,29 +55,18 @@ class Driver(DriverPort):
         loop: asyncio.AbstractEventLoop,
         file: SessionFile | None,
         lease: Releasable | None,
-        model: Model,
-        tools: dict[str, Tool],
-        system: str | None,
+        offer: Offer,
         resumed: Resumed | None,
     ) -> None:
         self.config = config
         self.loop = loop
         self.file = file
         self._lease = lease
-        self.model = model
-        """The model of the next request (a change is recorded by a ``request/header``)."""
-        self.tools = tools
-        """The offered tools by name (shared with ``agent.tools``)."""
-        self.stand_in: Callable[[str], Tool | None] | None = None
-        """Answers a call of a tool not offered now (an MCP server's, while it starts or after it failed)."""
+        self.offer = offer
+        """What the next request offers (the agent's; a change is recorded by a ``request/header``)."""
         self.prelude: Callable[[InboxState, int], Plan] | None = None
         """Drafts (and their inbox) written in the next turn's first commit, before ``turn/start``."""
-        self._schemas: tuple[Any, ...] | None = None
-        self.system = system
-        self.approver: Approver | None = None
-        """With none set, calls of tools that need approval are ``unavailable``."""
-        self.context_limit: Literal["warn", "block"] = "warn"  # "block": see Agent.context_limit
-        self.meter = Meter(model)  # the running token counts of requests (SPEC §12)
+        self.meter = Meter(offer.model)  # the running token counts of requests (SPEC §12)
         self.notices = Notices(loop, threading.get_ident())
         self.notices.after_event_round = self._after_event_round
         self.notices.on_change = self._subscriptions_changed
@@ -91,76 +82,16 @@ class Driver(DriverPort):
             on_commit=self.projections.add,
             publish=self.notices.enqueue,
         )
-        self.state = DriverState.IDLE
-        self.status: Status = "idle"
-        """The status last published (``"status"`` notices go out when it changes)."""
+        self.life = Lifecycle(self._publish_status)
+        """Where the driver is in its life: state, status, signal, task, fault, pending wake-ups."""
         self.last_turn = resumed.last_turn if resumed else 0
-        self.header = HeaderState(resumed.last_header if resumed else None)
-        self.signal: CancelSignal | None = None
-        """The running turn's signal: set exactly while a driver task is running."""
-        self.task: asyncio.Task[None] | None = None
-        self.fault: BaseException | None = None
-        """The failed write that stopped the session (deliveries are refused; resume repairs)."""
-        self._deferred_clear = False
-        self._idle_waiters: list[asyncio.Future[None]] = []
-        self._wakes_in_flight = 0
-        self._wake_lock = threading.Lock()
-        self._cancels = self._woken_at = 0  # cancel() calls so far, and when the driver last started
-        self._state_lock = threading.Lock()
+        self.header_state = HeaderState(resumed.last_header if resumed else None)
         self.chunks = ChunkTimer(loop, self._timed_flush)
-        self._started = False
-        self._start_done: asyncio.Event | None = None
-        self._start_task: asyncio.Task[None] | None = None
-
-    # -- state ------------------------------------------------------------------------------------
 
     @property
-    def driving(self) -> bool:
-        """A driver task is running (also while closing, until it has wound down)."""
-        return self.signal is not None
-
-    @property
-    def latched(self) -> bool:
-        return self.state is DriverState.LATCHED
-
-    @property
-    def closing(self) -> bool:
-        """``close()`` was called (it stays true once closed)."""
-        return self.state is DriverState.CLOSING or self.state is DriverState.CLOSED
-
-    @property
-    def closed(self) -> bool:
-        return self.state is DriverState.CLOSED
-
-    def _move(self, new: DriverState, *, only_from: tuple[DriverState, ...] | None = None) -> bool:
-        """Change the state (from any thread: deliveries and cancels come from others), unless it
-        is not one of ``only_from``; ``True`` if it changed."""
-        with self._state_lock:
-            if only_from is not None and self.state not in only_from:
-                return False
-            self.state = new
-            return True
-
-    def _drop_latch(self) -> None:
-        if self.state is DriverState.LATCHED:
-            new = DriverState.RUNNING if self.driving else DriverState.IDLE
-            self._move(new, only_from=(DriverState.LATCHED,))
-
-    # -- what the next request offers -------------------------------------------------------------
-
-    @property
-    def tool_schemas(self) -> tuple[Any, ...]:
-        """The JSON schemas of the offered tools, as requests carry them (cached until a change)."""
-        if self._schemas is None or len(self._schemas) != len(self.tools):
-            self._schemas = tuple(t.schema for t in self.tools.values())
-        return self._schemas
-
-    def tools_changed(self) -> None:
-        self._schemas = None
-
-    def tool_for(self, name: str) -> Tool | None:
-        tool = self.tools.get(name)
-        return tool if tool is not None or self.stand_in is None else self.stand_in(name)
+    def fault(self) -> BaseException | None:
+        """The failed write that stopped the session, if one did (then nothing more is written)."""
+        return self.life.fault
 
     # -- checks -----------------------------------------------------------------------------------
 
@@ -169,7 +100,8 @@ class Driver(DriverPort):
 
     def check_can_mutate(self) -> None:
         """Raise if deliveries and inbox changes are refused now (closed, inside ``"event"``, faulted)."""
-        if self.closed:
+        life = self.life
+        if life.closed:
             raise SessionClosedError(
                 f"session {self.config.session_id} is closed; resume it with nbagent.resume_session()"
             )
@@ -178,20 +110,15 @@ class Driver(DriverPort):
                 "deliveries and inbox changes are not allowed inside an 'event' callback; defer them "
                 "with loop.call_soon(...)"
             )
-        if self.fault is not None:
+        if life.fault is not None:
             raise NbagentError(
-                f"session {self.config.session_id} stopped after a failed write ({self.fault}); the "
+                f"session {self.config.session_id} stopped after a failed write ({life.fault}); the "
                 "log on disk is consistent — resume the session to continue"
             )
 
     def accept(self, message: UserMessage | str) -> UserMessage:
         self.check_can_mutate()
         return coerce_user_message(message)
-
-    @property
-    def stopping(self) -> bool:
-        """The driver must not open another turn (closing, or the session faulted)."""
-        return self.closing or self.fault is not None
 
     # -- deliveries -------------------------------------------------------------------------------
 
@@ -206,12 +133,11 @@ class Driver(DriverPort):
         # A resumed log is read in full before a waking call records anything (SPEC §6.3).
         self.projections.materialise()
         on_loop = self.on_loop_thread()
+        life = self.life
         if not on_loop:  # counted before the splice commits: when_idle() waits for this wake
-            with self._wake_lock:
-                self._wakes_in_flight += 1
+            life.wake_sent()
         try:
-            signal = self.signal
-            aborting = self.driving and signal is not None and signal.cancelled
+            aborting = life.aborting
             if aborting:
                 target = NEXT_TURN
             self.mutate(
@@ -219,16 +145,14 @@ class Driver(DriverPort):
             )
         except BaseException:
             if not on_loop:
-                with self._wake_lock:
-                    self._wakes_in_flight -= 1
+                life.wake_arrived()
             raise
-        if aborting and not self.closing:
-            self._move(DriverState.LATCHED, only_from=(DriverState.IDLE, DriverState.RUNNING))
+        if aborting:
+            life.latch()
         if on_loop:
             self._wake()
         elif not self._call_soon(self._wake_from_thread, msg.id):
-            with self._wake_lock:
-                self._wakes_in_flight -= 1
+            life.wake_arrived()
         return msg
 
     def mutate(self, plan: SplicePlan, *, checked: bool = False) -> list[PlannedSplice]:
@@ -262,49 +186,39 @@ class Driver(DriverPort):
 
     def cancel(self, cause: str, *, keep_inbox: bool) -> None:
         """Abort the running turn and (unless ``keep_inbox``) clear the inbox, on the calling thread."""
-        if self.closed:
+        life = self.life
+        if life.closed:
             return
-        with self._wake_lock:  # counted before the clear commits: a wake that finds it cleared sees it
-            self._cancels += 1
+        life.cancelled()
         on_loop = self.on_loop_thread()
         if not keep_inbox:
-            self._drop_latch()
+            life.drop_latch()
             if on_loop and self.notices.in_event:
-                self._deferred_clear = True
-            elif self.fault is None:
+                life.defer_clear()
+            elif life.fault is None:
                 try:
                     self.clear()
                 except SessionClosedError:
                     return  # a close() finished meanwhile: nothing is left to cancel
-        signal = self.signal
-        if self.driving and signal is not None:
+        signal = life.signal
+        if signal is not None:
             if on_loop:
                 signal.cancel(cause)
             elif signal.mark(cause):
                 self._call_soon(signal.fire)
 
     async def when_idle(self) -> None:
-        while self.driving or self.latched or self._wakes_in_flight:
-            fut = self.loop.create_future()
-            self._idle_waiters.append(fut)
-            await fut
+        await self.life.wait_idle(self.loop)
 
     async def close(self) -> None:
-        if self.closed:
+        if self.life.closed:
             return
-        if in_driver.get() is self.config.face:
+        if in_driver.get() is self.config.hooks.agent:
             raise RuntimeError(
                 "close() was called from inside a turn (a tool, hook or model); call agent.cancel() "
                 "there, or close the agent from outside the turn"
             )
-        self._move(DriverState.CLOSING)
-        if self.driving and self.signal is not None:
-            self.signal.cancel("closed")
-        if self._start_task is not None and not self._start_task.done():
-            self._start_task.cancel()
-            await asyncio.wait({self._start_task})
-        while self.task is not None and not self.task.done():
-            await asyncio.wait({self.task})
+        await self.life.wind_down()
         self.chunks.written()
         # From here on deliveries raise SessionClosedError, and no write can touch the store.
         error = self.journal.close()
@@ -313,13 +227,13 @@ class Driver(DriverPort):
             log.warning(
                 "nbagent: the last staged events of %s were not written: %s", self.config.session_id, error
             )
-        self._move(DriverState.CLOSED)
+        self.life.shut(self._release)
+
+    def _release(self) -> None:
         if self._lease is not None:
             self._lease.release()
         if self.file is not None:
             self.file.close()
-        self.set_status("closed")
-        self._resolve_idle()
 
     # -- waking and the driver's lifecycle --------------------------------------------------------
 
@@ -336,50 +250,45 @@ class Driver(DriverPort):
     def _wake_from_thread(self, message_id: str) -> None:
         """A worker's waking call reaches the loop: it wakes only if its message is still pending
         (a ``cancel()`` from that worker may have cleared it meanwhile: then no turn opens)."""
-        with self._wake_lock:
-            self._wakes_in_flight -= 1
+        self.life.wake_arrived()
         if self.journal.staged_inbox.find(message_id) is not None:
             self._wake()
-        self._maybe_idle()
+        self.life.maybe_idle()
 
     def _wake(self) -> None:
-        if self.closed or self.stopping:
-            self._drop_latch()
+        life = self.life
+        if life.stopping:
+            life.drop_latch()
             return
-        if not self.driving:
+        if not life.driving:
             self.start()
 
     def start(self) -> None:
         """Reserve the driver and open its first turn (synchronously, SPEC §3.2)."""
-        self._move(DriverState.RUNNING)
-        self.signal = CancelSignal(self.loop)
-        self._woken_at = self._cancels
-        self.set_status("running")
+        life = self.life
+        life.begin(CancelSignal(self.loop))
         ctx = contextvars.copy_context()
-        ctx.run(in_driver.set, self.config.face)
-        if not self._started and self.config.hooks.session_start.listeners:
+        ctx.run(in_driver.set, self.config.hooks.agent)
+        if not life.ready(bool(self.config.hooks.session_start.listeners)):
             # SPEC §3.6: every session_start listener finishes before the session's first claim.
-            self.task = ctx.run(self.loop.create_task, self._drive_after_start())
+            life.run(ctx.run(self.loop.create_task, self._drive_after_start()))
             return
-        self._started = True
         turn = self.open_turn(woken=True)
         if turn is None:
             self.converged()
             return
-        self.task = ctx.run(self.loop.create_task, self.config.drive(self, turn))
+        life.run(ctx.run(self.loop.create_task, self.config.drive(self, turn)))
 
     async def _drive_after_start(self) -> None:
-        if self._start_done is not None:
-            await self._start_done.wait()
-        self._started = True
+        await self.life.wait_started()
         await self.config.drive(self, self.open_turn(woken=True))
 
     def next_turn(self) -> OpenTurn | None:
         """Open the next queued turn with a fresh signal (``None`` when stopping, when nothing is
         pending, or if none opened)."""
-        if self.stopping or not self.journal.staged_inbox.pending:
+        if self.life.stopping or not self.journal.staged_inbox.pending:
             return None
-        self.signal = CancelSignal(self.loop)
+        self.life.renew(CancelSignal(self.loop))
         return self.open_turn()
 
     def open_turn(self, *, woken: bool = False) -> OpenTurn | None:
@@ -388,9 +297,10 @@ class Driver(DriverPort):
         The next queued turn opens only with something to claim; a wake's turn (``woken``) also with
         nothing (a ``"status"`` callback removed its message: SPEC §3.2, §5.2), unless a ``cancel()``
         came since the driver started (a worker's, racing the wake, cleared it)."""
-        signal = self.signal
+        life = self.life
+        signal = life.signal
         assert signal is not None
-        if signal.cancelled or self.stopping:
+        if signal.cancelled or life.stopping:
             return None
         number = self.last_turn + 1
 
@@ -400,12 +310,12 @@ class Driver(DriverPort):
             pre = prelude(state, number) if prelude is not None else Plan()
             plan = Plan(drafts=[*pre.drafts, TurnStart(number)])
             plan.result = self._plan_claim(pre.inbox or state, plan, number, first=True)
-            return plan if plan.result or (woken and self._cancels == self._woken_at) else Plan()
+            return plan if plan.result or (woken and life.uncancelled) else Plan()
 
         try:
             claimed = self.submit(build)
         except SessionWriteError as exc:
-            self.report_error(exc, None)
+            self.report(exc, None)
             return None
         if claimed is None:
             return None
@@ -447,58 +357,38 @@ class Driver(DriverPort):
 
     def converged(self) -> None:
         """The driver stopped: go idle, replay a latched wake, or resolve ``when_idle()`` waiters."""
-        self.signal = None
-        self.task = None
-        if self.closing:
+        life = self.life
+        if not life.converge() or life.driving:  # closing; or an "idle" callback started a driver
             return
-        self._move(DriverState.IDLE, only_from=(DriverState.RUNNING,))  # a latch stays: its restart is below
-        self.set_status("idle")  # an "idle" callback may start a new driver: it then owns the latch
-        if self.driving:
-            return
-        if self.latched and self.journal.staged_inbox.pending and self.fault is None:
+        if life.latched and self.journal.staged_inbox.pending and life.fault is None:
             self.start()
-            if self.driving:
+            if life.driving:
                 return
-        self._drop_latch()
-        self._maybe_idle()
-
-    def _maybe_idle(self) -> None:
-        if not (self.driving or self.latched or self._wakes_in_flight):
-            self._resolve_idle()
-
-    def _resolve_idle(self) -> None:
-        waiters, self._idle_waiters = self._idle_waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
+        life.drop_latch()
+        life.maybe_idle()
 
     # -- session start ----------------------------------------------------------------------------
 
     def begin_session(self, source: Literal["open", "resume"]) -> None:
         """Run the ``session_start`` listeners soon (they may inject startup context)."""
-        self._start_done = asyncio.Event()
+        self.life.session_starting()
         self.loop.call_soon(self._spawn_start, source)
 
     def _spawn_start(self, source: Literal["open", "resume"]) -> None:
-        if self.closing:
-            self._finish_start()
+        if self.life.closing:
+            self.life.session_started()
             return
-        self._start_task = self.loop.create_task(self._session_start(source))
+        self.life.session_start_running(self.loop.create_task(self._session_start(source)))
 
     async def _session_start(self, source: Literal["open", "resume"]) -> None:
         try:
             for listener in self.config.hooks.session_start.listeners:
-                await listener(SessionStart(self.config.face, source))
+                await listener(SessionStart(self.config.hooks.agent, source))
         except Exception as exc:
             log.exception("nbagent session_start listener failed")
-            self.report_error(exc, None)
+            self.report(exc, None)
         finally:
-            self._finish_start()
-
-    def _finish_start(self) -> None:
-        self._started = True
-        if self._start_done is not None:
-            self._start_done.set()
+            self.life.session_started()
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -517,7 +407,10 @@ class Driver(DriverPort):
             self.notices.kick()
 
     def commit(self, change: Build | list[Record] | None = None, *, only_if_planned: bool = False) -> Any:
-        """Commit what the driver staged (and ``change``) before an external effect."""
+        """Commit what the driver staged (and ``change``) before an external effect: streamed chunks
+        too (the chunk timer stops); with nothing staged and no ``change``, nothing is written."""
+        if change is None and not self.journal.has_staged():
+            return self.chunks.written()
         self.chunks.written()
         try:
             return self.journal.commit(change, only_if_planned=only_if_planned)
@@ -531,22 +424,9 @@ class Driver(DriverPort):
 
     def _timed_flush(self) -> None:
         try:
-            self.flush()
+            self.commit()
         except SessionWriteError as exc:  # the chunks stay staged; the driver's next commit reports it
             log.warning("nbagent: writing streamed chunks failed: %s", exc)
-
-    def flush(self) -> None:
-        """Commit everything staged (driver events and batched chunks); ``commit`` stops the chunk timer."""
-        if not self.journal.has_staged():
-            return self.chunks.written()
-        self.commit()
-
-    def fail(self, error: BaseException, turn: int | None) -> None:
-        """The session cannot record its turn's end: stop taking deliveries (resume repairs it)."""
-        if self.fault is None:
-            self.fault = error
-            self.journal.discard_staged(error)
-        self.report_error(error, turn)
 
     # -- what the loop reads ----------------------------------------------------------------------
 
@@ -565,27 +445,24 @@ class Driver(DriverPort):
     def history(self) -> tuple[Message, ...]:
         return self.projections.history()
 
-    def header_draft(self) -> RequestHeader | None:
-        """The ``request/header`` record when the header is new or changed since the last one."""
-        return self.header.draft(self.model.name, self.system, self.tool_schemas)
-
     # -- notices ----------------------------------------------------------------------------------
 
-    def set_status(self, status: Status) -> None:
-        if status == self.status:
-            return
-        self.status = status
+    def _publish_status(self, status: Status) -> None:
         if self.notices.wants("status"):
             self.notices.post("status", LiveNotice("status", status=status))
 
-    def report_error(self, error: Failure | BaseException, turn: int | None) -> None:
+    def report(self, error: Failure | BaseException, turn: int | None, *, fatal: bool = False) -> None:
+        """Post an ``"error"`` notice; ``fatal``: ``error``, a write the turn cannot do without,
+        failed, so the session stops taking deliveries and its staged events are dropped (resume
+        repairs it)."""
+        if fatal and isinstance(error, BaseException) and self.life.fail(error):
+            self.journal.discard_staged(error)
         self.notices.post("error", LiveNotice("error", error=error, turn=turn))
 
     def _after_event_round(self) -> None:
-        if self._deferred_clear:
-            self._deferred_clear = False
-            if not self.closed and self.fault is None:
-                self.clear()
+        life = self.life
+        if life.take_deferred_clear() and not life.closed and life.fault is None:
+            self.clear()
 
     def _subscriptions_changed(self) -> None:
         self.journal.publish_events = self.notices.wants("event")

@@ -1,4 +1,5 @@
-"""What a turn driver is given and where it stands: its configuration, its state, a resumed start.
+"""What a turn driver is given: its configuration, its open turn, a resumed start (its life is
+``lifecycle.py``).
 
 Kept apart from ``driver.py`` so the agent, the loop and the tool batch can name these types
 without importing the driver's machinery.
@@ -6,25 +7,18 @@ without importing the driver's machinery.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
-from nbagent.core.hooks import AgentFace, Hooks
+from nbagent.core.hooks import Hooks
 from nbagent.core.inbox import InboxState
 from nbagent.core.ports import WindowLookup
 from nbagent.core.projections import Prefix
 from nbagent.core.retry import RetryPolicy
 from nbagent.core.signal import CancelSignal
-from nbagent.core.tools import Tool
 from nbagent.log.events import Record
 from nbagent.log.messages import UserMessage
-
-Approver = Callable[[Tool, Any], Awaitable[str]]
-"""Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
-``"allowed-session"`` (allowed by an allowance for the rest of the session), ``"rejected"`` or
-``"unavailable"``."""
 
 
 @dataclass(slots=True)
@@ -50,27 +44,11 @@ class DriverConfig:
     """Seconds a cancelled turn waits for a started tool or request before abandoning it."""
     retry_policy: RetryPolicy
     hooks: Hooks
-    face: AgentFace
-    """What hook payloads carry as ``agent`` (and what ``in_driver`` holds while a turn runs)."""
+    """The agent's hooks; ``hooks.agent`` is what their payloads carry as ``agent``."""
     drive: Drive
     window_lookup: WindowLookup | None = None
     """The context window of a model a request names (the price table, from the session layer);
     ``None``: only a model's own ``context_window`` is known."""
-
-
-class DriverState(Enum):
-    """Where the driver is in its life (the failed-write ``fault`` is kept beside it, as the error)."""
-
-    IDLE = "idle"
-    """No driver task: a waking call starts one."""
-    RUNNING = "running"
-    """A driver task runs turns while there is waking work."""
-    LATCHED = "latched"
-    """A waking call came after ``cancel()`` and before the driver converged: it restarts the
-    driver right after convergence (SPEC §1). Set while running, kept until the restart."""
-    CLOSING = "closing"
-    """``close()`` was called: no new turn opens; a running driver winds down."""
-    CLOSED = "closed"
 
 
 @dataclass(frozen=True, slots=True)

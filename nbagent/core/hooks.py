@@ -133,7 +133,10 @@ SessionStartListener = Callable[[SessionStart], Awaitable[None]]
 class Hooks:
     """``agent.hooks``: ``pre_step``, ``request_error``, ``turn_stopping``, ``session_start``."""
 
-    def __init__(self) -> None:
+    def __init__(self, agent: AgentFace) -> None:
+        self.agent = agent
+        """The agent whose hooks these are: what every payload carries as ``agent`` (and what
+        ``in_driver`` holds while its turn runs). The driver reaches the agent only here."""
         self.pre_step: Hook[PreStepListener] = Hook("pre_step")
         self.request_error: Hook[RequestErrorListener] = Hook("request_error")
         self.turn_stopping: Hook[TurnStoppingListener] = Hook("turn_stopping")

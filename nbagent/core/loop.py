@@ -27,6 +27,7 @@ from nbagent.log.messages import AssistantMessage, UserMessage, assistant_messag
 from nbagent.log.vocabulary import Failure, LoopFailureCode, TokenUsage
 from nbagent.models.base import (
     Finish,
+    Model,
     ModelError,
     ModelRequest,
     ReasoningDelta,
@@ -40,7 +41,7 @@ from nbagent.redaction import scrub
 
 if TYPE_CHECKING:
     from nbagent.core.driver_state import OpenTurn
-    from nbagent.core.loop_port import LoopPort
+    from nbagent.core.loop_port import LoopPort, StepRequest
 
 
 class Aborted(Exception):
@@ -123,22 +124,23 @@ async def run_turn(driver: LoopPort, turn: OpenTurn) -> bool:
                 end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
                 proceed = step > 0
                 break
-            await encoding_ready(driver.model)  # tiktoken's load, off this thread (started at open)
-            estimate = request_estimate(driver, number, step + 1, messages)
-            if estimate.warning is not None and driver.context_limit == "block":
+            await encoding_ready(driver.offer.model)  # tiktoken's load, off this thread (started at open)
+            request = driver.request(number, step + 1)
+            estimate = request_estimate(request, number, step + 1, messages)
+            if estimate.warning is not None and driver.offer.context_limit == "block":
                 end = TurnEnd(number, "blocked")  # the claimed batch is gone, as for a Reject
                 driver.stage([estimate])
                 break
             step += 1
-            result = await run_step(driver, number, step, messages, signal, estimate)
+            result = await run_step(driver, request, messages, signal, estimate)
             max_tokens = max_tokens or result == "max-tokens"
             owes_step = result == "continue"
             check(signal)
             if not owes_step and not driver.next_step_pending:
                 if hooks.turn_stopping.listeners:
-                    driver.flush()
+                    driver.commit()
                 for listener in hooks.turn_stopping.listeners:
-                    await listener(TurnStopping(config.face, number, signal))
+                    await listener(TurnStopping(hooks.agent, number, signal))
                     check(signal)
                 if not driver.next_step_pending:
                     end = TurnEnd(number, "max-tokens" if max_tokens else "completed")
@@ -163,7 +165,7 @@ def _failed_end(driver: LoopPort, exc: BaseException, signal: CancelSignal, numb
     if signal.cancelled:
         return TurnEnd(number, "aborted", cause=signal.cause)
     failure = exc.failure if isinstance(exc, TurnFailed) else _failure(describe(exc), "UNKNOWN")
-    driver.report_error(failure, number)
+    driver.report(failure, number)
     return TurnEnd(number, "error", error=failure.storable())
 
 
@@ -175,7 +177,7 @@ def _end_turn(driver: LoopPort, signal: CancelSignal, end: TurnEnd | None) -> bo
     try:
         driver.commit([end])
     except (SessionWriteError, ValueError) as exc:
-        driver.fail(exc, end.turn)
+        driver.report(exc, end.turn, fatal=True)
         return False
     return True
 
@@ -183,17 +185,16 @@ def _end_turn(driver: LoopPort, signal: CancelSignal, end: TurnEnd | None) -> bo
 async def _pre_step(
     driver: LoopPort, claimed: tuple[UserMessage, ...], turn: int, step: int, signal: CancelSignal
 ) -> Any:
-    listeners = driver.config.hooks.pre_step.listeners
+    hooks = driver.config.hooks
+    listeners = hooks.pre_step.listeners
     if not listeners:
         return Enter(claimed)
-    driver.flush()  # the claim is durable before outside code sees it
+    driver.commit()  # the claim is durable before outside code sees it
 
     async def default() -> Enter:
         return Enter(claimed)
 
-    return await waterfall(
-        listeners, PreStepPayload(driver.config.face, claimed, turn, step, signal), default
-    )
+    return await waterfall(listeners, PreStepPayload(hooks.agent, claimed, turn, step, signal), default)
 
 
 def _entered(decision: Any) -> tuple[UserMessage, ...]:
@@ -210,8 +211,7 @@ def _entered(decision: Any) -> tuple[UserMessage, ...]:
 
 async def run_step(
     driver: LoopPort,
-    turn: int,
-    step: int,
+    request: StepRequest,
     messages: tuple[UserMessage, ...],
     signal: CancelSignal,
     estimate: RequestEstimate,
@@ -219,9 +219,10 @@ async def run_step(
     """One step: ``step/start``, its messages, the request (with retries), the tools, ``step/end``.
 
     ``estimate`` (the request measured before it is sent) commits with the entered messages."""
+    turn, step = request.turn, request.step
     drafts: list[Record] = [StepStart(turn, step)]
     drafts += [UserMessageEvent(m) for m in messages]
-    header = driver.header_draft()
+    header = request.header()
     if header is not None:
         drafts.append(header)
     drafts.append(estimate)
@@ -230,9 +231,9 @@ async def run_step(
         attempt = 1
         while True:
             check(signal)
-            if attempt > 1 and (header := driver.header_draft()) is not None:
+            if attempt > 1 and (header := request.header()) is not None:
                 driver.stage([header])
-            answer = await _request(driver, turn, step, attempt, signal)
+            answer = await _request(driver, request, attempt, signal)
             if answer.failure is None:
                 break
             decision = await _request_error(driver, turn, step, attempt, answer.failure, signal)
@@ -242,7 +243,7 @@ async def run_step(
                 continue
             raise TurnFailed(answer.failure)
         calls = answer.calls if answer.finish != "max-tokens" else []
-        message = answer.message(driver, with_calls=bool(calls))
+        message = answer.message(driver.offer.model, with_calls=bool(calls))
         driver.stage([AssistantMessageEvent(turn, step, message, answer.usage)])
         if answer.finish == "max-tokens":
             return "max-tokens"
@@ -294,7 +295,7 @@ class _Answer:
     def visible(self) -> bool:
         return bool("".join(self.text) or "".join(self.reasoning))
 
-    def message(self, driver: LoopPort, *, with_calls: bool) -> AssistantMessage:
+    def message(self, model: Model, *, with_calls: bool) -> AssistantMessage:
         content: list[dict[str, Any]] = []
         if self.reasoning:
             content.append({"type": "reasoning", "text": "".join(self.reasoning)})
@@ -305,7 +306,6 @@ class _Answer:
                 {"type": "tool-call", "id": c.id, "name": c.name, "arguments": c.arguments}
                 for c in self.calls
             ]
-        model = driver.model
         return assistant_message(
             content,
             provider=fix_text(model_provider(model)),
@@ -313,12 +313,12 @@ class _Answer:
         )
 
 
-async def _request(driver: LoopPort, turn: int, step: int, attempt: int, signal: CancelSignal) -> _Answer:
+async def _request(driver: LoopPort, request: StepRequest, attempt: int, signal: CancelSignal) -> _Answer:
     """Send one request and stream its answer; on cancel, keep the visible prefix and abort."""
-    driver.flush()  # everything model-visible is durable before the request is sent
-    request = driver.request(turn, step, attempt)
+    driver.commit()  # everything model-visible is durable before the request is sent
+    body = request.body(attempt)
     answer = _Answer()
-    consumer = asyncio.get_running_loop().create_task(_consume(driver, request, signal, answer))
+    consumer = asyncio.get_running_loop().create_task(_consume(driver, body, signal, answer))
     remove = signal.on_cancel(consumer.cancel)
     try:
         if await settle(consumer, signal, driver.config.cancel_grace):
@@ -332,16 +332,17 @@ async def _request(driver: LoopPort, turn: int, step: int, attempt: int, signal:
         if answer.visible and answer.failure is None:
             prefix = _Answer()
             prefix.text, prefix.reasoning, prefix.usage = answer.text, answer.reasoning, answer.usage
-            message = prefix.message(driver, with_calls=False)
-            driver.stage([AssistantMessageEvent(turn, step, message, answer.usage, interrupted=True)])
+            message = prefix.message(driver.offer.model, with_calls=False)
+            event = AssistantMessageEvent(request.turn, request.step, message, answer.usage, interrupted=True)
+            driver.stage([event])
         raise Aborted
     return answer
 
 
-async def _consume(driver: LoopPort, request: ModelRequest, signal: CancelSignal, answer: _Answer) -> None:
+async def _consume(driver: LoopPort, body: ModelRequest, signal: CancelSignal, answer: _Answer) -> None:
     """Stream the model's chunks into the log (batched) and into ``answer``."""
-    turn, step = request.turn, request.step
-    stream = driver.model.stream(request, signal)
+    turn, step = body.turn, body.step
+    stream = driver.offer.model.stream(body, signal)
     try:
         async for chunk in stream:
             if signal.cancelled:
@@ -378,10 +379,10 @@ async def _request_error(
     driver: LoopPort, turn: int, step: int, attempt: int, failure: Failure, signal: CancelSignal
 ) -> Any:
     config = driver.config
-    payload = RequestFailure(config.face, turn, step, attempt, failure, signal)
+    payload = RequestFailure(config.hooks.agent, turn, step, attempt, failure, signal)
     listeners = config.hooks.request_error.listeners
     if listeners:
-        driver.flush()
+        driver.commit()
 
     async def default() -> Retry | None:
         policy = config.retry_policy
@@ -397,10 +398,10 @@ async def _request_error(
 
 
 def request_estimate(
-    driver: LoopPort, turn: int, step: int, entered: Sequence[UserMessage]
+    request: StepRequest, turn: int, step: int, entered: Sequence[UserMessage]
 ) -> RequestEstimate:
-    """The ``request/estimate`` of the driver's next request: the history as it will be at
-    dispatch (committed, staged, then ``entered``), the system prompt and the tools."""
-    est = driver.estimate(entered)
+    """The ``request/estimate`` of the step's request: the history as it will be at dispatch
+    (committed, staged, then ``entered``), the system prompt and the tools."""
+    est = request.estimate(entered)
     warning = FrozenDict(est.warning) if est.warning is not None else None
     return RequestEstimate(turn, step, est.total, FrozenDict(est.by_source), est.counter, est.window, warning)

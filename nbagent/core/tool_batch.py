@@ -172,7 +172,7 @@ def _abandoned(driver: LoopPort, call: _Call, grace: float) -> _Outcome:
 
 
 def _parallel(driver: LoopPort, call: ToolCallChunk) -> bool:
-    tool = driver.tools.get(call.name)
+    tool = driver.offer.tools.get(call.name)
     return tool is not None and tool.parallel_safe and not tool.requires_approval
 
 
@@ -193,10 +193,10 @@ def _decided(asked: ApprovalAsked, answer: str) -> ApprovalDecided:
 
 async def _run_one(driver: LoopPort, turn: int, step: int, started: _Call, signal: CancelSignal) -> _Outcome:
     call = started.chunk
-    tools = driver.tools
-    tool: Tool | None = driver.tool_for(call.name)
+    offer = driver.offer
+    tool: Tool | None = offer.tool_for(call.name)
     if tool is None:
-        known = ", ".join(sorted(tools)) or "none"
+        known = ", ".join(sorted(offer.tools)) or "none"
         return _error(
             f"Error: there is no tool named {call.name!r} (tools: {known})", "ToolNotFound", "TOOL_NOT_FOUND"
         )
@@ -256,7 +256,7 @@ async def _approve(
     )
     driver.commit([asked])
     started.asked = asked
-    approver = driver.approver
+    approver = driver.offer.approver
     outcome = "unavailable"
     if approver is not None:
         ask = asyncio.get_running_loop().create_task(approver(tool, call))
@@ -307,10 +307,8 @@ def _record(
             if sp is not None:
                 plan.drafts.append(sp.event)
                 plan.inbox = sp.after
-                if driver.wants("inbox/inserted"):
-                    plan.notices.extend(
-                        ("inbox/inserted", LiveNotice("inbox/inserted", m)) for m in sp.inserted
-                    )
+                # (posted only to subscribers: the journal drops the notices nobody listens to)
+                plan.notices.extend(("inbox/inserted", LiveNotice("inbox/inserted", m)) for m in sp.inserted)
         return plan
 
     driver.stage(build)  # committed with the next tool/call, request or turn/end

@@ -302,7 +302,7 @@ def context_breakdown(agent: Any) -> ContextBreakdown:
     from nbagent.usage import table_window
 
     driver = agent.driver
-    model = driver.model
+    model = agent.model
     counter = model_counter(model)
     items: list[ContextItem] = []
     from nbagent.core.projections import record_message
@@ -319,7 +319,7 @@ def context_breakdown(agent: Any) -> ContextBreakdown:
     by_source: dict[str, int] = {}
     for item in items:
         by_source[item.kind] = by_source.get(item.kind, 0) + item.tokens
-    system, tools = header_tokens(driver.system, driver.tool_schemas, counter)
+    system, tools = header_tokens(agent.system, agent.tool_schemas, counter)
     by_source.update({k: v for k, v in (("system", system), ("tools", tools)) if v})
     window = context_window(model, model_provider(model), table_window)
     return ContextBreakdown(sum(by_source.values()), by_source, counter.name, window, items)
