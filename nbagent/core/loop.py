@@ -126,7 +126,7 @@ async def run_turn(driver: LoopPort, turn: OpenTurn) -> bool:
                 break
             await encoding_ready(driver.offer.model)  # tiktoken's load, off this thread (started at open)
             request = driver.request(number, step + 1)
-            estimate = request_estimate(request, number, step + 1, messages)
+            estimate = request_estimate(request, messages)
             if estimate.warning is not None and driver.offer.context_limit == "block":
                 end = TurnEnd(number, "blocked")  # the claimed batch is gone, as for a Reject
                 driver.stage([estimate])
@@ -397,11 +397,11 @@ async def _request_error(
     return await waterfall(listeners, payload, default)
 
 
-def request_estimate(
-    request: StepRequest, turn: int, step: int, entered: Sequence[UserMessage]
-) -> RequestEstimate:
+def request_estimate(request: StepRequest, entered: Sequence[UserMessage]) -> RequestEstimate:
     """The ``request/estimate`` of the step's request: the history as it will be at dispatch
     (committed, staged, then ``entered``), the system prompt and the tools."""
     est = request.estimate(entered)
     warning = FrozenDict(est.warning) if est.warning is not None else None
-    return RequestEstimate(turn, step, est.total, FrozenDict(est.by_source), est.counter, est.window, warning)
+    return RequestEstimate(
+        request.turn, request.step, est.total, FrozenDict(est.by_source), est.counter, est.window, warning
+    )
