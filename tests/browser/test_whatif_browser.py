@@ -13,6 +13,7 @@ import pytest
 from conftest import Lab, shot
 from notebook_page import open_notebook, output_text, run_cell
 from page_errors import PageErrors
+from playwright.sync_api import expect
 from test_lab_sessions_panel import show_panel
 
 pytestmark = pytest.mark.browser
@@ -188,11 +189,13 @@ def test_the_session_tab_replays_in_the_kernel_holding_the_session(lab: Lab, pag
     assert runs.get_attribute("aria-expanded") == "false"
     assert runs.locator(".jp-nbagent-row-label").first.inner_text().endswith("4 runs")
     assert runs.locator('[role="treeitem"]').count() == 4 and runs.locator('[role="group"]').is_hidden()
-    runs.focus()
-    page.keyboard.press("ArrowRight")
-    assert (
-        runs.get_attribute("aria-expanded") == "true" and runs.locator('[role="treeitem"]').first.is_visible()
-    )
+    # A key goes to the focused element only if it is shown: wait until the item is (a layout
+    # restore may still switch the side bar), then focus and press in one action, and read the
+    # outcome with web-first assertions.
+    expect(runs).to_be_visible()
+    runs.press("ArrowRight")
+    expect(runs).to_have_attribute("aria-expanded", "true")
+    expect(runs.locator('[role="treeitem"]').first).to_be_visible()
     shot(page, f"panel-attribution-runs-{where}", page.locator("#nbagent-sessions"))
     # The fork is listed under the session, named by its replay; no kernel holds it: its tab's
     # editor offers the magic lines instead of Replay.
