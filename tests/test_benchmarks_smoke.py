@@ -70,3 +70,15 @@ def test_bench_attribution_tiny(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "attribution of a 3-item turn (echo)" in proc.stdout and "rebuild from the store" in proc.stdout
+
+
+def test_bench_listing_tiny() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_listing.py"), "--tiny", "--sqlite-only"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]  # (it exits 1 when the labels differ)
+    for how in ("sqlite: per entry (baseline)", "sqlite: one reader", "sqlite: remembered"):
+        assert how in proc.stdout, proc.stdout

@@ -23,7 +23,7 @@ from lab_sessions import write_session
 from pytest_jupyter.jupyter_server import *  # noqa: F403
 from tornado.httpclient import HTTPClientError
 
-from nbagent.labserver import listing
+from nbagent.labserver import labels, listing
 from nbagent.store.sqlite.store import SessionFile
 
 API = ("nbagent", "api", "sessions")
@@ -112,15 +112,15 @@ def test_only_the_pages_sessions_are_read_beyond_their_metadata(
 ) -> None:
     sessions_without_events(jp_root_dir / "many.nbagent.sqlite", 300)
     write_session(jp_root_dir / "many.nbagent.sqlite", ["the newest prompt"])
-    calls: list[str] = []
-    real = listing.read_events
-    monkeypatch.setattr(
-        listing, "read_events", lambda path, sid, **kw: calls.append(sid) or real(path, sid, **kw)
-    )
+    calls: list[int] = []
+    real = labels.first_prompt
+    monkeypatch.setattr(labels, "first_prompt", lambda events: calls.append(1) or real(events))
     status, headers, rows = get(*API, path="", limit=5)
     assert status == 200 and len(rows) == 5 and headers["X-Nbagent-Total"] == "301"
     assert rows[0]["label"] == "the newest prompt"
     assert len(calls) == 5
+    # The server remembers a prompt once written; the four sessions without one are read again.
+    assert get(*API, path="", limit=5)[2] == rows and len(calls) == 5 + 4
 
 
 def test_files_not_reached_in_the_listings_time_are_listed_as_not_read(

@@ -19,12 +19,14 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 def _load_jupyter_server_extension(serverapp: Any) -> None:
     from nbagent.labserver.databases import DATABASE_READS, SETTING, Databases
     from nbagent.labserver.handlers import make_executor, routes
+    from nbagent.labserver.labels import Labels
     from nbagent.labserver.sessions import TimelineCache
     from nbagent.labserver.window import WindowCache
 
     web_app = serverapp.web_app
     web_app.settings["nbagent_timelines"] = TimelineCache()
     web_app.settings["nbagent_windows"] = WindowCache()
+    web_app.settings["nbagent_labels"] = Labels()
     web_app.settings["nbagent_executor"] = make_executor()
     web_app.settings["nbagent_list_executor"] = make_executor("nbagent-list")
     web_app.settings[DATABASE_READS] = make_executor("nbagent-db")

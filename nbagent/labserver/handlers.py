@@ -254,7 +254,10 @@ class SessionsHandler(_Base):
                     "listing reads; list them one by one (file=FILE) or move some into sub-folders",
                 )
             targets = await self._run(self._visible, folder.api, found, pool=LISTINGS)
-        page = await self._run(listing_page, targets, Budget, offset=offset, limit=limit, pool=LISTINGS)
+        labels = self.settings.get("nbagent_labels")
+        page = await self._run(
+            listing_page, targets, Budget, offset=offset, limit=limit, labels=labels, pool=LISTINGS
+        )
         if db is not None and page.entries and set(page.entries[0]) == {"file", "error"}:
             raise web.HTTPError(503, self._relative(page.entries[0]["error"]))
         if file is not None and page.entries and set(page.entries[0]) == {"file", "error"}:

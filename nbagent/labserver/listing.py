@@ -2,7 +2,8 @@
 
 A folder's sessions are sorted most recent first from their metadata rows alone (no event is read
 for them); only the sessions of the page asked for get the rest of their entry (a session without
-a title is labelled by its first prompt, which reads up to ``PROMPT_SCAN`` events). Each file is
+a title is labelled by its first prompt, which reads up to ``PROMPT_SCAN`` events, once:
+:mod:`nbagent.labserver.labels` reads a page's labels per file and remembers them). Each file is
 read under a budget of its own, the whole listing within ``LISTING_SECONDS``, and every text field
 is cut to ``FIELD_CHARS``: a folder of 100,000 sessions or titles of 30 MB cost a bounded answer.
 """
@@ -16,17 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from nbagent.errors import NbagentError
-from nbagent.labserver.sessions import (
-    PROMPT_SCAN,
-    Readable,
-    first_prompt,
-    fork_lineage,
-    no_session_reason,
-    session_entry,
-)
+from nbagent.labserver.labels import NO_LINEAGE, Labels, Lineage
+from nbagent.labserver.sessions import Readable, no_session_reason, session_entry
 from nbagent.store.base import SessionRow
 from nbagent.store.budget import Budget, bounded
-from nbagent.store.reading import list_sessions, read_events
+from nbagent.store.reading import list_sessions
 
 PAGE_SESSIONS = 200
 """Sessions one listing answer holds unless ``limit`` says otherwise."""
@@ -68,11 +63,14 @@ def listing_page(
     offset: int = 0,
     limit: int = PAGE_SESSIONS,
     seconds: float | None = None,
+    labels: Labels | None = None,
 ) -> ListingPage:
     """Entries ``offset`` to ``offset + limit`` of the sessions of ``files`` (``(path, API path)``
     pairs), most recent first. A file nbagent cannot read, holds no session, or was not reached in
     ``seconds`` (``LISTING_SECONDS``) appears once as ``{"file", "error"}`` saying why (after the
-    sessions)."""
+    sessions). ``labels`` remembers first prompts and fork lineages between listings (the
+    server's; a fresh one by default)."""
+    labels = Labels() if labels is None else labels
     seconds = LISTING_SECONDS if seconds is None else seconds
     deadline = time.monotonic() + seconds
     found: list[_Found] = []
@@ -91,29 +89,27 @@ def listing_page(
         found.extend(_Found(path, api_file, row=row) for row in rows)
     found.sort(key=lambda f: f.recency, reverse=True)
     page = found[offset : offset + limit]
-    entries = [_entry(f, budget) for f in page]
-    return ListingPage(entries, len(found), more=offset + limit < len(found))
+    return ListingPage(_entries(page, budget, labels), len(found), more=offset + limit < len(found))
 
 
-def _entry(found: _Found, budget: Callable[[], Budget]) -> dict[str, Any]:
-    if found.row is None:
-        return clipped({"file": found.api_file, "error": found.error or ""})
-    row = found.row
-    prompt = ""
-    if not row.title:
-        try:
-            with bounded(budget()):
-                prompt = first_prompt(read_events(found.path, row.id, limit=PROMPT_SCAN))
-        except NbagentError:
-            prompt = ""
-    lineage: tuple[str | None, str | None] = (None, None)
-    if row.parent:  # a fork: its purpose and last replay name it (SPEC §11.2, §11.5)
-        try:
-            with bounded(budget()):
-                lineage = fork_lineage(found.path, [row.id]).get(row.id, lineage)
-        except NbagentError:
-            pass
-    return clipped(session_entry(row, found.api_file, prompt, lineage))
+def _entries(page: list[_Found], budget: Callable[[], Budget], labels: Labels) -> list[dict[str, Any]]:
+    """The page's entries; the labels of each file's sessions are read together (one reader)."""
+    rows: dict[int, tuple[Readable, list[SessionRow]]] = {}
+    for f in page:
+        if f.row is not None:
+            rows.setdefault(id(f.path), (f.path, []))[1].append(f.row)
+    named: dict[tuple[int, str], tuple[str, Lineage]] = {}
+    for key, (path, listed) in rows.items():
+        for sid, label in labels.read(path, listed, budget).items():
+            named[key, sid] = label
+    out = []
+    for f in page:
+        if f.row is None:
+            out.append(clipped({"file": f.api_file, "error": f.error or ""}))
+        else:
+            prompt, lineage = named.get((id(f.path), f.row.id), ("", NO_LINEAGE))
+            out.append(clipped(session_entry(f.row, f.api_file, prompt, lineage)))
+    return out
 
 
 def clipped(entry: dict[str, Any]) -> dict[str, Any]:

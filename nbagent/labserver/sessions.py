@@ -17,13 +17,9 @@ from typing import Any
 from nbagent.labserver.paths import is_session_file_name
 from nbagent.log.events import (
     INBOX_SPLICED,
-    SESSION_FORKED,
-    SESSION_REPLAYED,
     USER_MESSAGE,
     Event,
     EventParseError,
-    SessionForked,
-    SessionReplayed,
     Splice,
     UserMessageEvent,
     parse_event,
@@ -33,7 +29,6 @@ from nbagent.store.base import SessionRow
 from nbagent.store.budget import ReadLimitError, size_text
 from nbagent.store.budget import current as current_budget
 from nbagent.store.location import PostgresLocation
-from nbagent.store.opening import open_reader
 from nbagent.store.reading import read_events
 
 Readable = Path | PostgresLocation
@@ -103,32 +98,6 @@ def session_entry(
         "notebook": row.notebook,
         "parent": row.parent,
     }
-
-
-def fork_lineage(path: Readable, forks: list[str]) -> dict[str, tuple[str | None, str | None]]:
-    """Each fork's ``(purpose, replay_text)``: its ``session/forked.purpose`` (``attribution`` for
-    §11.5's runs) and its last replay in words; two indexed reads per fork."""
-    if not forks:
-        return {}
-    from nbagent.views.replays import replay_text
-
-    out: dict[str, tuple[str | None, str | None]] = {}
-    reader = open_reader(path)
-    try:
-        for sid in forks:
-            forked = reader.last_of_type(sid, SESSION_FORKED)
-            replayed = reader.last_of_type(sid, SESSION_REPLAYED)
-            fork = parse_event(forked) if forked is not None else None
-            last = parse_event(replayed) if replayed is not None else None
-            # a fork of a fork copies its parent's records: only its own (after its session/forked) count
-            own = last is not None and fork is not None and last.seq > fork.seq
-            out[sid] = (
-                fork.purpose if isinstance(fork, SessionForked) else None,
-                replay_text(last) if own and isinstance(last, SessionReplayed) else None,
-            )
-    finally:
-        reader.close(checkpoint=False)
-    return out
 
 
 def no_session_reason(path: Readable, api_file: str) -> str:
