@@ -385,6 +385,33 @@ def test_shutting_the_kernel_down_closes_the_session_and_its_running_turn(tmp_pa
     assert events[-1].data == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "closed"}}}
 
 
+def test_shutting_the_kernel_down_closes_a_database_sessions_running_turn(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The store's pools (opened after the kernel's own exit handler was registered) close at exit
+    only after the agent has closed: its turn's end is written to the database."""
+    k = Kernel(tmp_path)
+    k.run(f"%load_ext nbagent\n%agent --db {pg_url}")
+    k.run(SLOW_MODEL.format(n=1))
+    k.run("%followup take your time")
+    deadline = time.monotonic() + 120
+    while not any(e.type == "step/start" for e in _pg_events(pg_url)):
+        assert time.monotonic() < deadline, "the turn did not start"
+        time.sleep(0.02)
+    k.kc.stop_channels()
+    k.km.shutdown_kernel(now=False)
+    events = _pg_events(pg_url)
+    check_invariants(events)
+    assert events[-1].data == {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "closed"}}}
+
+
+def _pg_events(url: str) -> list:
+    import nbagent
+
+    rows = nbagent.list_sessions(url)
+    return list(nbagent.read_events(url, rows[0].id)) if rows else []
+
+
 SLOW_TEXT = """
 from nbagent.models import Response, ScriptedModel
 from nbagent.notebook import current_agent

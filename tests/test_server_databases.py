@@ -127,7 +127,12 @@ def test_the_server_serves_its_databases_by_name_with_the_endpoints_of_files(tea
     assert status == 200 and plan["turns"] == [1, 2]
     status, diff = get(*API, second, "diff", db="team")
     assert status == 200 and diff["diff"] is None  # not a fork: said, no error
-    no_secret(rows, events, window, bundle, text, plan, diff)
+    # What the page asks after a kernel restart for a live cell of a database's session (its
+    # bundle names no file): each database the server serves, the one holding it answers.
+    status, cell = get(*API, second, "timeline", db="team", turn=2, output="cell", headline="followup")
+    assert status == 200 and cell["application/vnd.nbagent.timeline+json"]["nodes"][0]["id"] == "turn-2"
+    assert "Second question" in cell["text/plain"]
+    no_secret(rows, events, window, bundle, text, plan, diff, cell)
 
 
 def test_an_unknown_name_is_404_and_a_url_is_refused(team: str, get: Any) -> None:

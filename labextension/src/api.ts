@@ -162,12 +162,12 @@ export async function fetchTimeline(source: Source | string, id: string, known?:
  * `text/html` and `text/plain`), headed `headline`.
  */
 export async function fetchTurnOutput(
-  file: string,
+  source: Source | string,
   id: string,
   turn: number,
   headline: string | null
 ): Promise<Record<string, unknown>> {
-  const params: Params = { file, turn, output: 'cell' };
+  const params: Params = { ...where(source), turn, output: 'cell' };
   if (headline !== null) {
     params.headline = headline;
   }

@@ -22,8 +22,8 @@
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { IOutputModel } from '@jupyterlab/rendermime';
 
-import { fetchTurnOutput } from './api';
-import { endedData, endedHeadline, IRunningTurn, RETRY_MS, runningTurn } from './restartdata';
+import { fetchTurnOutput, listDatabases, Source } from './api';
+import { endedData, endedHeadline, IRunningTurn, RETRY_MS, runningTurn, turnSources } from './restartdata';
 
 const pause = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms));
 
@@ -69,6 +69,24 @@ function replace(target: ITarget, data: Record<string, unknown>): boolean {
   return false;
 }
 
+/** The first of `sources` that answers for turn `turn` of session `id` (in the order given). */
+async function firstAnswer(
+  sources: Source[],
+  id: string,
+  turn: number,
+  headline: string | null
+): Promise<{ source: Source; answer: Record<string, unknown> } | null> {
+  const answers = await Promise.all(
+    sources.map(source =>
+      fetchTurnOutput(source, id, turn, headline).then(
+        answer => ({ source, answer }),
+        () => null // not there (another database), gone or refused
+      )
+    )
+  );
+  return answers.find(a => a !== null) ?? null;
+}
+
 /** Look up each target's turn in the log until it has ended (at most RETRY_MS.length more looks). */
 export async function settle(targets: ITarget[]): Promise<void> {
   const turns = new Map<string, ITarget[]>();
@@ -77,19 +95,25 @@ export async function settle(targets: ITarget[]): Promise<void> {
     const key = JSON.stringify([file, id, turn]);
     turns.set(key, [...(turns.get(key) ?? []), target]);
   }
+  // A session in a database is looked for in each one the server serves, by name (asked once);
+  // the one that answers is asked again.
+  let served: Promise<string[]> | null = null;
+  const databases = (): Promise<string[]> => (served ??= listDatabases().catch(() => []));
   await Promise.all(
     Array.from(turns.values(), async group => {
       const { file, id, turn, bundle } = group[0].running;
+      let sources = turnSources(group[0].running, file === null ? await databases() : []);
+      const headline = endedHeadline(bundle.headline, turn);
       for (let look = 0; look <= RETRY_MS.length; look++) {
         if (look > 0) {
           await pause(RETRY_MS[look - 1]);
         }
-        let answer: Record<string, unknown>;
-        try {
-          answer = await fetchTurnOutput(file, id, turn, endedHeadline(bundle.headline, turn));
-        } catch {
-          return; // the file is gone or refused: the outputs stay as they are
+        const found = await firstAnswer(sources, id, turn, headline);
+        if (!found) {
+          return; // the file is gone or refused, or no database holds the session: left as it is
         }
+        sources = [found.source];
+        const answer = found.answer;
         const data = endedData(bundle, answer, turn);
         if (data) {
           group.forEach(target => replace(target, data));

@@ -5,13 +5,18 @@
 
 import { PathExt } from '@jupyterlab/coreutils';
 
+import type { Source } from './api';
 import { shown } from './widgets/painter.js';
 import type { IBundle } from './paint';
 
 /** The timeline bundle's MIME type (paint.ts's TIMELINE_MIME). */
 export const TIMELINE_MIME = 'application/vnd.nbagent.timeline+json';
 
-/** Where a live bundle's session lives: its id and its SQLite file relative to the notebook's folder. */
+/**
+ * Where a live bundle's session lives: its id and its SQLite file relative to the notebook's folder;
+ * `file` is null for a session in a PostgreSQL database (the page then asks the databases the
+ * server serves, by name, for the session: its id is unique).
+ */
 export interface ISessionRef {
   id: string;
   file: string | null;
@@ -25,11 +30,12 @@ export interface ILiveBundle extends IBundle {
 /** Milliseconds waited before each further look at a turn the log has not closed yet. */
 export const RETRY_MS = [250, 500, 1000, 2000, 4000, 8000];
 
-/** The running turn an output's data shows, with its session file (relative to the server root). */
+/** The running turn an output's data shows, with its session file (relative to the server root),
+ * or `null` for a session in a database. */
 export interface IRunningTurn {
   turn: number;
   id: string;
-  file: string;
+  file: string | null;
   bundle: ILiveBundle;
 }
 
@@ -44,12 +50,17 @@ export function runningTurn(data: Record<string, unknown>, notebookPath: string)
     typeof turn !== 'number' ||
     !session ||
     typeof session.id !== 'string' ||
-    typeof session.file !== 'string'
+    (typeof session.file !== 'string' && session.file !== null)
   ) {
     return null;
   }
-  const file = PathExt.normalize(PathExt.join(PathExt.dirname(notebookPath), session.file));
+  const file = session.file === null ? null : PathExt.normalize(PathExt.join(PathExt.dirname(notebookPath), session.file));
   return { turn, id: session.id, file, bundle };
+}
+
+/** Where to ask for a running turn: its file, or else each database the server serves (`databases`). */
+export function turnSources(running: IRunningTurn, databases: readonly string[]): Source[] {
+  return running.file !== null ? [{ file: running.file }] : databases.map(db => ({ file: '', db }));
 }
 
 /** `headline` with the turn's state said as ended: `followup «…» · turn 2 · done`. */

@@ -91,3 +91,35 @@ def test_the_panel_lists_a_database_opens_its_session_and_follows_another_proces
     assert "postgresql://" not in html and "nbagent-pg-" not in html  # (the URL, or its socket folder)
     assert page.evaluate(XSS_RAN_JS) is None
     assert errors.uncaught == [] and errors.console == [], errors
+
+
+def test_a_restart_mid_turn_shows_the_true_end_of_a_database_sessions_turn(
+    db_lab: Lab, page: Any, team_url: str
+) -> None:
+    """A live cell of a session in a database names no file: after a kernel restart the page asks
+    the databases the server serves for the session, and the one holding it answers."""
+    from notebook_page import open_notebook, run_cell
+    from test_restart_browser import RESTART_JS, SETUP, cell
+
+    name = db_lab.write_notebook(
+        "db-restart", [f"%load_ext nbagent\n%agent --db {team_url} new", SETUP, "%followup go"]
+    )
+    errors = PageErrors().watch(page)
+    open_notebook(page, db_lab.lab_url(name, "db-restart"))
+    run_cell(page, 0)
+    run_cell(page, 1)
+    run_cell(page, 2)  # returns at once; the turn waits for an approval
+    cell(page, 2).locator('.nba-approval[data-state="pending"]').wait_for()
+    bundle = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets[2].model.outputs.toJSON()"
+        ".map(o => (o.data || {})['application/vnd.nbagent.timeline+json']).find(Boolean)"
+    )
+    assert bundle["session"]["file"] is None and bundle["status"] == "running"  # in a database
+
+    page.evaluate(RESTART_JS)
+    cell(page, 2).locator(".jp-nbagent-output").get_by_text("turn 1 · done").wait_for(timeout=60_000)
+    cell(page, 2).get_by_text("canceled (closed)").first.wait_for()
+    assert cell(page, 2).locator(".nba-approval").count() == 0
+    shot(page, "restart-database-true-end", cell(page, 2))
+    ours = [e for e in errors.uncaught + errors.console if "nbagent" in e or "nba-" in e]
+    assert ours == [], errors

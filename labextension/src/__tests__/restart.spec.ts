@@ -6,7 +6,7 @@
 
 import type { ITurnNode } from '../widgets/painter.js';
 import type { IBundle } from '../paint';
-import { endedData, endedHeadline, runningTurn, TIMELINE_MIME } from '../restartdata';
+import { endedData, endedHeadline, runningTurn, TIMELINE_MIME, turnSources } from '../restartdata';
 
 const session = { id: 'abc', file: '../data/nb.nbagent.sqlite' };
 
@@ -74,10 +74,23 @@ describe('runningTurn', () => {
     });
   });
 
-  it('passes over ended turns, bundles without a session or a file, and other outputs', () => {
+  it('finds a running turn of a session in a database (file null), to be asked of the databases', () => {
+    const found = runningTurn({ [TIMELINE_MIME]: live('running', { session: { id: 'abc', file: null } }) }, 'a.ipynb');
+    expect(found && { turn: found.turn, id: found.id, file: found.file }).toEqual({ turn: 2, id: 'abc', file: null });
+    expect(turnSources(found!, ['team', 'NBAGENT_DB'])).toEqual([
+      { file: '', db: 'team' },
+      { file: '', db: 'NBAGENT_DB' }
+    ]);
+    expect(turnSources(found!, [])).toEqual([]);
+    const inFile = runningTurn({ [TIMELINE_MIME]: live('running') }, 'work/nb/a.ipynb')!;
+    expect(turnSources(inFile, ['team'])).toEqual([{ file: 'work/data/nb.nbagent.sqlite' }]);
+  });
+
+  it('passes over ended turns, bundles without a session or a usable file, and other outputs', () => {
     expect(runningTurn({ [TIMELINE_MIME]: live('idle') }, 'a.ipynb')).toBeNull();
     expect(runningTurn({ [TIMELINE_MIME]: live('running', { session: null }) }, 'a.ipynb')).toBeNull();
-    expect(runningTurn({ [TIMELINE_MIME]: live('running', { session: { id: 'abc', file: null } }) }, 'a.ipynb')).toBeNull();
+    expect(runningTurn({ [TIMELINE_MIME]: live('running', { session: { id: 'abc' } }) }, 'a.ipynb')).toBeNull();
+    expect(runningTurn({ [TIMELINE_MIME]: live('running', { session: { id: 'abc', file: 3 } }) }, 'a.ipynb')).toBeNull();
     expect(runningTurn({ [TIMELINE_MIME]: live('running', { scope: null }) }, 'a.ipynb')).toBeNull();
     expect(runningTurn({ 'text/plain': 'x' }, 'a.ipynb')).toBeNull();
   });

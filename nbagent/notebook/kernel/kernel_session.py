@@ -329,6 +329,7 @@ class KernelSession:
                 )
             ),
         )
+        self._close_before_the_store_at_exit()
         for equip in list(self.on_open):
             equip(self.agent)
         if announce:
@@ -416,6 +417,7 @@ class KernelSession:
         for equip in list(self.on_open):
             equip(agent)
         self.agent = agent
+        self._close_before_the_store_at_exit()
         if announce is not None:
             print(announce())
         self.carried = list(agent.inbox.next_turn)
@@ -459,6 +461,13 @@ class KernelSession:
         """Close the session and forget this holder (``%unload_ext``)."""
         atexit.unregister(self._close_at_exit)
         self.close()
+
+    def _close_before_the_store_at_exit(self) -> None:
+        """Have :meth:`_close_at_exit` run before the exit handlers of the store just opened: atexit
+        runs the last registered first, and a PostgreSQL store's pools (opened on first use, after
+        this holder registered) close at exit; the agent's close needs them to write its turn's end."""
+        atexit.unregister(self._close_at_exit)
+        atexit.register(self._close_at_exit)
 
     def _close_at_exit(self) -> None:
         """A kernel shut down (not killed) closes its session: a running turn ends ``aborted`` with
