@@ -91,3 +91,57 @@ def test_deliveries_dropped_when_the_turn_end_meets_a_full_disk_name_the_path_an
         message = str(error)
         assert "the session stopped before this was written" in message, message
         assert str(db) in message and "the disk is full" in message, message
+
+
+class FailingWrites:
+    """The session's real store, whose writes fail once armed (a full disk, a database gone)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.armed = False
+
+    def write(self, rows: Any, **kwargs: Any) -> None:
+        if self.armed:
+            from nbagent.errors import SessionWriteError
+
+            raise SessionWriteError("the store refused the write (a test's stand-in for a full disk)")
+        self.store.write(rows, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def test_a_close_whose_turn_end_could_not_be_written_says_so(tmp_path: Any, caplog: Any) -> None:
+    """close() always finishes; when the running turn's end could not be written it logs that, and
+    resuming closes the turn (it used to return without a word: a kernel shutting down with its
+    database's pools already closed lost the turn's end silently)."""
+    db = tmp_path / "s.nbagent.sqlite"
+    started = asyncio.Event()
+
+    async def slow(request: Any) -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    async def main() -> str:
+        agent = nbagent.open_session(db, model=ScriptedModel([slow]))
+        store = agent.driver.journal.file = FailingWrites(agent.driver.journal.file)
+        agent.followup("go")
+        await started.wait()
+        store.armed = True
+        with caplog.at_level("WARNING", logger="nbagent"):
+            await agent.close()
+        assert agent.status == "closed"
+        return agent.session_id
+
+    sid = asyncio.run(main())
+    said = [r.getMessage() for r in caplog.records if "closed after a failed write" in r.getMessage()]
+    assert len(said) == 1 and sid in said[0] and "the store refused the write" in said[0], caplog.text
+    assert [e.type for e in nbagent.read_events(db, sid)][-1] != "turn/end"
+
+    async def resume() -> list[str]:
+        again = nbagent.resume_session(db, sid, model=ScriptedModel([]))
+        await again.close()
+        return [e.type for e in nbagent.read_events(db, sid)]
+
+    assert "turn/end" in asyncio.run(resume())  # the next resume closed the turn left open

@@ -227,6 +227,13 @@ class Driver(DriverPort):
             log.warning(
                 "nbagent: the last staged events of %s were not written: %s", self.config.session_id, error
             )
+        elif self.life.fault is not None:  # (a write failed earlier: the close's own were never tried)
+            log.warning(
+                "nbagent: session %s closed after a failed write; its last events (a running turn's end) "
+                "were not written, and the next resume closes what was left open: %s",
+                self.config.session_id,
+                self.life.fault,
+            )
         self.life.shut(self._release)
 
     def _release(self) -> None:
