@@ -8,7 +8,7 @@ from typing import Any
 
 import nbagent
 from nbagent import UserMessage
-from nbagent.notebook.kernel.kernel_session import relative_file
+from nbagent.notebook.kernel.session_file import relative_file
 from nbagent.notebook.magics.live_turn import LiveTurn
 from nbagent.store.location import PostgresLocation, SqliteLocation
 from nbagent.views import TIMELINE_MIME, TurnView

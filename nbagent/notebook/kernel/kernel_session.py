@@ -11,7 +11,6 @@ import asyncio
 import atexit
 import concurrent.futures
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -39,10 +38,16 @@ from nbagent.notebook.kernel.runs import (
     runner_notebook,
     without_front_end,
 )
-from nbagent.notebook.kernel.session_file import notebook_path, session_file
+from nbagent.notebook.kernel.session_file import (
+    file_failure,
+    notebook_path,
+    relative_file,
+    session_file,
+    shown_store,
+)
 from nbagent.notebook.kernel.shell_pump import ShellPump
 from nbagent.notebook.magics.meter_commands import usage_line
-from nbagent.store.location import PostgresLocation, SqliteLocation, StoreLocation
+from nbagent.store.location import SqliteLocation, StoreLocation
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
@@ -267,7 +272,7 @@ class KernelSession:
             except SessionLockedError:
                 self.in_use_elsewhere = target.id
                 line = (
-                    f"nbagent: the latest session {target.id[:8]} in {_shown(self.path)} is in use by another "
+                    f"nbagent: the latest session {target.id[:8]} in {shown_store(self.path)} is in use by another "
                     "kernel; `%agent new` starts another session here, `%agent resume ID` continues an "
                     "earlier one (see `%agent sessions`), `%agent --db PATH` uses another file"
                 )
@@ -281,7 +286,7 @@ class KernelSession:
         agent = self.new(announce=known or headless)
         if not known and not headless:
             print(
-                f"nbagent: new session {agent.session_id[:8]} in {_shown(self.path)}, the shared file of this "
+                f"nbagent: new session {agent.session_id[:8]} in {shown_store(self.path)}, the shared file of this "
                 f"folder (model {agent.model.name}); this kernel does not know its notebook, so it does not continue the file's earlier sessions "
                 "(`%agent sessions` lists them, `%agent resume ID` continues one)"
             )
@@ -333,7 +338,7 @@ class KernelSession:
         for equip in list(self.on_open):
             equip(self.agent)
         if announce:
-            line = f"nbagent: new session {self.agent.session_id[:8]} in {_shown(path)}"
+            line = f"nbagent: new session {self.agent.session_id[:8]} in {shown_store(path)}"
             if headless and not self.knows_notebook():
                 line += (
                     f", the shared file of this folder, for this run of {how} (model {self.agent.model.name}); "
@@ -366,7 +371,7 @@ class KernelSession:
         if session_id is None:
             if not rows:
                 raise UsageError(
-                    f"no session in {_shown(self.path)} to resume; %inject or %followup starts one"
+                    f"no session in {shown_store(self.path)} to resume; %inject or %followup starts one"
                 )
             session_id = rows[0].id
         if len(session_id) < MIN_PREFIX and not any(r.id == session_id for r in rows):
@@ -376,7 +381,7 @@ class KernelSession:
             )
         matches = [r for r in rows if r.id.startswith(session_id)]
         if not matches:
-            raise UsageError(f"no session {session_id!r} in {_shown(self.path)}; see %agent sessions")
+            raise UsageError(f"no session {session_id!r} in {shown_store(self.path)}; see %agent sessions")
         if len(matches) > 1:
             raise UsageError(f"{session_id!r} matches {len(matches)} sessions; give more of the id")
         row = matches[0]
@@ -398,7 +403,7 @@ class KernelSession:
             short = cut_short(agent.events) if carried_from == RESTART else None
             cut = f"; turn {short} was cut short by a kernel restart" if short is not None else ""
             return (
-                f"nbagent: resumed session {row.id[:8]} from {_shown(path)} "
+                f"nbagent: resumed session {row.id[:8]} from {shown_store(path)} "
                 f"({row.turns} turn{'s' if row.turns != 1 else ''}{cut}, last active {when(row.last_activity)})"
                 f"{repaired}"
             )
@@ -495,17 +500,17 @@ class KernelSession:
             if not rows:
                 missing = self.missing_folder_note()
                 if missing:
-                    return [f"no session open · file {_shown(path)}{missing}"]
+                    return [f"no session open · file {shown_store(path)}{missing}"]
                 return [
-                    f"no session open · file {_shown(path)} (created by the first %inject, %followup or %steer)"
+                    f"no session open · file {shown_store(path)} (created by the first %inject, %followup or %steer)"
                 ]
             held = f"{len(rows)} session{'s' if len(rows) != 1 else ''}"
             if self.in_use_elsewhere == rows[0].id:
                 return [
-                    f"no session open in this kernel · file {_shown(path)} holds {held}; the latest "
+                    f"no session open in this kernel · file {shown_store(path)} holds {held}; the latest "
                     f"({rows[0].id[:8]}) is open in another kernel"
                 ]
-            return [f"no session open · file {_shown(path)} holds {held} (`%agent sessions` lists them)"]
+            return [f"no session open · file {shown_store(path)} holds {held} (`%agent sessions` lists them)"]
         inbox = agent.inbox
         rows = {r.id: r for r in self.rows()}
         row = rows.get(agent.session_id)
@@ -522,60 +527,6 @@ class KernelSession:
         ]
 
 
-def relative_file(location: StoreLocation, cwd: Path) -> str | None:
-    """``location``'s file relative to ``cwd`` with ``/`` separators; ``None`` for PostgreSQL."""
-    if not isinstance(location, SqliteLocation):
-        return None
-    try:
-        return Path(os.path.relpath(location.path, cwd)).as_posix()
-    except ValueError:  # another drive (Windows)
-        return None
-
-
-def file_failure(location: StoreLocation, exc: BaseException) -> str:
-    """One line for a session file (or PostgreSQL URL) that cannot be used: where, why and the way
-    out, each once."""
-    if isinstance(location, PostgresLocation):  # shown and explained without its password
-        from nbagent.redaction import scrub
-
-        shown = location.shown
-        why = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        where = "" if shown in why else f"nbagent cannot use the session store {shown}: "
-        return f"{where}{why}; or choose another store with `%agent --db PATH_OR_URL`"
-    path = location.path
-    if path.is_dir():
-        why = "it is a folder, not a file"
-    elif path.parent.exists() and not path.parent.is_dir():
-        why = f"{_shown(path.parent)} is a file, not a folder"
-    elif not path.parent.exists():
-        why = f"its folder {path.parent} does not exist (nbagent creates the file, never folders)"
-    elif not os.access(path.parent if path.parent.exists() else Path.cwd(), os.W_OK):
-        why = "its folder is not writable"
-    elif isinstance(exc, OSError) and exc.strerror:
-        why = exc.strerror.lower()
-    else:
-        why = _reason(path, exc)
-    return (
-        f"nbagent cannot use the session file {path}: {why}; choose another with `%agent --db PATH` "
-        "(or the NBAGENT_DB environment variable)"
-    )
-
-
-_STORE_ADVICE = re.compile(r"\s*[—;]\s*(pass another path|make it writable|remove them or pass).*$")
-
-
-def _reason(path: Path, exc: BaseException) -> str:
-    """The store's own words for why ``path`` failed, without repeating the path or its advice
-    (which speaks of the Python API: this line gives the notebook's way out)."""
-    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    said = _STORE_ADVICE.sub("", said)
-    said = re.sub(r"\s*\(?or pass another path\)?", "", said)
-    for prefix in (f"{path} ", f"{_shown(path)} "):
-        if said.startswith(prefix):
-            return "it " + said.removeprefix(prefix)
-    return said
-
-
 def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:
     """The asyncio loop the kernel's main thread runs between cells (ipykernel's tornado IOLoop)."""
     try:
@@ -584,17 +535,6 @@ def _kernel_loop(kernel: Any) -> asyncio.AbstractEventLoop | None:
         pass
     io_loop = getattr(kernel, "io_loop", None)
     return getattr(io_loop, "asyncio_loop", None)
-
-
-def _shown(where: StoreLocation | Path) -> str:
-    """A file relative to the working directory when it is inside it (a URL without credentials)."""
-    if isinstance(where, PostgresLocation):
-        return where.shown
-    path = where.path if isinstance(where, SqliteLocation) else where
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def current_kernel_session() -> KernelSession:

@@ -12,11 +12,12 @@ folder: a kernel takes its notebook from there when that is unambiguous
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nbagent.store.location import SqliteLocation, StoreLocation, parse_location
+from nbagent.store.location import PostgresLocation, SqliteLocation, StoreLocation, parse_location
 
 FALLBACK_NAME = "nbagent.sqlite"
 SUFFIX = ".nbagent.sqlite"
@@ -73,3 +74,68 @@ def session_file(
     if notebook is None:
         return SqliteLocation(cwd / FALLBACK_NAME)
     return SqliteLocation(notebook.with_name(notebook.stem + SUFFIX))
+
+
+def relative_file(location: StoreLocation, cwd: Path) -> str | None:
+    """``location``'s file relative to ``cwd`` with ``/`` separators; ``None`` for PostgreSQL."""
+    if not isinstance(location, SqliteLocation):
+        return None
+    try:
+        return Path(os.path.relpath(location.path, cwd)).as_posix()
+    except ValueError:  # another drive (Windows)
+        return None
+
+
+def file_failure(location: StoreLocation, exc: BaseException) -> str:
+    """One line for a session file (or PostgreSQL URL) that cannot be used: where, why and the way
+    out, each once."""
+    if isinstance(location, PostgresLocation):  # shown and explained without its password
+        from nbagent.redaction import scrub
+
+        shown = location.shown
+        why = scrub(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        where = "" if shown in why else f"nbagent cannot use the session store {shown}: "
+        return f"{where}{why}; or choose another store with `%agent --db PATH_OR_URL`"
+    path = location.path
+    if path.is_dir():
+        why = "it is a folder, not a file"
+    elif path.parent.exists() and not path.parent.is_dir():
+        why = f"{shown_store(path.parent)} is a file, not a folder"
+    elif not path.parent.exists():
+        why = f"its folder {path.parent} does not exist (nbagent creates the file, never folders)"
+    elif not os.access(path.parent if path.parent.exists() else Path.cwd(), os.W_OK):
+        why = "its folder is not writable"
+    elif isinstance(exc, OSError) and exc.strerror:
+        why = exc.strerror.lower()
+    else:
+        why = _reason(path, exc)
+    return (
+        f"nbagent cannot use the session file {path}: {why}; choose another with `%agent --db PATH` "
+        "(or the NBAGENT_DB environment variable)"
+    )
+
+
+_STORE_ADVICE = re.compile(r"\s*[—;]\s*(pass another path|make it writable|remove them or pass).*$")
+
+
+def _reason(path: Path, exc: BaseException) -> str:
+    """The store's own words for why ``path`` failed, without repeating the path or its advice
+    (which speaks of the Python API: this line gives the notebook's way out)."""
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    said = _STORE_ADVICE.sub("", said)
+    said = re.sub(r"\s*\(?or pass another path\)?", "", said)
+    for prefix in (f"{path} ", f"{shown_store(path)} "):
+        if said.startswith(prefix):
+            return "it " + said.removeprefix(prefix)
+    return said
+
+
+def shown_store(where: StoreLocation | Path) -> str:
+    """A file relative to the working directory when it is inside it (a URL without credentials)."""
+    if isinstance(where, PostgresLocation):
+        return where.shown
+    path = where.path if isinstance(where, SqliteLocation) else where
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
