@@ -32,12 +32,12 @@ class _Frozen:
         return self
 
 
-class FrozenDict(_Frozen, dict):  # type: ignore[type-arg]
+class FrozenDict(_Frozen, dict[str, Any]):
     """A ``dict`` that refuses mutation; JSON-encodes and compares like a plain dict."""
 
     __slots__ = ()
 
-    __setitem__ = __delitem__ = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _refuse
     clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -47,13 +47,13 @@ class FrozenDict(_Frozen, dict):  # type: ignore[type-arg]
         return hash(tuple(sorted(self.items(), key=lambda kv: kv[0])))
 
 
-class FrozenList(_Frozen, list):  # type: ignore[type-arg]
+class FrozenList(_Frozen, list[Any]):
     """A ``list`` that refuses mutation; JSON-encodes and compares like a plain list."""
 
     __slots__ = ()
 
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenList, (list(self),))
