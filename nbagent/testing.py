@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from nbagent.core.inbox import InboxState
 from nbagent.core.projections import derive_history
 from nbagent.log import events as ev
 from nbagent.log.events import Event
-from nbagent.log.messages import message_from_json
+from nbagent.log.messages import UserMessage, message_from_json
 
 __all__ = ["InvariantError", "check_invariants", "derive_history", "replay_inbox"]
 
@@ -28,7 +28,8 @@ def _apply(state: InboxState, rec: ev.Splice) -> InboxState:
     start, count = rec.start, rec.removed_count
     if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
         _fail(rec.seq, f"impossible splice start={start} removed={count} on {rec.target} of {len(queue)}")
-    inserted = tuple(message_from_json(m.to_json()) for m in rec.inserted)
+    # each is a UserMessage (``Splice.inserted``): the round trip keeps its user role
+    inserted = cast("tuple[UserMessage, ...]", tuple(message_from_json(m.to_json()) for m in rec.inserted))
     state = state.with_queue(rec.target, queue[:start] + inserted + queue[start + count :])
     ids = [m.id for m in state.next_turn + state.next_step]
     if len(ids) != len(set(ids)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 from nbagent.errors import SessionCorruptError
 from nbagent.log.events import NEXT_STEP, NEXT_TURN, Splice
@@ -108,10 +108,13 @@ def replay_splice(state: InboxState, data: Mapping[str, Any], seq: int) -> Inbox
         count = data.get("removed_count", 0)
         if not (0 <= start <= len(queue)) or count < 0 or start + count > len(queue):
             raise ValueError(f"start {start} / removed {count} outside a queue of {len(queue)}")
-        inserted = tuple(message_from_json(m) for m in data.get("inserted", ()))
+        # a splice inserts only user messages (``Splice.inserted``); the stored JSON is trusted
+        inserted = cast(
+            "tuple[UserMessage, ...]", tuple(message_from_json(m) for m in data.get("inserted", ()))
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise SessionCorruptError(f"invalid persisted inbox splice at session seq {seq}: {exc}") from None
-    return state.with_queue(target, queue[:start] + inserted + queue[start + count :])  # type: ignore[operator]
+    return state.with_queue(target, queue[:start] + inserted + queue[start + count :])
 
 
 def replay_raw(queues: dict[str, list[Any]], data: Mapping[str, Any], seq: int) -> None:

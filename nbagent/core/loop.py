@@ -23,7 +23,7 @@ from nbagent.log.events import (
     TurnEnd,
     UserMessageEvent,
 )
-from nbagent.log.messages import AssistantMessage, UserMessage, assistant_message, coerce_user_message
+from nbagent.log.messages import AssistantMessage, Block, UserMessage, assistant_message, coerce_user_message
 from nbagent.log.vocabulary import Failure, LoopFailureCode, TokenUsage
 from nbagent.models.base import (
     Finish,
@@ -296,7 +296,7 @@ class _Answer:
         return bool("".join(self.text) or "".join(self.reasoning))
 
     def message(self, model: Model, *, with_calls: bool) -> AssistantMessage:
-        content: list[dict[str, Any]] = []
+        content: list[Block] = []
         if self.reasoning:
             content.append({"type": "reasoning", "text": "".join(self.reasoning)})
         if self.text:

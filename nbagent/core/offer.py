@@ -8,16 +8,17 @@ loop and the tool batch read it through their port.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal
 
 from nbagent.core.tools import Tool
 from nbagent.models.base import Model
 
-Approver = Callable[[Tool, Any], Awaitable[str]]
+Approver = Callable[[Tool, Any], Coroutine[Any, Any, str]]
 """Asked before a tool that ``requires_approval`` runs: returns ``"allowed-once"``,
 ``"allowed-session"`` (allowed by an allowance for the rest of the session), ``"rejected"`` or
-``"unavailable"``."""
+``"unavailable"``. An ``async def`` (or any callable returning a coroutine): the tool batch runs it
+as a task."""
 
 ContextLimit = Literal["warn", "block"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 from nbagent._json import gc_paused
 from nbagent.log.events import (
@@ -24,11 +25,13 @@ from nbagent.log.messages import Message
 
 def record_message(record: Record) -> Message | None:
     """The model-visible message a record contributes, if any (SPEC §4)."""
-    kind = type(record)
+    kind = type(record)  # exact-type checks (fast, and mypy does not narrow through ``kind``)
     if kind is UserMessageEvent or kind is ToolResultEvent:
-        return record.message  # type: ignore[attr-defined,no-any-return]
-    if kind is AssistantMessageEvent and record.message.content:  # type: ignore[attr-defined]
-        return record.message  # type: ignore[attr-defined,no-any-return]
+        return cast("UserMessageEvent | ToolResultEvent", record).message
+    if kind is AssistantMessageEvent:
+        message = cast(AssistantMessageEvent, record).message
+        if message.content:
+            return message
     return None
 
 

@@ -64,12 +64,12 @@ async def run_tool_batch(
     try:
         while i < len(calls):
             if signal.cancelled:
-                for call in calls[i:]:
+                for unstarted in calls[i:]:
                     _record(
                         driver,
                         turn,
                         step,
-                        call,
+                        unstarted,
                         _error(
                             "Error: tool call aborted before dispatch",
                             "AbortError",
@@ -77,7 +77,7 @@ async def run_tool_batch(
                         ),
                         with_call=True,
                     )
-                    recorded.add(call.id)
+                    recorded.add(unstarted.id)
                 break
             group = [calls[i]]
             if _parallel(driver, calls[i]):

@@ -176,9 +176,7 @@ def tool(
             annotation = hints.get(pname, Any)
             default = ... if param.default is param.empty else param.default
             fields[pname] = (annotation, Field(default, description=notes.get(pname)))
-        model = create_model(  # type: ignore[call-overload]
-            f"{f.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        model = create_model(f"{f.__name__}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
         schema = model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
