@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from nbagent.core.agent import AgentCore, LiveNotice
 from nbagent.core.runs import Run
@@ -21,6 +21,7 @@ from nbagent.models.base import Model
 if TYPE_CHECKING:
     from nbagent.forks.replay import Arrival
     from nbagent.mcp.servers import McpServers, ServerInfo
+    from nbagent.store.base import SessionStore
     from nbagent.views.attribution import Attribution, AttributionPlan
 
 __all__ = ["Agent", "LiveNotice"]
@@ -63,7 +64,8 @@ class Agent(AgentCore):
         ``purpose`` is recorded on its ``session/forked`` (``"attribution"`` for §11.5's runs)."""
         from nbagent.forks.new_fork import create_fork
 
-        store = self.driver.file
+        # the session layer builds every Agent over a SessionStore
+        store = cast("SessionStore | None", self.driver.file)
         if store is None or self.reopen is None:
             raise NbagentError("an in-memory session (path=None) has no log to fork from")
         where = store.where  # where it was opened (a PostgreSQL URL keeps its credentials)

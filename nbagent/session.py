@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from nbagent import _json
 from nbagent._json import gc_paused
@@ -42,7 +42,7 @@ from nbagent.log.events import (
     parse_event,
     record_type,
 )
-from nbagent.log.messages import Message, message_from_json, tool_result_message
+from nbagent.log.messages import Message, ToolCallBlock, ToolSource, message_from_json, tool_result_message
 from nbagent.log.record import required_keys
 from nbagent.log.vocabulary import ToolError
 from nbagent.models.base import Model
@@ -393,11 +393,16 @@ class _OpenTurn:
             case StepEnd():
                 self.open_step = None
             case AssistantMessageEvent(step=step, message=message):
-                self.calls += [(b["id"], step) for b in message.content if b.get("type") == "tool-call"]
+                self.calls += [
+                    (cast(ToolCallBlock, b)["id"], step)
+                    for b in message.content
+                    if b.get("type") == "tool-call"
+                ]
             case ToolCallEvent(call_id=call_id):
                 self.started.add(call_id)
             case ToolResultEvent(message=message):
-                self.answered.add(message.source["call_id"])
+                # a tool result's source is always ``{"kind": "tool", "call_id"}``
+                self.answered.add(cast(ToolSource, message.source)["call_id"])
             case ApprovalAsked() as question:
                 self.asked[question.id] = question
             case ApprovalDecided(id=approval_id):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from nbagent.core.agent import AgentCore
 from nbagent.core.hooks import PreStep
@@ -37,7 +37,7 @@ from nbagent.log.events import (
 )
 from nbagent.log.messages import UserMessage
 from nbagent.models.base import Model
-from nbagent.store.base import StoreReader
+from nbagent.store.base import SessionStore, StoreReader
 from nbagent.views.labels import describe_message
 from nbagent.views.text import clip
 
@@ -149,7 +149,8 @@ def _parent_turn(agent: Agent, turn: int) -> tuple[InboxState, list[Event]]:
     record = parse_event(forked)
     assert isinstance(record, SessionForked)  # found by its type
     parent = record.parent
-    store = agent.driver.file
+    # the session layer builds every Agent over a SessionStore
+    store = cast("SessionStore | None", agent.driver.file)
     if store is None:
         raise NbagentError("an in-memory session has no parent log")
     reader = store.reader()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from nbagent.core.tools import Tool
 from nbagent.errors import NbagentError, SessionNotFoundError
@@ -13,6 +13,7 @@ from nbagent.store.location import Where
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent
+    from nbagent.store.base import SessionStore
     from nbagent.views.diff import TurnDiff
 
 
@@ -52,7 +53,8 @@ def diff(a: Agent, b: Agent | str, *, turn_a: int, turn_b: int | None = None) ->
 
     turn_b = turn_a if turn_b is None else turn_b
     if isinstance(b, str):
-        store = a.driver.file
+        # the session layer builds every Agent over a SessionStore
+        store = cast("SessionStore | None", a.driver.file)
         if store is None:
             raise NbagentError("an in-memory session has no store to find session " + b)
         reader = store.reader()
