@@ -239,11 +239,11 @@ def _column(measured: _Measured, name: str, dtype: str, n_rows: int) -> ColumnFa
         numbers += _text_extremes(measured, unavailable)
     held = _nested(measured, leading, unavailable)
     if held is not None:
-        samples = _samples(leading, lambda v: format_nested(v, SAMPLE_CHARS))
+        nested_samples = _samples(leading, lambda v: format_nested(v, SAMPLE_CHARS))
         return replace(
             counted,
             numbers=numbers,
-            samples=samples,
+            samples=nested_samples,
             nested=held.describe() + (" (in the sample)" if measured.sampled else ""),
             unavailable=tuple(unavailable),
         )

@@ -229,9 +229,11 @@ def fit_whole(facts: FrameFacts, meta: Meta, budget_tokens: int) -> tuple[str, l
         return text, [], n_cols, n_rows
     for names in (True, False):
         steps = ["table-columns"] + ([] if names else ["column-names"])
-        k, text = _most(
-            lambda k, n=names: render_whole(facts, meta, columns=k, names=n), n_cols - 1, budget_tokens, ""
-        )
+
+        def whole(k: int, n: bool = names) -> str:
+            return render_whole(facts, meta, columns=k, names=n)
+
+        k, text = _most(whole, n_cols - 1, budget_tokens, "")
         if k >= 1:
             return text, steps, k, n_rows
     r, text = _most(

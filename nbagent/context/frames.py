@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from nbagent.context import _lazy
 from nbagent.context._collect import collect
@@ -13,7 +13,7 @@ from nbagent.context._masking import masked
 from nbagent.context._native import is_lazy, native_kind
 from nbagent.context._render import MIN_BUDGET_TOKENS, Meta, fit_whole, render, render_fitted
 from nbagent.context._text import estimate_tokens, printable
-from nbagent.log.messages import UserMessage
+from nbagent.log.messages import CellRef, DataFrameSource, UserMessage
 
 WHOLE_ROWS = 50
 """Frames of at most this many rows are sent whole, as a table, when that fits the budget."""
@@ -107,7 +107,7 @@ def dataframe(
     else:
         fitted = render_fitted(facts, meta, budget_tokens)
         text, truncated = fitted.text, fitted.dropped
-    source: dict[str, Any] = {
+    source: DataFrameSource = {
         "kind": "dataframe",
         "name": None if name is None else printable(name),
         "library": facts.library,
@@ -123,5 +123,5 @@ def dataframe(
     if "head" in truncated and not facts.whole:
         source["head_rows"] = [len(facts.head_rows), fitted.head_rows]
     if cell is not None:
-        source["cell"] = dict(cell)
+        source["cell"] = cast(CellRef, dict(cell))  # a cell's {execution_count, cell_id}
     return UserMessage.text(text, source=source)

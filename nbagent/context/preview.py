@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from nbagent.context._shown import shown
 from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
-from nbagent.log.messages import UserMessage
+from nbagent.log.messages import UserMessage, VariableSource
 
 MIN_BUDGET_TOKENS = 32
 """The smallest budget a preview is guaranteed to fit."""
@@ -68,7 +68,7 @@ def variable(
     room = budget_tokens - estimate_tokens(opening + "\n\n" + closing)
     body, kept = _fit(chosen.text, room)
     text = f"{opening}\n{body}\n{closing}"
-    source: dict[str, Any] = {
+    source: VariableSource = {
         "kind": "variable",
         "name": printable(name),
         "type": printable(type_text),

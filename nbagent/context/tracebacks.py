@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from nbagent.context._text import ELLIPSIS, clip, escape, escape_attr, estimate_tokens, printable
-from nbagent.log.messages import UserMessage
+from nbagent.log.messages import ErrorSource, UserMessage
 
 _TAG = "error"
 MIN_BUDGET_TOKENS = 64
@@ -44,7 +44,11 @@ def error(
     room = budget_tokens - estimate_tokens(f"{opening}\n\n{closing}")
     kept = _tail(lines, room)
     text = "\n".join([opening, *kept, closing])
-    source = {"kind": "error", "ename": printable(ename), "evalue": clip(printable(evalue), EVALUE_CHARS)}
+    source: ErrorSource = {
+        "kind": "error",
+        "ename": printable(ename),
+        "evalue": clip(printable(evalue), EVALUE_CHARS),
+    }
     return UserMessage.text(text, source=source)
 
 

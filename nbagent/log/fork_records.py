@@ -64,8 +64,9 @@ class SessionReplayed(Record):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SessionReplayed:
         move = _map(data.get("move"))
-        add = data.get("add") if isinstance(data.get("add"), list | tuple) else ()
-        drop = data.get("drop") if isinstance(data.get("drop"), list | tuple) else ()
+        add_value, drop_value = data.get("add"), data.get("drop")
+        add = add_value if isinstance(add_value, list | tuple) else ()
+        drop = drop_value if isinstance(drop_value, list | tuple) else ()
         return cls(
             data["turn"],
             data["parent_turn"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, field_validator
 from pydantic_core import core_schema
@@ -81,18 +81,29 @@ class CellSource(TypedDict):
 
 class DataFrameSource(TypedDict):
     kind: Literal["dataframe"]
-    name: str
+    name: str | None
     library: str
-    shape: list[int]
-    columns: int
+    shape: list[int | None]
+    """``[rows, columns]``; rows is None for a lazy frame (counting them would run its query)."""
+    columns: list[str]
+    """The column names."""
     truncated: list[str]
-    form: Literal["snapshot"]
+    form: Literal["snapshot", "table"]
+    """``table`` for a small frame sent whole, as its rows."""
+    lazy: NotRequired[bool]
+    table: NotRequired[dict[str, Any]]
+    head_rows: NotRequired[list[int]]
+    cell: NotRequired[CellRef]
 
 
 class VariableSource(TypedDict):
     kind: Literal["variable"]
     name: str
     type: str
+    form: NotRequired[str]
+    """Which text was used (``str``, ``markdown``, ...)."""
+    cut: NotRequired[dict[str, Any]]
+    """What was left out, when something was."""
 
 
 class ErrorSource(TypedDict):
@@ -263,7 +274,7 @@ def freeze_source(source: Any) -> FrozenDict:
     frozen = freeze(source, "source")
     if not isinstance(frozen, dict) or not isinstance(frozen.get("kind"), str):
         raise TypeError(f"source must be a dict with a str 'kind', got {source!r}")
-    return frozen
+    return cast(FrozenDict, frozen)  # freeze makes every dict a FrozenDict
 
 
 class Message(BaseModel):
@@ -350,7 +361,7 @@ class UserMessage(Message):
         super().__init__(**data)
 
     @classmethod
-    def text(cls, text: str, source: Source | None = None, *, id: str | None = None) -> UserMessage:  # type: ignore[override]
+    def text(cls, text: str, source: Source | None = None, *, id: str | None = None) -> UserMessage:
         """A one-text-block message; the source defaults to the user."""
         if not isinstance(text, str):
             raise TypeError(f"UserMessage.text needs a str, got {type(text).__name__}")
@@ -372,14 +383,14 @@ class AssistantMessage(Message):
     role: Literal["assistant"] = "assistant"
 
     @property
-    def tool_calls(self) -> tuple[FrozenDict, ...]:
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The answer's ``tool-call`` blocks, in the model's order."""
-        return tuple(b for b in self.content if b.get("type") == "tool-call")
+        return tuple(cast(ToolCallBlock, b) for b in self.content if b.get("type") == "tool-call")
 
 
 def message_text(message: Message) -> str:
     """The concatenated text blocks of any message."""
-    return "".join(b.get("text", "") for b in message.content if b.get("type") == "text")
+    return "".join(cast(TextBlock, b).get("text", "") for b in message.content if b.get("type") == "text")
 
 
 def text_block(text: str) -> FrozenDict:
@@ -417,7 +428,11 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
     role = data.get("role")
     cls: type[Message] = AssistantMessage if role == "assistant" else UserMessage
     return _construct(
-        cls, data["id"], role, tuple(freeze(data["content"], "content")), freeze(data["source"], "source")
+        cls,
+        data["id"],
+        cast(str, role),
+        tuple(freeze(data["content"], "content")),
+        freeze(data["source"], "source"),
     )
 
 

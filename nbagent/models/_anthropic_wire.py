@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from nbagent.log.messages import Message
+from nbagent.log.messages import Message, TextBlock, ToolResultBlock
 from nbagent.log.vocabulary import Failure
 from nbagent.models._sdk_support import image_data
 from nbagent.models.base import (
@@ -50,7 +50,7 @@ def to_anthropic_messages(
         if message.role == "assistant":
             blocks = _assistant_blocks(message)
             first_call = first_tool_call_id(message)
-            if signed_thinking and first_call in signed_thinking:
+            if signed_thinking and first_call is not None and first_call in signed_thinking:
                 blocks = [dict(b) for b in signed_thinking[first_call]] + blocks
         else:
             blocks = _user_blocks(message)
@@ -84,7 +84,7 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     for block in message.content:
         kind = block.get("type")
         if kind == "text" and block.get("text"):
-            blocks.append({"type": "text", "text": str(block["text"])})
+            blocks.append({"type": "text", "text": str(cast(TextBlock, block)["text"])})
         elif kind == "tool-call":
             blocks.append(
                 {
@@ -102,7 +102,11 @@ def _user_blocks(message: Message) -> list[dict[str, Any]]:
     for block in message.content:
         if block.get("type") == "tool-result":
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": str(block.get("tool_call_id"))}
-            content = [c for c in (_content_block(b) for b in block.get("content") or ()) if c is not None]
+            content = [
+                c
+                for c in (_content_block(b) for b in cast(ToolResultBlock, block).get("content") or ())
+                if c is not None
+            ]
             if content:
                 result["content"] = content
             if block.get("is_error"):

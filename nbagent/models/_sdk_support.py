@@ -11,7 +11,7 @@ import importlib
 import mimetypes
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from pathlib import Path
 from types import ModuleType
@@ -71,7 +71,7 @@ class SignalWatch:
         await _cancel_and_settle(task)
         raise SignalCancelled
 
-    async def iterate(self, stream: Any) -> AsyncIterator[Any]:
+    async def iterate(self, stream: Any) -> AsyncGenerator[Any, None]:
         """Items of an async iterator until it ends or the signal fires."""
         while True:
             try:
@@ -219,7 +219,7 @@ async def sdk_chunks(
     provider: str,
     on_done: Callable[[], None] | None = None,
     secrets: Sequence[str | None] = (),
-) -> AsyncIterator[Chunk]:
+) -> AsyncGenerator[Chunk, None]:
     """Open an SDK stream and translate its events; a failure becomes ``Finish("error")``.
 
     Every network wait races the turn's signal, and the response is always closed (``async

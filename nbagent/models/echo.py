@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import cast
 
-from nbagent.log.messages import Message, message_text
+from nbagent.log.messages import Message, TextBlock, ToolResultBlock, message_text
 from nbagent.models.base import (
     CancelSignalLike,
     Chunk,
@@ -20,8 +21,11 @@ def _describe(message: Message) -> str:
     if len(first) > 100:
         first = first[:99] + "…"
     if message.content and message.content[0].get("type") == "tool-result":
-        block = message.content[0]
-        inner = next((b.get("text", "") for b in block.get("content", ()) if b.get("type") == "text"), "")
+        block = cast(ToolResultBlock, message.content[0])
+        texts = (
+            cast(TextBlock, b).get("text", "") for b in block.get("content", ()) if b.get("type") == "text"
+        )
+        inner = next(texts, "")
         first = f"result of {block.get('tool_call_id')}: {inner.splitlines()[0] if inner else ''}"
     elif message.role == "assistant" and not message_text(message).strip():
         calls = [str(b.get("name")) for b in message.content if b.get("type") == "tool-call"]

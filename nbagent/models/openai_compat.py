@@ -98,15 +98,16 @@ class OpenAICompatModel:
         self.model = model
         self.provider = provider
         self.name = name or f"{provider}:{model}"
-        self.base_url = (
+        base_url = (
             base_url or _normalize(provider, env(self.preset.base_url_env)) or self.preset.default_base_url
         )
-        if self.base_url is None:
+        if base_url is None:
             raise NbagentError(
                 f"model {scrub(self.name)!r} needs a base URL: set {self.preset.base_url_env} "
                 f"(for example http://localhost:8000/v1), write '{provider}:{scrub(model)}@http://host:port/v1', "
                 "or pass base_url=..."
             )
+        self.base_url: str = base_url
         self._api_key = api_key
         self.max_tokens = max_tokens
         self.timeout = timeout

@@ -80,7 +80,7 @@ class ScriptedModel:
                 f"ScriptedModel has {len(self.responses)} response(s) and received request "
                 f"#{index + 1}; add more responses to the script"
             )
-        item = self.responses[index]
+        item: ScriptItem | Awaitable[Response | str] = self.responses[index]
         if callable(item) and not isinstance(item, Response):
             item = item(request)
             if inspect.isawaitable(item):

@@ -374,7 +374,7 @@ def _first_steps_by_id(steps: Sequence[StepDiff], side: str) -> dict[str, int]:
 
 
 def _row_json(m: DiffMessage, step: int, other: str, there: dict[str, int]) -> DiffRow:
-    mark_text = m.mark
+    mark_text: str = m.mark
     if m.mark == "moved":
         elsewhere = there.get(m.id)
         mark_text = (

@@ -317,8 +317,8 @@ def context_breakdown(agent: Any) -> ContextBreakdown:
             item = measure(message, counter)
             items.append(ContextItem(where, item.kind, item.label, item.tokens))
     by_source: dict[str, int] = {}
-    for item in items:
-        by_source[item.kind] = by_source.get(item.kind, 0) + item.tokens
+    for entry in items:
+        by_source[entry.kind] = by_source.get(entry.kind, 0) + entry.tokens
     system, tools = header_tokens(agent.system, agent.tool_schemas, counter)
     by_source.update({k: v for k, v in (("system", system), ("tools", tools)) if v})
     window = context_window(model, model_provider(model), table_window)

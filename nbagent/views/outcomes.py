@@ -68,7 +68,7 @@ def turn_outcome(ev: TurnEnd) -> TurnOutcome:
     return TurnOutcome(status, kind, kind)
 
 
-def approval_text(tool: str, outcome: str | None) -> str:
+def approval_text(tool: str | None, outcome: str | None) -> str:
     """``run_code is waiting for your approval``, then ``run_code: approved once``."""
     if outcome is None:
         return f"{tool} is waiting for your approval"

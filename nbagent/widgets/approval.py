@@ -48,7 +48,7 @@ class ApprovalWidget(anywidget.AnyWidget):
     outcome = traitlets.Unicode("").tag(sync=True)
     state = traitlets.Unicode("pending").tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
-    history = traitlets.List().tag(sync=True)
+    history: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     context_html = traitlets.Unicode("").tag(sync=True)
     """What the cell showed before the question (the live turn view's HTML, made by nbagent)."""
 

@@ -52,7 +52,7 @@ def widget_module(name: str) -> str:
 
     Raises :class:`ModuleMissing`, saying the command that builds it, when the module is not built,
     or when this runs from a checkout whose widget sources (or painter) changed after the build."""
-    built = resources.files("nbagent.widgets").joinpath("static", f"{name}.js")
+    built = resources.files("nbagent.widgets").joinpath("static").joinpath(f"{name}.js")
     if not built.is_file():
         raise ModuleMissing(
             f"nbagent's {name} widget module is not built (nbagent/widgets/static/{name}.js is missing): "
