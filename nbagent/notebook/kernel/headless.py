@@ -11,7 +11,11 @@ import os
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from jupyter_client.asynchronous.client import AsyncKernelClient
+    from jupyter_client.manager import AsyncKernelManager
 
 RESTART_TAG = "nbagent-restart-kernel"
 
@@ -49,8 +53,11 @@ def run_notebook(
     with client.setup_kernel(env=kernel_env):
         for index, cell in enumerate(nb.cells):
             if RESTART_TAG in cell.get("metadata", {}).get("tags", []):
-                run_sync(client.km.restart_kernel)(now=True)
-                run_sync(client.kc.wait_for_ready)(timeout=timeout)
+                # inside setup_kernel both are set, and nbclient's default classes are the async ones
+                km = cast("AsyncKernelManager", client.km)
+                kc = cast("AsyncKernelClient", client.kc)
+                run_sync(km.restart_kernel)(now=True)
+                run_sync(kc.wait_for_ready)(timeout=timeout)
             if cell.cell_type == "code":
                 client.execute_cell(cell, index)
             if on_cell is not None and cell.cell_type in ("code", "markdown"):

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from nbagent.log.messages import UserMessage
     from nbagent.notebook.magics.live_turn import LiveTurn
     from nbagent.store.base import SessionRow
+    from nbagent.views.schema import SessionRef
 
 T = TypeVar("T")
 
@@ -118,7 +119,11 @@ class KernelSession:
         if self._headless is None:
             kernel = getattr(self.shell, "kernel", None)
             try:
-                parent = kernel.get_parent("shell") if hasattr(kernel, "get_parent") else None
+                parent = (
+                    kernel.get_parent("shell")
+                    if kernel is not None and hasattr(kernel, "get_parent")
+                    else None
+                )
             except Exception:  # off the main thread, an ipykernel may have no parent to give
                 parent = None
             if kernel is None or (isinstance(parent, dict) and parent.get("msg_type") == "execute_request"):
@@ -139,7 +144,7 @@ class KernelSession:
     def path(self) -> StoreLocation:
         return session_file(self.user_ns, override=self.db_override, runner=self.runner_path())
 
-    def session_ref(self, agent: Agent) -> dict[str, Any]:
+    def session_ref(self, agent: Agent) -> SessionRef:
         """Where ``agent``'s session lives, as a live bundle names it (docs/timeline-json.md): its id
         and its SQLite file relative to the working directory (the notebook's folder under Jupyter);
         ``file`` is ``None`` for PostgreSQL or a file no relative path reaches."""
@@ -512,8 +517,8 @@ class KernelSession:
                 ]
             return [f"no session open · file {shown_store(path)} holds {held} (`%agent sessions` lists them)"]
         inbox = agent.inbox
-        rows = {r.id: r for r in self.rows()}
-        row = rows.get(agent.session_id)
+        by_id = {r.id: r for r in self.rows()}
+        row = by_id.get(agent.session_id)
         turns = row.turns if row is not None else 0
         return [
             f"status: {agent.status}",

@@ -168,7 +168,7 @@ class MainThread:
                     self._block(remaining)
         finally:
             self._waiting -= 1
-        return future.result(), interrupted  # type: ignore[union-attr]
+        return future.result(), interrupted
 
     # -- internals --------------------------------------------------------------------------------
 

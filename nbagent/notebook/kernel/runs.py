@@ -103,9 +103,9 @@ def parse_runner(argv: Sequence[str], where: Path) -> Runner | None:
         return Runner("papermill", tuple(named), output)
     values = _NBCONVERT_VALUES if program == "nbconvert" else _EXECUTE_VALUES
     positional, options = _split(args, values)
-    named = [a for a in positional if a.endswith(".ipynb")]
+    names = [a for a in positional if a.endswith(".ipynb")]
     # ``jupyter execute x`` adds the suffix itself
-    named += [
+    names += [
         a + ".ipynb"
         for a in positional
         if "." not in Path(a).name and _absolute(where, a + ".ipynb").exists()
@@ -115,7 +115,7 @@ def parse_runner(argv: Sequence[str], where: Path) -> Runner | None:
         how = "jupyter nbconvert --execute" + (f" --output {output}" if output else "")
     else:
         how = "jupyter execute" + (f" --output {output}" if output else "")
-    return Runner(how, tuple(_absolute(where, a) for a in named), output)
+    return Runner(how, tuple(_absolute(where, a) for a in names), output)
 
 
 def _absolute(where: Path, argument: str) -> Path:

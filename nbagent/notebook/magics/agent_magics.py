@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -42,8 +42,14 @@ from nbagent.notebook.tools.kernel_tools import NotebookTools
 from nbagent.notebook.tools.proposals import ProposalActions, offer_next_input
 from nbagent.views.text import plural
 
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from nbagent.log.messages import CellRef
+
 KEEP_PROPOSING = 64
 """Finished turn views kept so a later click on one of their proposed cells updates them."""
+_COMMANDS: tuple[str, ...]
 _COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
 _COMMANDS += ("run",)  # starts what is pending (a followup carried over a restart): agent.wake()
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.magics.tool_commands
@@ -109,6 +115,8 @@ def _message_magic(verb: str) -> Callable[[Magic], Magic]:
 class AgentMagics(Magics):
     """The kernel's agent session, driven from cells."""
 
+    shell: InteractiveShell  # type: ignore[assignment]  # IPython's Magics says `shell = None`, unannotated
+
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.session = KernelSession(shell)
@@ -162,8 +170,8 @@ class AgentMagics(Magics):
                 self.last_error = LastError.of(shown)
         return self.last_error
 
-    def _cell(self) -> dict[str, Any]:
-        cell: dict[str, Any] = {"execution_count": running_cell_number(self.shell, self._stored)}
+    def _cell(self) -> CellRef:
+        cell: CellRef = {"execution_count": running_cell_number(self.shell, self._stored)}
         if self._cell_id:
             cell["cell_id"] = self._cell_id
         return cell

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent, LiveNotice
+    from nbagent.core.notices import NoticeName
     from nbagent.log.events import Event
     from nbagent.log.messages import UserMessage
 
@@ -33,7 +34,7 @@ class AgentSlot:
     def __init__(self) -> None:
         self.agent: Agent | None = None
         self._lock = threading.Lock()
-        self._subs: list[tuple[str, Callable[[LiveNotice], Any], list[Callable[[], None]]]] = []
+        self._subs: list[tuple[NoticeName, Callable[[LiveNotice], Any], list[Callable[[], None]]]] = []
 
     @property
     def events(self) -> tuple[Event, ...]:
@@ -47,12 +48,16 @@ class AgentSlot:
     def status(self) -> str:
         return self.agent.status if self.agent is not None else "idle"
 
-    def on(self, name: str, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
+    def on(self, name: NoticeName, callback: Callable[[LiveNotice], Any]) -> Callable[[], None]:
         """Subscribe now (to the agent, once there is one); returns the unsubscribe function."""
         with self._lock:
             if self.agent is not None:
                 return self.agent.on(name, callback)
-            entry: tuple[str, Callable[[LiveNotice], Any], list[Callable[[], None]]] = (name, callback, [])
+            entry: tuple[NoticeName, Callable[[LiveNotice], Any], list[Callable[[], None]]] = (
+                name,
+                callback,
+                [],
+            )
             self._subs.append(entry)
 
         def off() -> None:

@@ -10,13 +10,16 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from IPython.core.error import UsageError
 
 from nbagent._json import thaw
 from nbagent.log.messages import UserMessage
 from nbagent.views.labels import describe_message
+
+if TYPE_CHECKING:
+    from nbagent.log.messages import Source
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,9 @@ def _evaluated(
         message = context.variable(value, name, budget_tokens=budget)
     if options.label is None:
         return message
-    return UserMessage.text(message.plain_text, source={**thaw(message.source), "label": options.label})
+    # the message's own source (a dataframe or variable kind) with the label added
+    labelled = cast("Source", {**thaw(message.source), "label": options.label})
+    return UserMessage.text(message.plain_text, source=labelled)
 
 
 _VALUES = {"--rows": "N", "--budget": "TOKENS", "--label": "LABEL"}
@@ -281,7 +286,7 @@ def describe(message: UserMessage) -> str:
 def dropped_note(message: UserMessage, budget: int) -> str:
     """For the receipt: what a summary, a table or a preview left out to fit its token budget (or
     what its text shortened itself), and how to get it whole."""
-    source = message.source
+    source: Mapping[str, Any] = message.source  # producers add fields a kind's TypedDict does not list
     if source.get("kind") == "variable":
         return _preview_note(source, budget)
     if source.get("kind") != "dataframe" or not source.get("truncated"):

@@ -11,7 +11,7 @@ messages, see them too and apply them by display id.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from nbagent.log.events import INBOX_SPLICED, TURN_END, TURN_START, Event, Splice, TurnEnd, parse_event
 from nbagent.log.messages import UserMessage
@@ -19,6 +19,7 @@ from nbagent.views import Coalescer, TurnView
 
 if TYPE_CHECKING:
     from nbagent.agent import Agent, LiveNotice
+    from nbagent.views.schema import SessionRef
 
 RENDER_INTERVAL = 0.1
 """Seconds between two renders of a streaming turn."""
@@ -62,7 +63,7 @@ class LiveTurn:
         *,
         on_final: Callable[[LiveTurn], None] | None = None,
         waited: bool = False,
-        session: dict[str, Any] | None = None,
+        session: SessionRef | None = None,
     ) -> None:
         """``on_final`` is called once the final state has been shown from a cell. ``waited``: the
         cell blocks until the run ends and then calls :meth:`refresh`, which shows the end; the loop
@@ -103,7 +104,7 @@ class LiveTurn:
     def final(self) -> bool:
         return self.view.final
 
-    def _proposed(self, field: str) -> list[str]:
+    def _proposed(self, field: Literal["code", "proposal"]) -> list[str]:
         """``field`` of each cell the turn proposed (``propose_cell``), in order."""
         if self.turn is None:
             return []
@@ -181,6 +182,7 @@ class LiveTurn:
 
     def _on_claimed(self, notice: LiveNotice) -> None:
         if notice.message is not None and notice.message.id == self.message.id:
+            assert notice.turn is not None  # an "inbox/claimed" notice always names the claiming turn
             self.turn = notice.turn
             self.view.claimed(notice.turn)
             self._updates.push(None, soon=not self.waited)

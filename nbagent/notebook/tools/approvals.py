@@ -211,8 +211,12 @@ class Approvals:
             if remaining <= 0:
                 with self._lock:
                     if entry.decision is None:
-                        entry.decision = ("unavailable", f"nobody there to ask for {self.timeout:g} s")
-                        return entry.decision
+                        decision: tuple[Outcome, str] = (
+                            "unavailable",
+                            f"nobody there to ask for {self.timeout:g} s",
+                        )
+                        entry.decision = decision
+                        return decision
                 return await entry.future
             await asyncio.wait({entry.future}, timeout=remaining)
             if entry.future.done():

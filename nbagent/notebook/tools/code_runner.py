@@ -16,10 +16,10 @@ import re
 import signal
 import threading
 import traceback
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import count
-from typing import Any
+from typing import Any, cast
 
 from nbagent.notebook.tools.namespace_view import bounded_repr
 
@@ -139,7 +139,7 @@ def _interruptible() -> Any:
 
 def run_code(
     code: str,
-    namespace: MutableMapping[str, Any],
+    namespace: dict[str, Any],
     *,
     transform: Callable[[str], str] | None = None,
 ) -> CodeReport:
@@ -161,7 +161,7 @@ def run_code(
                 "%inject); they would wait on the turn that is running this code. Ask the user instead."
             )
         tree = ast.parse(source, filename, "exec")
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        last = cast(ast.Expr, tree.body.pop()) if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         body = compile(tree, filename, "exec")
         final = compile(ast.Expression(last.value), filename, "eval") if last is not None else None
