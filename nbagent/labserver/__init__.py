@@ -40,7 +40,7 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     )
 
 
-SIDE_FILES = ("*.nbagent.sqlite-wal", "*.nbagent.sqlite-shm", "*.nbagent.sqlite-journal")
+SIDE_FILES: tuple[str, ...] = ("*.nbagent.sqlite-wal", "*.nbagent.sqlite-shm", "*.nbagent.sqlite-journal")
 SIDE_FILES += tuple(g.replace("*.", "", 1) for g in SIDE_FILES)  # the shared nbagent.sqlite's
 """SQLite's companions of a session file: the file browser need not show them (the log is whole in
 the ``.sqlite`` after a clean close, and a copy of one without the other is no backup)."""

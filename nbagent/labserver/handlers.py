@@ -45,7 +45,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 from urllib.parse import quote, urlencode
 
 import orjson
@@ -159,6 +159,12 @@ class _Base(APIHandler):
         if name is not None:
             return self._database(name)
         return await self._resolve(self.get_argument("file"), "file")
+
+    @overload
+    def _int(self, name: str, default: int, low: int, high: int) -> int: ...
+
+    @overload
+    def _int(self, name: str, default: None, low: int, high: int) -> int | None: ...
 
     def _int(self, name: str, default: int | None, low: int, high: int) -> int | None:
         raw = self.get_argument(name, None)
@@ -323,13 +329,15 @@ class TimelineHandler(_Base):
         find = self.get_argument("find", None)
         newest: Callable[[], Awaitable[bytes | None]] | None = None
         if find is not None:
-            after = self._int("after", 0, 0, MAX_SEQ) or 0
+            after: int | None = self._int("after", 0, 0, MAX_SEQ) or 0
             limit = self._int("limit", DEFAULT_MATCHES, 1, MAX_MATCHES) or DEFAULT_MATCHES
             if not find.strip() or len(find) > MAX_FIND:
                 raise web.HTTPError(
                     422, f"find must be 1 to {MAX_FIND} characters of a turn's title, not {len(find)}"
                 )
-            body = await self._run(self._find, target.real, session_id, find.strip(), after, limit)
+            body: bytes | None = await self._run(
+                self._find, target.real, session_id, find.strip(), after, limit
+            )
         elif window is not None:
             before = self._int("before", None, 1, MAX_SEQ)
             after = self._int("after", None, 0, MAX_SEQ)

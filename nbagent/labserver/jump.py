@@ -21,6 +21,7 @@ from nbagent.log.events import TURN_START, USER_MESSAGE
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store
 from nbagent.views.labels import describe_message
+from nbagent.views.schema import TimelineBundle
 from nbagent.views.text import clip
 from nbagent.views.timeline import LINE_MAX
 
@@ -38,7 +39,7 @@ SCAN_SECONDS = 2.0
 
 def around(
     path: Readable, session_id: str, *, turn: int, turns: int, max_text: int | None, page: Budget
-) -> dict[str, Any]:
+) -> TimelineBundle:
     """The bundle of ``turns`` turns around turn ``turn``: it in the middle, or as near as the
     session's first and last turns allow."""
     with bounded(page):
@@ -52,7 +53,7 @@ def around(
 
 def later(
     path: Readable, session_id: str, *, after: int, turns: int, max_text: int | None, page: Budget
-) -> dict[str, Any]:
+) -> TimelineBundle:
     """The bundle of the ``turns`` turns after turn ``after`` (fewer at the log's end)."""
     with bounded(page):
         last = _last(path, session_id)

@@ -27,6 +27,7 @@ from nbagent.store.base import SessionStore
 from nbagent.store.budget import Budget, bounded
 from nbagent.store.opening import open_store
 from nbagent.views import Timeline
+from nbagent.views.schema import TimelineBundle, ViewNode
 from nbagent.views.text import plural
 
 FORKED = "session/forked"
@@ -103,10 +104,10 @@ def _fold_start(store: SessionStore, session_id: str, cut: int) -> tuple[Timelin
     return timeline, start
 
 
-def _subtree(nodes: list[dict[str, Any]], low: int, high: int | None) -> list[dict[str, Any]]:
+def _subtree(nodes: list[ViewNode], low: int, high: int | None) -> list[ViewNode]:
     """The nodes whose top-level node has ``low <= seq < high`` (and ``forked``, always)."""
     keep: set[str] = set()
-    out = []
+    out: list[ViewNode] = []
     for n in nodes:
         parent = n["parent"]
         if parent is None:
@@ -120,7 +121,7 @@ def _subtree(nodes: list[dict[str, Any]], low: int, high: int | None) -> list[di
     return out
 
 
-def _bundle(window: Window, *, max_text: int | None, log_seq: int, high: int | None = None) -> dict[str, Any]:
+def _bundle(window: Window, *, max_text: int | None, log_seq: int, high: int | None = None) -> TimelineBundle:
     bundle = window.timeline.to_json(max_text=max_text)
     bundle["nodes"] = _subtree(bundle["nodes"], window.cut, high)
     turns = max(window.turns, window.timeline.open_turn or 0, _last_turn(bundle["nodes"]))
@@ -132,7 +133,7 @@ def _bundle(window: Window, *, max_text: int | None, log_seq: int, high: int | N
     return bundle
 
 
-def _last_turn(nodes: list[dict[str, Any]]) -> int:
+def _last_turn(nodes: list[ViewNode]) -> int:
     return max((int(n["turn"]) for n in nodes if n["type"] == "turn"), default=0)
 
 
@@ -154,7 +155,7 @@ class WindowCache:
         known: int | None,
         max_text: int | None,
         page: Budget,
-    ) -> dict[str, Any] | None:
+    ) -> TimelineBundle | None:
         """The bundle of the newest ``turns`` turns (and every turn after them since), or ``None``
         while ``known`` is still its ``seq``. Events are read under ``page`` (a long tail is folded
         over several requests)."""
@@ -171,7 +172,7 @@ class WindowCache:
         turns: int,
         known: int | None,
         max_text: int | None,
-    ) -> dict[str, Any] | None:
+    ) -> TimelineBundle | None:
         store = open_store(path, "read")
         try:
             if store.session_row(session_id) is None:
@@ -211,7 +212,7 @@ class WindowCache:
 
 def earlier(
     path: Readable, session_id: str, *, before: int, turns: int, max_text: int | None, page: Budget
-) -> dict[str, Any]:
+) -> TimelineBundle:
     """The bundle of the ``turns`` turns before turn ``before`` (fewer at the log's start)."""
     with bounded(page):  # every read of the request, the connection's limits included
         return span(path, session_id, first=max(1, before - turns), until=before, max_text=max_text)
@@ -219,7 +220,7 @@ def earlier(
 
 def span(
     path: Readable, session_id: str, *, first: int, until: int | None, max_text: int | None
-) -> dict[str, Any]:
+) -> TimelineBundle:
     """The bundle of turns ``first`` up to (not including) turn ``until`` (``None``: to the log's end),
     folded from the last quiet point before turn ``first`` and read under the caller's budget.
     Its ``pending`` is empty (the inbox is the newest window's); ``complete`` says whether the fold

@@ -17,7 +17,7 @@ import importlib.util
 import os
 import tempfile
 from collections.abc import Iterable
-from typing import IO, Any, Literal
+from typing import Any, Literal, TextIO
 
 from nbagent.core.tools import ToolResult
 from nbagent.mcp import sdk
@@ -95,7 +95,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._scope: Any = None
         """The anyio cancel scope of the connection task (its start deadline, and how it is stopped)."""
-        self._errlog: IO[str] | None = None
+        self._errlog: TextIO | None = None
         self._stopping = False
         self._unauthorized = False
         """The HTTP server's last answer was a 401."""
@@ -331,7 +331,7 @@ class McpConnection:
         return _error(f"Error: {self.unavailable()}", "MCP_SERVER_DIED")
 
 
-def _append_only(log: IO[str]) -> IO[str]:
+def _append_only(log: TextIO) -> TextIO:
     """``log`` with ``O_APPEND`` set (POSIX): the server shares the file offset, so without it reading
     the tail or emptying the file would move where the server writes."""
     try:

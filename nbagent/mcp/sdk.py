@@ -15,7 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
-from typing import IO, Any, Protocol
+from typing import Any, Protocol, TextIO
 
 TIMEOUT_CODES = frozenset({-32001, 408})
 """The error codes of a request that got no answer in time (2.x's ``REQUEST_TIMEOUT``, 1.x's HTTP 408)."""
@@ -81,7 +81,7 @@ def is_sdk_error(exc: BaseException) -> bool:
     return kind is not None and isinstance(exc, kind)
 
 
-def stdio_transport(command: str, args: list[str], env: Mapping[str, str], errlog: IO[str]) -> Any:
+def stdio_transport(command: str, args: list[str], env: Mapping[str, str], errlog: TextIO) -> Any:
     """The SDK's stdio transport: runs ``command`` with exactly ``env``."""
     from mcp import StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -136,7 +136,7 @@ async def open_session(
 
     info = Implementation(name="nbagent", version=client_version)
 
-    async def decline(_context: Any, params: Any) -> Any:
+    async def decline(context: Any, params: Any) -> Any:  # the SDK's ElicitationFnT names them
         await on_elicitation(str(getattr(params, "message", "") or ""))
         return ElicitResult(action="decline")
 

@@ -11,16 +11,17 @@ result saying why (:meth:`McpServers.stand_in`).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from nbagent.core.hooks import Enter
 from nbagent.core.tools import Tool
-from nbagent.log.messages import UserMessage
+from nbagent.log.messages import PluginSource, UserMessage
 from nbagent.mcp.config import FIRST_REQUEST_WAIT, ServerSpec
 from nbagent.mcp.connection import McpConnection, require_sdk
 from nbagent.mcp.names import SEPARATOR, server_prefix, tool_name
@@ -42,7 +43,10 @@ def missing_tools_notice(conns: list[McpConnection]) -> UserMessage:
     ]
     names = ", ".join(repr(c.name) for c in conns)
     summary = clip(f"MCP tools not offered: {names}", 110)
-    source = {"kind": "plugin", "plugin": "nbagent.mcp", "form": "notice", "summary": summary}
+    # producers add fields of their own (this summary): PluginSource lists only the shared ones
+    source = cast(
+        PluginSource, {"kind": "plugin", "plugin": "nbagent.mcp", "form": "notice", "summary": summary}
+    )
     return UserMessage.text("\n".join(lines), source=source)
 
 
@@ -200,7 +204,7 @@ class McpServers:
             return decision
         return Enter([*decision.messages, missing_tools_notice(missing)])
 
-    async def _wait_first_lists(self, signal: Any) -> list[McpConnection]:
+    async def _wait_first_lists(self, signal: Any) -> builtins.list[McpConnection]:
         """Wait (bounded) for the servers no request has waited for yet; returns them."""
         with self._lock:
             waiting = [self._servers[n] for n in self._unwaited if n in self._servers]
@@ -209,7 +213,12 @@ class McpServers:
         if not pending:
             return waiting
         cancelled = asyncio.get_running_loop().create_future()
-        remove = signal.on_cancel(lambda: cancelled.done() or cancelled.set_result(None))
+
+        def stop_waiting() -> None:
+            if not cancelled.done():
+                cancelled.set_result(None)
+
+        remove = signal.on_cancel(stop_waiting)
         deadline = time.monotonic() + FIRST_REQUEST_WAIT
         try:
             started = asyncio.gather(

@@ -87,8 +87,10 @@ class SessionRow:
 class StoreReader(Protocol):
     """A read-only connection to a store: what listing, reading, following and resuming use."""
 
-    where: StoreLocation
-    """The location it was opened from (a PostgreSQL URL keeps its credentials: never show it)."""
+    @property
+    def where(self) -> StoreLocation:
+        """The location it was opened from (a PostgreSQL URL keeps its credentials: never show it)."""
+
     location: str
     """The path or address, as error messages and ``SessionRow.file`` show it."""
 
@@ -138,10 +140,14 @@ class StoreWriter(Protocol):
 
     Writers are single-threaded per agent (the journal's leader)."""
 
-    where: StoreLocation
+    @property
+    def where(self) -> StoreLocation: ...
+
     location: str
-    path: Path | str
-    """``agent.path``: the file's path, or (PostgreSQL) the address without credentials."""
+
+    @property
+    def path(self) -> Path | str:
+        """``agent.path``: the file's path, or (PostgreSQL) the address without credentials."""
 
     def write(self, rows: Sequence[Row], *, session: StoredSession | None = None) -> None:
         """Insert ``rows`` (and optionally a new session row) atomically: all or nothing.

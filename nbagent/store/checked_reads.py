@@ -66,7 +66,7 @@ class LogFigures(NamedTuple):
     """What the cheap check of a log reads: its row count, last seq and time, and the first row
     whose ``data`` is not valid JSON (``None``: none, or a backend whose server checks it)."""
 
-    count: int
+    rows: int
     last_seq: int
     last_time: int
     first_invalid: int | None
@@ -169,9 +169,9 @@ class CheckedReads:
         if not self._holds_sessions():
             return 0, 0
         figures = self._fetch_log(session_id)
-        if not figures.count:
+        if not figures.rows:
             return 0, 0
-        if figures.count != figures.last_seq + 1:
+        if figures.rows != figures.last_seq + 1:
             missing, before = self._fetch_first_gap(session_id)
             raise self._gap(session_id, missing, before, " (nbagent does not truncate logs)")
         if figures.first_invalid is not None:
@@ -179,7 +179,7 @@ class CheckedReads:
                 f"session {session_id} in {self.location}: the record at seq {figures.first_invalid} is "
                 f"damaged (not valid JSON); {self.remedy} (nbagent does not truncate logs)"
             )
-        return figures.count, figures.last_time
+        return figures.rows, figures.last_time
 
     def checks_may_wait(self, session_id: str) -> bool:
         """Whether the resume checks beyond :meth:`check_log` may wait for the first write."""

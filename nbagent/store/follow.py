@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +94,7 @@ def _change_token(path: Path) -> tuple[Any, ...]:
     return tuple(marks)
 
 
-async def _file_changes(path: Path, poll_interval: float) -> AsyncIterator[None]:
+async def _file_changes(path: Path, poll_interval: float) -> AsyncGenerator[None, None]:
     """Yield once at the start, then whenever the file may hold new commits."""
     token: tuple[Any, ...] | None = None
     last = 0.0
@@ -107,7 +107,7 @@ async def _file_changes(path: Path, poll_interval: float) -> AsyncIterator[None]
         await asyncio.sleep(poll_interval)
 
 
-async def _notices(store: PostgresStore, session_id: str) -> AsyncIterator[None]:
+async def _notices(store: PostgresStore, session_id: str) -> AsyncGenerator[None, None]:
     """Yield once the process's listener listens for ``session_id`` (nothing committed after that
     can be missed), then whenever its session may hold new events."""
     from nbagent.store.postgres.listen import Follower, listener_for

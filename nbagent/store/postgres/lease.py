@@ -194,9 +194,11 @@ class RowLease:
             if not _stale(row):
                 raise self._refused(store, describe_holder(row))
             args = (*me, ttl, sid, row[0])
-            got = store.run(
-                lambda c, a=args: c.execute(store.q(_TAKE_OVER), a).fetchone(), doing="writing to"
-            )
+
+            def take_over(c: psycopg.Connection[Any], a: tuple[Any, ...] = args) -> Any:
+                return c.execute(store.q(_TAKE_OVER), a).fetchone()
+
+            got = store.run(take_over, doing="writing to")
             if got is not None:
                 return int(got[0])
         raise self._refused(store, "another writer taking it at the same moment")

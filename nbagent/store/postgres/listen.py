@@ -137,6 +137,7 @@ class Listener(Served[Follower]):
 
         from nbagent.store.postgres.lease import holder_name
 
+        assert self.listen_conninfo is not None  # called only when there is a listening address
         try:
             conn = psycopg.connect(
                 self.listen_conninfo, autocommit=True, connect_timeout=10, application_name=holder_name()

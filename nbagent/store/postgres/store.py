@@ -99,6 +99,14 @@ def channel(schema: str) -> str:
     return f"nbagent:{schema}"[:63]
 
 
+def _one(cursor: psycopg.Cursor[Any]) -> Any:
+    """The row of a statement that always returns one (an aggregate, ``current_setting``, the first
+    gap of a log whose count says it has one)."""
+    row = cursor.fetchone()
+    assert row is not None, "the statement returns one row"
+    return row
+
+
 class PostgresStore(CheckedReads):
     """The nbagent schema of one PostgreSQL database, reached through this process's pool of that
     server (see ``SessionStore``)."""
@@ -135,9 +143,11 @@ class PostgresStore(CheckedReads):
         from psycopg import sql
 
         setting, encoding = self.run(
-            lambda c: c.execute(
-                "SELECT current_setting(%s, true), current_setting('server_encoding')", (SCHEMA_SETTING,)
-            ).fetchone()
+            lambda c: _one(
+                c.execute(
+                    "SELECT current_setting(%s, true), current_setting('server_encoding')", (SCHEMA_SETTING,)
+                )
+            )
         )
         self.schema = named or (setting or "").strip() or DEFAULT_SCHEMA
         self.key = f"{self.conninfo}\0{self.schema}"
@@ -165,7 +175,7 @@ class PostgresStore(CheckedReads):
         self._writes = Statements(q, self.channel)
         version = self._identify(psycopg)
         self.empty = version is None
-        if self.empty:
+        if version is None:
             if self.mode == "create":
                 self._initialise(psycopg)
                 self.empty = False
@@ -423,7 +433,7 @@ class PostgresStore(CheckedReads):
             text = self._q("SELECT 1 FROM {schema}.sessions WHERE id = %s")
             return self.run(lambda c: c.execute(text, (sid,)).fetchone()) is not None
         text = self._q("SELECT max(seq) FROM {schema}.events WHERE session_id = %s")
-        last = self.run(lambda c: c.execute(text, (sid,)).fetchone()[0])
+        last = self.run(lambda c: _one(c.execute(text, (sid,)))[0])
         return last is not None and last >= span[0]
 
     def _settle(self, sid: str, span: tuple[int, int]) -> None:
@@ -497,6 +507,7 @@ class PostgresStore(CheckedReads):
         return not self.empty
 
     def _fetch_sessions(self, session_id: str | None) -> list[SessionFigures]:
+        args: tuple[str, ...]
         if session_id is None:
             sql, args = self._q(self._SESSION_SELECT), (TURN_START,)
         else:
@@ -511,7 +522,7 @@ class PostgresStore(CheckedReads):
     def _fetch_log(self, session_id: str) -> LogFigures:
         """Every record is valid JSON by construction: the server checks ``json`` values on insert."""
         sql = self._q("SELECT count(*), max(seq) FROM {schema}.events WHERE session_id = %s")
-        count, last = self.run(lambda c: c.execute(sql, (session_id,)).fetchone())
+        count, last = self.run(lambda c: _one(c.execute(sql, (session_id,))))
         if not count:
             return LogFigures(0, -1, 0, None)
         return LogFigures(count, last, self.tail(session_id)[1], None)
@@ -521,9 +532,9 @@ class PostgresStore(CheckedReads):
             "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq) - 1 AS want "
             "FROM {schema}.events WHERE session_id = %s) x WHERE seq <> want ORDER BY seq LIMIT 1"
         )
-        (before,) = self.run(lambda c: c.execute(gap, (session_id,)).fetchone())
+        (before,) = self.run(lambda c: _one(c.execute(gap, (session_id,))))
         count = self._q("SELECT count(*) FROM {schema}.events WHERE session_id = %s AND seq < %s")
-        return self.run(lambda c: c.execute(count, (session_id, before)).fetchone()[0]), before
+        return self.run(lambda c: _one(c.execute(count, (session_id, before)))[0]), before
 
     def checks_may_wait(self, session_id: str) -> bool:
         """No checks wait for the first write here: the server checked every record on insert."""
@@ -541,7 +552,7 @@ class PostgresStore(CheckedReads):
 
     def _fetch_last_quiet(self, session_id: str) -> int | None:
         sql = self._q("SELECT max(seq) FROM {schema}.events WHERE session_id = %s AND inbox_pending = 0")
-        return self.run(lambda c: c.execute(sql, (session_id,)).fetchone()[0])
+        return self.run(lambda c: _one(c.execute(sql, (session_id,)))[0])
 
     def _select(self, columns: str, session_id: str, query: EventQuery) -> tuple[bytes, list[Any]]:
         text, args = checked_reads.select_events(columns, "{schema}.events", session_id, query, "%s")

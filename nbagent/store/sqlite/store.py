@@ -493,7 +493,8 @@ def _figures(conn: sqlite3.Connection, stored: Fetched) -> SessionFigures:
     turns = conn.execute(
         "SELECT count(*) FROM events WHERE session_id = ? AND type = 'turn/start'", (stored[0],)
     ).fetchone()[0]
-    return SessionFigures(stored, *(last or (None, None)), turns)
+    last_seq, last_time = last or (None, None)
+    return SessionFigures(stored, last_seq, last_time, turns)
 
 
 def _log_figures(conn: sqlite3.Connection, session_id: str, *, indexed: bool) -> LogFigures:
