@@ -14,6 +14,7 @@ python3 -m pip install -q -e ".[test]"
 PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 python3 -m ruff check .
 python3 -m ruff format --check .
+python3 -m mypy  # the package's types (settings in pyproject.toml)
 (cd labextension && jlpm install && jlpm lint && jlpm test)
 command -v chromium || { as_root && apt-get update -qq && apt-get install -y -qq chromium; } ||
   echo "scripts/test.sh: no chromium and not root: the browser tests will skip (apt-get install chromium)"

@@ -21,7 +21,7 @@ from nbagent import (
     SessionWriteError,
 )
 from nbagent.models import ScriptedModel
-from nbagent.store.postgres.store import SCHEMA_VERSION
+from nbagent.store.postgres.tables import SCHEMA_VERSION
 from nbagent.testing import check_invariants
 
 PASSWORD = "s3cret-Pa55word"

@@ -81,7 +81,7 @@ class AgentCore:
         )
         """The turn driver: the running state and the seams the loop, the tools and the inbox use.
         Not a user API."""
-        self.inbox = Inbox(self.driver)
+        self.inbox: Inbox = Inbox(self.driver)
         self.repaired = False
         """``True`` when resuming appended crash-repair events (the log had ended inside a turn)."""
         if resumed is not None and resumed.repair:

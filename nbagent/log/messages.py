@@ -94,6 +94,8 @@ class DataFrameSource(TypedDict):
     table: NotRequired[dict[str, Any]]
     head_rows: NotRequired[list[int]]
     cell: NotRequired[CellRef]
+    label: NotRequired[str]
+    """``%inject --label``'s name for it."""
 
 
 class VariableSource(TypedDict):
@@ -104,6 +106,8 @@ class VariableSource(TypedDict):
     """Which text was used (``str``, ``markdown``, ...)."""
     cut: NotRequired[dict[str, Any]]
     """What was left out, when something was."""
+    label: NotRequired[str]
+    """``%inject --label``'s name for it."""
 
 
 class ErrorSource(TypedDict):
@@ -122,6 +126,8 @@ class PluginSource(TypedDict):
     kind: Literal["plugin"]
     plugin: str
     form: NotRequired[str]
+    summary: NotRequired[str]
+    """One line for the views (an MCP notice's)."""
 
 
 class NotebookSource(TypedDict):
@@ -134,6 +140,12 @@ class NotebookSource(TypedDict):
 class ToolSource(TypedDict):
     kind: Literal["tool"]
     call_id: str
+
+
+class NoteSource(TypedDict):
+    """A message added to a replayed turn by the person replaying it (``%agent replay --add``)."""
+
+    kind: Literal["note"]
 
 
 class ModelSource(TypedDict):
@@ -152,6 +164,7 @@ Source = (
     | PluginSource
     | NotebookSource
     | ToolSource
+    | NoteSource
     | ModelSource
 )
 """Who produced a message, discriminated by ``kind``; producers add their own fields, and consumers
@@ -167,6 +180,7 @@ SourceKind = Literal[
     "plugin",
     "notebook",
     "tool",
+    "note",
     "model",
 ]
 

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nbagent.core.hooks import Enter
 from nbagent.core.tools import Tool
@@ -43,10 +43,7 @@ def missing_tools_notice(conns: list[McpConnection]) -> UserMessage:
     ]
     names = ", ".join(repr(c.name) for c in conns)
     summary = clip(f"MCP tools not offered: {names}", 110)
-    # producers add fields of their own (this summary): PluginSource lists only the shared ones
-    source = cast(
-        PluginSource, {"kind": "plugin", "plugin": "nbagent.mcp", "form": "notice", "summary": summary}
-    )
+    source: PluginSource = {"kind": "plugin", "plugin": "nbagent.mcp", "form": "notice", "summary": summary}
     return UserMessage.text("\n".join(lines), source=source)
 
 

@@ -38,6 +38,14 @@ from nbagent.models.base import (
 )
 
 MODES = ("none", "once", "new_episodes", "all", "rewrite")
+MODE_DOES = {
+    "none": "answers from it; a request not in it fails",
+    "once": "records while it is missing, then answers from it",
+    "new_episodes": "answers what it holds and records the rest",
+    "all": "asks the model every time and records",
+    "rewrite": "starts it afresh and records every answer",
+}
+"""What each mode does with the cassette, in words."""
 MODE_ENV = "NBAGENT_RECORD_MODE"
 CASSETTE_ENV = "NBAGENT_CASSETTE"
 CASSETTE_SUFFIX = ".nbagent-cassette.json"
@@ -314,6 +322,7 @@ def _inner_spec(prefix: str, rest: str) -> str:
 __all__ = [
     "CASSETTE_SUFFIX",
     "MODES",
+    "MODE_DOES",
     "RecordingModel",
     "cassette_beside",
     "recording_model",

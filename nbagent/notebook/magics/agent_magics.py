@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 
 KEEP_PROPOSING = 64
 """Finished turn views kept so a later click on one of their proposed cells updates them."""
-_COMMANDS: tuple[str, ...]
-_COMMANDS = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait", "transcript", "close")
+_COMMANDS: tuple[str, ...] = ("status", "new", "resume", "sessions", "model", "show", "cancel", "wait")
+_COMMANDS += ("transcript", "close")
 _COMMANDS += ("run",)  # starts what is pending (a followup carried over a restart): agent.wake()
 _COMMANDS += ("approve", "deny", "tools", "approvals")  # nbagent.notebook.magics.tool_commands
 _COMMANDS += ("mcp",)  # nbagent.notebook.magics.mcp_commands
@@ -84,18 +84,11 @@ def _parse(method: Callable[..., Any], options: str) -> Any:
 
 def cassette_note(model: object) -> str:
     """For a ``record:``/``replay:`` model: which cassette it uses and what its mode does."""
-    from nbagent.models.cassette import RecordingModel
+    from nbagent.models.cassette import MODE_DOES, RecordingModel
 
     if not isinstance(model, RecordingModel) or model.cassette is None:
         return ""
-    does = {
-        "none": "answers from it; a request not in it fails",
-        "once": "records while it is missing, then answers from it",
-        "new_episodes": "answers what it holds and records the rest",
-        "all": "asks the model every time and records",
-        "rewrite": "starts it afresh and records every answer",
-    }[model.mode]
-    return f", with the cassette {model.cassette.name} (mode {model.mode}: {does})"
+    return f", with the cassette {model.cassette.name} (mode {model.mode}: {MODE_DOES[model.mode]})"
 
 
 def _message_magic(verb: str) -> Callable[[Magic], Magic]:

@@ -7,7 +7,7 @@ import shlex
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 from IPython.core.error import UsageError
 
@@ -204,10 +204,10 @@ def _seen_by(item: str, given: str, sep: str, step: str) -> int:
 
 
 def _added(text: str) -> Any:
-    from nbagent.log.messages import Source, UserMessage
+    from nbagent.log.messages import NoteSource, UserMessage
 
-    # "note" is a kind the Source union does not list yet; consumers tolerate kinds they do not know
-    return UserMessage.text(text, cast(Source, {"kind": "note"}))
+    note: NoteSource = {"kind": "note"}
+    return UserMessage.text(text, note)
 
 
 def _live_view(magics: Any, agent: Any, waited: bool, dropped: set[str]) -> Any:

@@ -10,16 +10,13 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 from IPython.core.error import UsageError
 
 from nbagent._json import thaw
-from nbagent.log.messages import UserMessage
+from nbagent.log.messages import DataFrameSource, UserMessage, VariableSource
 from nbagent.views.labels import describe_message
-
-if TYPE_CHECKING:
-    from nbagent.log.messages import Source
 
 
 @dataclass(frozen=True)
@@ -243,7 +240,8 @@ def _evaluated(
     if options.label is None:
         return message
     # the message's own source (a dataframe or variable kind) with the label added
-    labelled = cast("Source", {**thaw(message.source), "label": options.label})
+    labelled = cast(DataFrameSource | VariableSource, {**thaw(message.source)})
+    labelled["label"] = options.label
     return UserMessage.text(message.plain_text, source=labelled)
 
 

@@ -71,7 +71,7 @@ def _of_nbagent(conn: psycopg.Connection[Any], names: list[str]) -> set[str]:
     """Those of the schemas ``names`` whose ``meta`` says nbagent is their application (one query)."""
     from psycopg import sql
 
-    from nbagent.store.postgres.store import APPLICATION
+    from nbagent.store.postgres.tables import APPLICATION
 
     if not names:
         return set()

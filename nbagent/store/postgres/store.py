@@ -20,7 +20,6 @@ variables or ``~/.pgpass`` (libpq reads them); the store shows and stores only t
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +40,7 @@ from nbagent.store.location import PostgresLocation
 from nbagent.store.postgres.lease import LEASES_DDL, RowLease, describe_holder, holder_name, lease_seconds
 from nbagent.store.postgres.location import DEFAULT_SCHEMA, SCHEMA_SETTING, split_schema, url_secrets
 from nbagent.store.postgres.pool import pool_for
+from nbagent.store.postgres.tables import APPLICATION, DDL, SCHEMA_VERSION, TABLES, TABLES_V1, schema_lock
 from nbagent.store.postgres.watchdog import WATCHDOG, WatchedCall, answer_seconds, given_statement_timeout_ms
 from nbagent.store.postgres.writes import NOTIFIER, Statements
 
@@ -49,41 +49,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-APPLICATION = "nbagent"
-SCHEMA_VERSION = 2
-"""1: meta, sessions, events (leases were advisory locks); 2: adds ``leases`` (a writer migrates 1)."""
-TABLES = frozenset({"meta", "sessions", "events", "leases"})
-TABLES_V1 = TABLES - {"leases"}
 STATEMENT_ROWS = 1000
 """Rows per ``INSERT`` statement (6 parameters each, far below the protocol's 65535)."""
-
-_DDL = (
-    """
-CREATE SCHEMA IF NOT EXISTS {schema};
-CREATE TABLE {schema}.meta (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE {schema}.sessions (
-    id text PRIMARY KEY,
-    created_at bigint NOT NULL,
-    title text,
-    parent text,
-    notebook text,
-    model text,
-    metadata text NOT NULL DEFAULT '{{}}'
-);
-CREATE TABLE {schema}.events (
-    session_id text NOT NULL,
-    seq bigint NOT NULL,
-    time bigint NOT NULL,
-    type text NOT NULL,
-    data json NOT NULL,
-    inbox_pending integer,
-    PRIMARY KEY (session_id, seq)
-);
-CREATE INDEX events_by_type ON {schema}.events (session_id, type, seq);
-CREATE INDEX events_inbox_quiet ON {schema}.events (session_id, seq) WHERE inbox_pending = 0;
-"""
-    + LEASES_DDL
-)
 
 
 def _psycopg() -> Any:
@@ -248,10 +215,10 @@ class PostgresStore(CheckedReads):
 
         def init(c: psycopg.Connection[Any]) -> None:
             with c.transaction():
-                c.execute("SELECT pg_advisory_xact_lock(%s)", (_schema_lock(self.schema),))
+                c.execute("SELECT pg_advisory_xact_lock(%s)", (schema_lock(self.schema),))
                 if self._identify(psycopg, c) is not None:
                     return  # another process created it meanwhile
-                for stmt in _DDL.split(";"):
+                for stmt in DDL.split(";"):
                     c.execute(q(stmt))
                 c.execute(
                     q("INSERT INTO {schema}.meta VALUES ('application', %s), ('version', %s)"),
@@ -267,7 +234,7 @@ class PostgresStore(CheckedReads):
 
         def migrate(c: psycopg.Connection[Any]) -> None:
             with c.transaction():
-                c.execute("SELECT pg_advisory_xact_lock(%s)", (_schema_lock(self.schema),))
+                c.execute("SELECT pg_advisory_xact_lock(%s)", (schema_lock(self.schema),))
                 if self._identify(psycopg, c) != 1:
                     return  # migrated meanwhile
                 c.execute(q(LEASES_DDL))
@@ -602,9 +569,3 @@ class _LostError(SessionWriteError):
 
 class _FencedError(Exception):
     """A multi-statement append found its lease lost (rolls its transaction back)."""
-
-
-def _schema_lock(schema: str) -> int:
-    """The transaction-level advisory lock key that serialises creating or upgrading ``schema``."""
-    digest = hashlib.blake2b(f"nbagent schema\0{schema}".encode("utf-8", "surrogatepass"), digest_size=8)
-    return int.from_bytes(digest.digest(), "big", signed=True)
