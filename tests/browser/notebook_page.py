@@ -45,6 +45,12 @@ def output_text(page: Any, index: int) -> str:
     return str(page.evaluate(OUTPUT_TEXT_JS, index))
 
 
+def settle(page: Any) -> None:
+    """Let two animation frames pass: focus a widget takes in a frame of its own (a notebook
+    activated focuses its active cell) is then taken, and cannot move a focus given after."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
 def save(page: Any) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from conftest import Lab, shot
-from notebook_page import open_notebook, run_cell, set_theme, setup_cell
+from notebook_page import open_notebook, run_cell, set_theme, settle, setup_cell
 from page_errors import PageErrors
 from test_lab_markdown import write_session
 from test_lab_sessions_panel import show_panel
@@ -99,6 +99,7 @@ def test_the_panel_and_tab_reach_aa_in_both_themes_and_the_keyboard_works(lab: L
     page.evaluate(
         "() => window.jupyterapp.shell.activateById(window.jupyterapp.shell.widgets('main').next().value.id)"
     )
+    settle(page)  # the activated widget's own focus is taken before the button's below
     before = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
     row.locator(".jp-nbagent-export").focus()
     with page.expect_download() as download:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import Lab, shot
-from notebook_page import open_notebook, output_text, run_cell
+from notebook_page import open_notebook, output_text, run_cell, settle
 from page_errors import PageErrors
 from playwright.sync_api import expect
 from test_lab_sessions_panel import show_panel
@@ -193,6 +193,7 @@ def test_the_session_tab_replays_in_the_kernel_holding_the_session(lab: Lab, pag
     # restore may still switch the side bar), then focus and press in one action, and read the
     # outcome with web-first assertions.
     expect(runs).to_be_visible()
+    settle(page)
     runs.press("ArrowRight")
     expect(runs).to_have_attribute("aria-expanded", "true")
     expect(runs.locator('[role="treeitem"]').first).to_be_visible()
