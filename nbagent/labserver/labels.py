@@ -93,9 +93,10 @@ class Labels:
                 reader = open_reader(path)
             except NbagentError:
                 return out
+            with self._lock:
+                self.reads += len(rows)
             try:
                 for row in rows:
-                    self.reads += 1
                     try:
                         out[row.id] = self._read_one(reader, row)
                     except (NbagentError, EventParseError):  # (a crafted record: this row only)

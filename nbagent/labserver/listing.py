@@ -94,7 +94,7 @@ def listing_page(
 
 def _entries(page: list[_Found], budget: Callable[[], Budget], labels: Labels) -> list[dict[str, Any]]:
     """The page's entries; the labels of each file's sessions are read together (one reader)."""
-    rows: dict[int, tuple[Readable, list[SessionRow]]] = {}
+    rows: dict[int, tuple[Readable, list[SessionRow]]] = {}  # by file: its rows share one path object
     for f in page:
         if f.row is not None:
             rows.setdefault(id(f.path), (f.path, []))[1].append(f.row)
